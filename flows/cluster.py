@@ -1,0 +1,31 @@
+"""The Dask cluster a flow run computes on: an existing scheduler, or a LocalCluster.
+
+Prefect tasks run in the flow process and hand their Dask graphs to this client, so Dask workers
+need the `vase-pipeline` package but neither Prefect nor an API server.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from distributed import Client, LocalCluster
+
+SCHEDULER_ENV = "VASE_DASK_SCHEDULER"
+
+
+@contextmanager
+def dask_client(scheduler: str | None = None, workers: int = 2) -> Iterator[Client]:
+    """A client on `scheduler` (or $VASE_DASK_SCHEDULER); else on a new LocalCluster of `workers` processes."""
+    scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
+    if scheduler:
+        with Client(scheduler) as client:
+            yield client
+        return
+    # One thread per worker and BLAS pinned to one thread: the work is already split in tasks.
+    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.WARNING,
+                      env=env) as cluster, Client(cluster) as client:
+        yield client

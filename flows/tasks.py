@@ -1,0 +1,34 @@
+"""Prefect tasks: each is one call into the library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from pipeline import board as boards
+from pipeline.methods import Ratings
+from pipeline.stats import Statistics
+from pipeline.store import IngestReport, Store
+
+
+@task(cache_policy=NO_CACHE, retries=2, retry_delay_seconds=5)
+def ingest(store: str, board: boards.Board) -> list[IngestReport]:
+    # Safe to retry: ingest is idempotent (the manifest is written last).
+    return boards.ingest(Store(store), board)
+
+
+@task(cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5)
+def reduce(store: str, board: boards.Board, client) -> Statistics:
+    return boards.reduce(Store(store), board.kind, board.methods, client)
+
+
+@task(cache_policy=NO_CACHE)
+def rate(stats: Statistics, spec: str) -> Ratings:
+    return boards.rate(stats, [spec])[0][0]
+
+
+@task(cache_policy=NO_CACHE)
+def publish(store: str, board: boards.Board, ratings: list[Ratings], out: str, timings: dict[str, float]) -> list[Path]:
+    return boards.write_board(Store(store), board, ratings, Path(out), timings)

@@ -1,0 +1,132 @@
+"""The `vase` command (DESIGN.md, "Command line").
+
+`ingest`, `rate` and `methods` use the library directly and need no Prefect server; `demo`
+runs the nightly Prefect flow over data-samples/ in Prefect's local mode.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pipeline.board import Board, run_board
+from pipeline.logs import KINDS
+from pipeline.methods import REGISTRY
+from pipeline.store import IngestReport, Store
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ratings of agents from logs of battles, games, scores and ballots.")
+console = Console()
+SAMPLES = Path(__file__).resolve().parent.parent / "data-samples"
+
+KindOption = Annotated[str, typer.Option("--kind", "-k", help=f"log kind: {', '.join(KINDS)}")]
+SchedulerOption = Annotated[Optional[str], typer.Option("--scheduler", help="address of an existing Dask scheduler")]
+
+
+def _report_table(reports: list[IngestReport]) -> Table:
+    table = Table("file", "status", "rows in", "accepted", "quarantined", "note")
+    for r in reports:
+        table.add_row(Path(r.source).name, r.status, str(r.rows_in), str(r.rows_accepted), str(r.rows_quarantined), r.error or (r.quarantine or ""))
+    return table
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise typer.BadParameter(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}", param_hint="--kind")
+
+
+@contextmanager
+def _client(scheduler: str | None):
+    if scheduler is None:
+        yield None
+        return
+    from distributed import Client
+
+    with Client(scheduler) as client:
+        yield client
+
+
+@app.command()
+def ingest(
+    sources: Annotated[list[Path], typer.Argument(help="log files or folders")],
+    kind: KindOption,
+    store: Annotated[Path, typer.Option("--store", help="store folder (created if missing)")],
+) -> None:
+    """Validate logs and write them into the store; files already ingested are skipped."""
+    _check_kind(kind)
+    board = Board("ingest", kind, tuple(map(str, sources)), ())
+    from pipeline.board import ingest as ingest_board
+
+    reports = ingest_board(Store(store), board)
+    console.print(_report_table(reports))
+    totals = {k: sum(getattr(r, k) for r in reports) for k in ("rows_in", "rows_accepted", "rows_quarantined")}
+    console.print(f"rows in {totals['rows_in']} = accepted {totals['rows_accepted']} + quarantined {totals['rows_quarantined']}")
+    if any(r.status == "unreadable" for r in reports):
+        raise typer.Exit(1)
+
+
+@app.command()
+def rate(
+    kind: KindOption,
+    method: Annotated[list[str], typer.Option("--method", "-m", help="method spec, e.g. borda or approval:k=3 (repeatable)")],
+    out: Annotated[Path, typer.Option("--out", help="output folder")],
+    sources: Annotated[Optional[list[Path]], typer.Argument(help="log files or folders (ingested first)")] = None,
+    store: Annotated[Optional[Path], typer.Option("--store", help="store folder; a temporary one if omitted")] = None,
+    scheduler: SchedulerOption = None,
+    title: Annotated[str, typer.Option(help="leaderboard title")] = "",
+) -> None:
+    """Rate the agents of a store (or of log files) with one or more methods."""
+    _check_kind(kind)
+    if store is None and not sources:
+        raise typer.BadParameter("give log files or --store", param_hint="SOURCES")
+    try:
+        board = Board(title or out.name, kind, tuple(map(str, sources or ())), tuple(method), title)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--method") from None
+    with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, _client(scheduler) as client:
+        result = run_board(board, Store(store or scratch), out, client)
+    if result.reports:
+        console.print(_report_table(result.reports))
+    for r in result.ratings:
+        top = sorted(range(len(r.agents)), key=lambda i: r.rank[i])[:3]
+        console.print(f"[bold]{r.spec}[/bold]: {len(r.agents)} agents; top ranks {[int(r.rank[i]) for i in top]}")
+    console.print(f"leaderboard: {out / 'leaderboard.md'}")
+
+
+@app.command()
+def methods() -> None:
+    """List the rating methods and their parameters."""
+    table = Table("method", "parameters", "statistics", "summary")
+    for name, m in sorted(REGISTRY.items()):
+        params = ", ".join(f"{k}={v}" for k, v in m.parameters.items())
+        table.add_row(name, params, ", ".join(m.needs), m.summary)
+    console.print(table)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", help="where the store and the published runs go")] = Path("vase-demo"),
+    samples: Annotated[Path, typer.Option("--samples", help="folder with nightly.yaml and the sample logs")] = SAMPLES,
+    workers: Annotated[int, typer.Option(help="local Dask workers")] = 2,
+    scheduler: SchedulerOption = None,
+) -> None:
+    """Run the nightly flow over data-samples/ offline and print where the leaderboards are."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("DO_NOT_TRACK", "1")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+    from flows.runtime import run_nightly
+
+    latest = run_nightly(samples / "nightly.yaml", out.resolve(), workers=workers, scheduler=scheduler, console=console)
+    console.print(f"\n[bold green]leaderboards[/bold green] in {latest}:")
+    for board in sorted(latest.glob("*/leaderboard.md")):
+        console.print(f"  {board}")
+
+
+if __name__ == "__main__":
+    app()

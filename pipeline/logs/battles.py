@@ -1,0 +1,76 @@
+"""Battles: one pairwise comparison per row, canonical or in the Chatbot Arena format.
+
+Canonical columns: `battle_id`, `model_a`, `model_b`, `winner` in {model_a, model_b, tie,
+tie (bothbad)}, optional `judge`, `prompt`, `category`, `timestamp`, `weight`. The Arena dumps
+(`judge`, `question_id`, `tstamp`) are read through column aliases. A file without battle ids gets
+`<file name>:<line>` ids, so ids are stable across re-reads.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+from pipeline.logs.records import LINE, RawRecords
+from pipeline.logs.triage import Check, ReadResult, Triage, number, quantize_weight, weight_value, text, timestamp, unparsable, weight_checks
+
+WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
+
+SCHEMA = pa.schema(
+    [
+        ("battle_id", pa.string()),
+        ("model_a", pa.string()),
+        ("model_b", pa.string()),
+        ("winner", pa.string()),
+        ("judge", pa.string()),
+        ("prompt", pa.string()),
+        ("category", pa.string()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("weight", pa.float64()),
+    ]
+)
+
+
+def read_battles(raw: RawRecords, source: str) -> ReadResult:
+    t = Triage(source, raw)
+    a, b, winner = t.column("model_a"), t.column("model_b"), t.column("winner")
+    ident = t.column("battle_id", required=False)
+    judge = t.column("judge", "annotator", "worker", required=False)
+    prompt = t.column("prompt", "question_id", required=False)
+    category = t.column("category", required=False)
+    stamp = t.column("timestamp", "tstamp", required=False)
+    weight = t.column("weight", required=False)
+    schema = t.frame.schema
+    stem = Path(source).name
+
+    t.derive(
+        battle_id=text(ident) if ident else pl.lit(stem + ":") + pl.col(LINE).cast(pl.String),
+        model_a=text(a),
+        model_b=text(b),
+        winner=text(winner).str.to_lowercase(),
+        judge=text(judge) if judge else pl.lit(None, pl.String),
+        prompt=text(prompt) if prompt else pl.lit(None, pl.String),
+        category=text(category) if category else pl.lit(None, pl.String),
+        timestamp=timestamp(stamp, schema[stamp]) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
+        weight=weight_value(weight, schema.get(weight)),
+    )
+    checks = [
+        Check("battle_id", "missing battle_id", pl.col("~battle_id").is_null()),
+        Check("model_a", "missing model_a", pl.col("~model_a").is_null()),
+        Check("model_b", "missing model_b", pl.col("~model_b").is_null()),
+        Check("model_b", "a model against itself", pl.col("~model_a") == pl.col("~model_b")),
+        Check("winner", "missing winner", pl.col("~winner").is_null()),
+        Check("winner", f"unknown winner value (expected one of {', '.join(WINNERS)})", ~pl.col("~winner").is_in(WINNERS)),
+    ]
+    if stamp:
+        checks.append(Check("timestamp", "unparsable timestamp", unparsable(stamp, "~timestamp")))
+    checks += weight_checks("~weight", weight)
+    t.reject(checks)
+    first = pl.col(LINE).min().over("~battle_id")
+    t.reject_rows(pl.col(LINE) != first, "battle_id", pl.lit("duplicate battle_id (first at line ") + first.cast(pl.String) + pl.lit(")"))
+
+    canonical = {name: pl.col(f"~{name}") for name in SCHEMA.names}
+    canonical["weight"] = quantize_weight(pl.col("~weight"))
+    return t.result("battles", canonical, SCHEMA)

@@ -1,0 +1,81 @@
+"""Multi-player games: one row per player per game; each game is a weak order over its players.
+
+Canonical columns: `game_id`, `player`, `score` (higher is better) or `place` (1 is best; equal
+places are ties), optional `timestamp`, `weight`. A file gives either a place column (`place`,
+`position`, `rank`) or a `score` column. A row with a bad value is quarantined and the rest of its
+game kept (a partial order), unless fewer than two players remain, in which case the whole game
+is quarantined. All rows of a game must agree on its weight and timestamp.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+
+from pipeline.logs.records import LINE, RawRecords, UnreadableFile
+from pipeline.logs.triage import Check, ReadResult, Triage, number, quantize_weight, weight_value, text, timestamp, unparsable, weight_checks
+
+SCHEMA = pa.schema(
+    [
+        ("game_id", pa.string()),
+        ("player", pa.string()),
+        ("score", pa.float64()),
+        ("place", pa.float64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("weight", pa.float64()),
+    ]
+)
+
+
+def read_games(raw: RawRecords, source: str) -> ReadResult:
+    t = Triage(source, raw)
+    game, player = t.column("game_id", "game"), t.column("player", "agent")
+    place = t.column("place", "position", "rank", required=False)
+    score = None if place else t.column("score", required=False)
+    if raw.frame.height and place is None and score is None:
+        raise UnreadableFile(source, "a games log needs a 'score' or a 'place' column")
+    stamp = t.column("timestamp", "date", required=False)
+    weight = t.column("weight", required=False)
+    schema = t.frame.schema
+    value, field = (place, "place") if place else (score, "score")
+
+    t.derive(
+        game_id=text(game),
+        player=text(player),
+        value=number(value, schema[value]) if value else pl.lit(None, pl.Float64),
+        timestamp=timestamp(stamp, schema[stamp]) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
+        weight=weight_value(weight, schema.get(weight)),
+    )
+    checks = [
+        Check("game_id", "missing game_id", pl.col("~game_id").is_null()),
+        Check("player", "missing player", pl.col("~player").is_null()),
+        Check(field, f"missing {field}", pl.col("~value").is_null() & (text(value).is_null() if value else pl.lit(True))),
+        Check(field, f"{field} is not a number", pl.col("~value").is_null()),
+        Check(field, f"{field} is not finite", ~pl.col("~value").is_finite()),
+    ]
+    if place:
+        checks.append(Check(field, "place must be 1 or more", pl.col("~value") < 1))
+    if stamp:
+        checks.append(Check("timestamp", "unparsable timestamp", unparsable(stamp, "~timestamp")))
+    checks += weight_checks("~weight", weight)
+    t.reject(checks)
+
+    first = pl.col(LINE).min().over("~game_id", "~player")
+    t.reject_rows(pl.col(LINE) != first, "player", pl.lit("duplicate player in game (first at line ") + first.cast(pl.String) + pl.lit(")"))
+    by_game = ["~game_id"]
+    t.reject(
+        [
+            Check("weight", "rows of one game disagree on its weight", pl.col("~weight").n_unique().over(by_game) > 1),
+            Check("timestamp", "rows of one game disagree on its timestamp", pl.col("~timestamp").n_unique().over(by_game) > 1),
+            Check("game_id", "game has fewer than two players", pl.len().over(by_game) < 2),
+        ]
+    )
+    canonical = {
+        "game_id": pl.col("~game_id"),
+        "player": pl.col("~player"),
+        "score": pl.lit(None, pl.Float64) if place else pl.col("~value"),
+        "place": pl.col("~value") if place else pl.lit(None, pl.Float64),
+        "timestamp": pl.col("~timestamp"),
+        "weight": quantize_weight(pl.col("~weight")),
+    }
+    return t.result("games", canonical, SCHEMA)

@@ -1,0 +1,99 @@
+"""Score tables: one agent's score on one task per row; each task is a voter (a weak order).
+
+Canonical columns: `task`, `agent`, `score`, `higher_is_better` (per task, default true),
+`task_weight` (default 1). Long tables have `task`, `agent` (or `model`) and `score` columns; a
+table without a `score` column is wide: the first column names the task and every other column is
+an agent, one cell a score. In a wide table an empty cell means the agent was not run on that task
+(the task's ballot is partial) and is not a row; every non-empty cell is one row of the accounting.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+
+from pipeline.logs.records import LINE, RawRecords
+from pipeline.logs.triage import Check, ReadResult, Triage, number, quantize_weight, weight_value, text, unparsable, weight_checks
+
+SCHEMA = pa.schema(
+    [
+        ("task", pa.string()),
+        ("agent", pa.string()),
+        ("score", pa.float64()),
+        ("higher_is_better", pa.bool_()),
+        ("task_weight", pa.float64()),
+    ]
+)
+
+_TRUE = ("true", "1", "yes", "t", "y")
+_FALSE = ("false", "0", "no", "f", "n")
+_PER_TASK = ("higher_is_better", "task_weight")
+
+
+def _melt_wide(raw: RawRecords) -> RawRecords:
+    frame = raw.frame
+    if not frame.height:
+        return raw
+    columns = [c for c in frame.columns if c != LINE]
+    task = columns[0]
+    per_task = [c for c in columns if c.lower() in _PER_TASK]
+    agents = [c for c in columns[1:] if c not in per_task]
+    long = frame.select(
+        pl.col(task).cast(pl.String).alias("task"), pl.col(LINE), *per_task, *[pl.col(a).cast(pl.String) for a in agents]
+    ).unpivot(index=["task", LINE, *per_task], on=agents, variable_name="agent", value_name="score")
+    long = long.filter(text("score").is_not_null()).sort(LINE, maintain_order=True)
+    return RawRecords(long, raw.unparsable)
+
+
+def _boolean(name: str, dtype: pl.DataType) -> pl.Expr:
+    if dtype == pl.Boolean:
+        return pl.col(name)
+    lowered = text(name).str.to_lowercase()
+    return pl.when(lowered.is_in(_TRUE)).then(True).when(lowered.is_in(_FALSE)).then(False).otherwise(None)
+
+
+def read_scores(raw: RawRecords, source: str) -> ReadResult:
+    if "score" not in {c.lower() for c in raw.frame.columns}:
+        raw = _melt_wide(raw)
+    t = Triage(source, raw)
+    task, agent, score = t.column("task"), t.column("agent", "model"), t.column("score")
+    hib = t.column("higher_is_better", required=False)
+    weight = t.column("task_weight", required=False)
+    schema = t.frame.schema
+
+    t.derive(
+        task=text(task),
+        agent=text(agent),
+        score=number(score, schema[score]),
+        hib=_boolean(hib, schema[hib]) if hib else pl.lit(True),
+        weight=weight_value(weight, schema.get(weight)),
+    )
+    checks = [
+        Check("task", "missing task", pl.col("~task").is_null()),
+        Check("agent", "missing agent", pl.col("~agent").is_null()),
+        Check("score", "missing score", text(score).is_null()),
+        Check("score", "score is not a number", unparsable(score, "~score")),
+        Check("score", "score is not finite", ~pl.col("~score").is_finite()),
+    ]
+    if hib:
+        checks.append(Check("higher_is_better", "higher_is_better is not a boolean", pl.col("~hib").is_null()))
+    checks += weight_checks("~weight", weight, "task_weight")
+    t.reject(checks)
+
+    first = pl.col(LINE).min().over("~task", "~agent")
+    t.reject_rows(pl.col(LINE) != first, "agent", pl.lit("duplicate agent in task (first at line ") + first.cast(pl.String) + pl.lit(")"))
+    t.reject(
+        [
+            Check("higher_is_better", "rows of one task disagree on higher_is_better", pl.col("~hib").n_unique().over("~task") > 1),
+            Check("task_weight", "rows of one task disagree on task_weight", pl.col("~weight").n_unique().over("~task") > 1),
+            Check("task", "task has fewer than two agents", pl.len().over("~task") < 2),
+        ]
+    )
+    canonical = {
+        "task": pl.col("~task"),
+        "agent": pl.col("~agent"),
+        "score": pl.col("~score"),
+        "higher_is_better": pl.col("~hib"),
+        "task_weight": quantize_weight(pl.col("~weight")),
+    }
+    return t.result("scores", canonical, SCHEMA)

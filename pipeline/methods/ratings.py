@@ -1,0 +1,63 @@
+"""`Ratings`: the output of every method (DESIGN.md, "Ratings").
+
+One tie rule for every method, in `Ratings.from_scores`: equal scores get equal ranks (standard
+competition ranking, 1, 2, 2, 4), agents listed by store id, never a random tie-break.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def competition_ranks(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
+    """1 + the number of agents with a strictly better score."""
+    key = -np.asarray(score, dtype=np.float64) if higher_is_better else np.asarray(score, dtype=np.float64)
+    return np.searchsorted(np.sort(key), key, side="left").astype(np.int64) + 1
+
+
+@dataclass(frozen=True, eq=False)
+class Ratings:
+    """Per agent (store ids): rank (1 is best), score and method-specific extras.
+
+    `params` are the effective parameters (defaults included), so `spec` round-trips; `info`
+    holds method-level diagnostics (JSON-serialisable values).
+    """
+
+    name: str
+    params: dict[str, object]
+    agents: np.ndarray
+    score: np.ndarray
+    rank: np.ndarray
+    extras: dict[str, np.ndarray] = field(default_factory=dict)
+    info: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        k = len(self.agents)
+        if self.score.shape != (k,) or self.rank.shape != (k,):
+            raise ValueError("one score and one rank per agent")
+        for key, column in self.extras.items():
+            if len(column) != k:
+                raise ValueError(f"extra {key!r} must have one value per agent")
+
+    @classmethod
+    def from_scores(cls, name: str, params: dict[str, object], agents: np.ndarray, score: np.ndarray, *,
+                    extras: dict[str, np.ndarray] | None = None, info: dict[str, object] | None = None,
+                    higher_is_better: bool = True) -> Ratings:
+        score = np.asarray(score, dtype=np.float64)
+        return cls(name, dict(params), np.asarray(agents, dtype=np.int64), score,
+                   competition_ranks(score, higher_is_better), dict(extras or {}), dict(info or {}))
+
+    @property
+    def spec(self) -> str:
+        """The method spec that reproduces these ratings, e.g. `approval:k=2`."""
+        if not self.params:
+            return self.name
+        return self.name + ":" + ",".join(f"{k}={_format(v)}" for k, v in sorted(self.params.items()))
+
+
+def _format(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

@@ -1,0 +1,150 @@
+"""Publishing: ratings.parquet, ratings.json, leaderboard.md and run.json (DESIGN.md, "Ratings").
+
+Names come back here, from the store's dictionary; every file is written atomically. Rows are
+ordered by method (in the order given), then rank, then agent name, so equal inputs give equal
+bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+import pipeline
+from pipeline.methods.ratings import Ratings
+from pipeline.store import IngestReport
+from pipeline.store.files import write_json, write_parquet, write_text
+
+
+def _plain(value: object) -> object:
+    """JSON-safe scalars: numpy types to Python, non-finite floats to None."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def ratings_records(ratings: list[Ratings], names: list[str]) -> list[dict[str, object]]:
+    records = []
+    for r in ratings:
+        order = sorted(range(len(r.agents)), key=lambda i: (r.rank[i], names[r.agents[i]]))
+        for i in order:
+            record = {"method": r.spec, "agent": names[r.agents[i]], "agent_id": int(r.agents[i]),
+                      "rank": int(r.rank[i]), "score": _plain(r.score[i])}
+            record.update({k: _plain(v[i]) for k, v in r.extras.items()})
+            records.append(record)
+    return records
+
+
+def ratings_table(records: list[dict[str, object]]) -> pa.Table:
+    columns = list(dict.fromkeys(k for rec in records for k in rec))
+    return pa.Table.from_pylist([{c: rec.get(c) for c in columns} for rec in records])
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return "" if value is None else str(value)
+
+
+def leaderboard_markdown(ratings: list[Ratings], names: list[str], title: str, top: int | None = None) -> str:
+    lines = [f"# {title}", ""]
+    for r in ratings:
+        records = ratings_records([r], names)
+        shown = records if top is None else records[:top]
+        extras = list(r.extras)
+        lines += [f"## {r.spec}", ""]
+        if r.info:
+            info = {k: _json_safe(_named(k, v, names)) for k, v in sorted(r.info.items())}
+            lines += [f"- {k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in info.items()] + [""]
+        header = ["rank", "agent", "score", *extras]
+        lines.append("| " + " | ".join(header) + " |")
+        lines.append("|" + "---|" * len(header))
+        lines += ["| " + " | ".join(_cell(rec.get(c)) for c in header) + " |" for rec in shown]
+        if len(shown) < len(records):
+            lines.append(f"\n({len(records) - len(shown)} more in ratings.parquet)")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def code_version() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+                             cwd=Path(pipeline.__file__).parent).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        rev = "unknown"
+    return f"{pipeline.__version__}+{rev}"
+
+
+@dataclass
+class RunRecord:
+    """What run.json says about a run: inputs, parameters, version, timings, row accounting."""
+
+    kind: str
+    methods: list[str]
+    store: str
+    inputs: list[IngestReport]
+    parameters: dict[str, object] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    diagnostics: dict[str, dict[str, object]] = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        rows = {key: sum(getattr(r, key) for r in self.inputs) for key in ("rows_in", "rows_accepted", "rows_quarantined")}
+        return {
+            "version": code_version(),
+            "python": platform.python_version(),
+            "kind": self.kind,
+            "methods": self.methods,
+            "store": self.store,
+            "parameters": self.parameters,
+            "inputs": [{k: v for k, v in asdict(r).items() if k != "partitions"} | {"partitions": len(r.partitions)} for r in self.inputs],
+            "rows": rows,
+            "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
+            "diagnostics": self.diagnostics,
+            "outputs": sorted(self.outputs),
+        }
+
+
+def publish(out: str | Path, ratings: list[Ratings], names: list[str], run: RunRecord, title: str) -> list[Path]:
+    """Write the standard outputs of one leaderboard into `out`; returns the paths written."""
+    out = Path(out)
+    records = ratings_records(ratings, names)
+    written = {
+        "ratings.parquet": lambda p: write_parquet(p, ratings_table(records)),
+        "ratings.json": lambda p: write_text(p, json.dumps(records, indent=1, allow_nan=False) + "\n"),
+        "leaderboard.md": lambda p: write_text(p, leaderboard_markdown(ratings, names, title)),
+    }
+    for filename, write in written.items():
+        write(out / filename)
+    run.outputs = sorted(set(run.outputs) | set(written) | {"run.json"})
+    run.diagnostics = {r.spec: {k: _json_safe(_named(k, v, names)) for k, v in r.info.items()} for r in ratings}
+    write_json(out / "run.json", run.to_json())
+    return [out / name for name in run.outputs]
+
+
+def _named(key: str, value: object, names: list[str]) -> object:
+    """Diagnostics named `*_agent` or `*_agents` hold store ids; publish them as names."""
+    if key.endswith("_agent") and value is not None:
+        return names[int(value)]
+    if key.endswith("_agents"):
+        return [_named("_agents", v, names) if isinstance(v, (list, tuple, np.ndarray)) else names[int(v)] for v in value]
+    return value
+
+
+def _json_safe(value: object) -> object:
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [_json_safe(v) for v in value.tolist()]
+    return _plain(value)

@@ -1,0 +1,37 @@
+"""Run folders: each run is staged in a hidden folder, renamed into `runs/<run id>` when
+complete, and `latest` (a symbolic link) is swapped to it atomically. A failed run never
+becomes `latest`, and readers of `latest` never see a half-written run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+from pathlib import Path
+
+
+def new_run_id(now: dt.datetime | None = None) -> str:
+    return (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H%M%S.%fZ")
+
+
+def staging_folder(root: Path, run_id: str) -> Path:
+    path = root / "runs" / f".{run_id}.partial"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
+
+
+def promote(root: Path, staging: Path, run_id: str) -> Path:
+    """Move a complete staged run into place and point `<root>/latest` at it."""
+    final = root / "runs" / run_id
+    os.replace(staging, final)
+    link = root / f".latest.tmp-{os.getpid()}"
+    link.unlink(missing_ok=True)
+    link.symlink_to(Path("runs") / run_id, target_is_directory=True)
+    os.replace(link, root / "latest")
+    return final
+
+
+def latest(root: Path) -> Path | None:
+    path = root / "latest"
+    return path.resolve() if path.exists() else None

@@ -1,0 +1,166 @@
+"""Sufficient statistics: the inputs of every rating method (DESIGN.md, "Sufficient statistics").
+
+Agents are local indices 0..k-1 here; `agents[i]` is the store id of local agent i (ids are
+sorted, so local order is store-id order). Weights are floats on a 2^-24 grid and were summed
+exactly (see `pipeline.stats.partials`), so equal inputs give equal statistics bit for bit.
+
+Notation of [VasE] section 3.1: N[x, y] is the weight of comparisons in which x is strictly
+preferred to y, T[x, y] the weight of ties between x and y (symmetric), M = N - N^T the margins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+Matrix = np.ndarray | sp.csr_array
+
+
+def _check_agents(agents: np.ndarray) -> np.ndarray:
+    agents = np.asarray(agents, dtype=np.int64)
+    if agents.ndim != 1 or np.any(np.diff(agents) <= 0):
+        raise ValueError("agents must be strictly increasing store ids")
+    return agents
+
+
+@dataclass(frozen=True, eq=False)
+class PairwiseCounts:
+    """N (`wins`) and T (`ties`) over k agents, dense (ndarray) or sparse (csr_array)."""
+
+    agents: np.ndarray
+    wins: Matrix
+    ties: Matrix
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "agents", _check_agents(self.agents))
+        k = len(self.agents)
+        for name, mat in (("wins", self.wins), ("ties", self.ties)):
+            if mat.shape != (k, k):
+                raise ValueError(f"{name} has shape {mat.shape}, expected ({k}, {k})")
+            values = mat.data if sp.issparse(mat) else mat
+            if values.dtype != np.float64:
+                raise ValueError(f"{name} must be float64, not {values.dtype}")
+            if np.any(values < 0) or not np.all(np.isfinite(values)):
+                raise ValueError(f"{name} must be finite and non-negative")
+            if np.any(mat.diagonal() != 0):
+                raise ValueError(f"{name} must have a zero diagonal (an agent against itself)")
+        asym = self.ties - self.ties.T
+        if (abs(asym).max() if sp.issparse(asym) else np.abs(asym).max(initial=0)) != 0:
+            raise ValueError("ties must be symmetric")
+
+    @property
+    def n(self) -> int:
+        return len(self.agents)
+
+    @property
+    def is_sparse(self) -> bool:
+        return sp.issparse(self.wins)
+
+    @cached_property
+    def margins(self) -> Matrix:
+        """M = N - N^T."""
+        return self.wins - self.wins.T
+
+    @cached_property
+    def total_weight(self) -> float:
+        return float(self.wins.sum() + self.ties.sum() / 2)
+
+    def dense(self) -> PairwiseCounts:
+        if not self.is_sparse:
+            return self
+        return PairwiseCounts(self.agents, self.wins.toarray(), self.ties.toarray())
+
+    def restrict(self, local: np.ndarray) -> PairwiseCounts:
+        """The counts among a subset of agents (local indices, increasing)."""
+        local = np.asarray(local)
+        pick = np.ix_(local, local)
+        if self.is_sparse:
+            return PairwiseCounts(self.agents[local], self.wins[local][:, local], self.ties[local][:, local])
+        return PairwiseCounts(self.agents[local], self.wins[pick], self.ties[pick])
+
+
+@dataclass(frozen=True, eq=False)
+class PositionCounts:
+    """Weight of each agent at each place of the ballots, by ballot length.
+
+    `groups[(L, s, g)][x]` is the weight of ballots of length L in which agent x sits in a tie
+    group of size g starting at position s (0 is the top). Strict ballots only have g = 1. A tie
+    group shares its positions evenly: x is at each of positions s..s+g-1 with weight share 1/g.
+    """
+
+    agents: np.ndarray
+    groups: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "agents", _check_agents(self.agents))
+        for (length, start, size), weights in self.groups.items():
+            if not (0 <= start and 1 <= size and start + size <= length):
+                raise ValueError(f"bad position key {(length, start, size)}")
+            if weights.shape != (len(self.agents),) or np.any(weights < 0):
+                raise ValueError("position weights must be non-negative, one per agent")
+
+    def score(self, points: Callable[[int, np.ndarray], np.ndarray]) -> np.ndarray:
+        """Sum over ballots of `points(L, positions)` averaged over each agent's tie group."""
+        total = np.zeros(len(self.agents))
+        for key in sorted(self.groups):
+            length, start, size = key
+            total += self.groups[key] * float(np.mean(points(length, np.arange(start, start + size))))
+        return total
+
+    def at(self, length: int, position: int) -> np.ndarray:
+        """Weight of each agent at `position` among ballots of `length` (tie groups shared evenly)."""
+        total = np.zeros(len(self.agents))
+        for (l, s, g), weights in sorted(self.groups.items()):
+            if l == length and s <= position < s + g:
+                total += weights / g
+        return total
+
+    @property
+    def lengths(self) -> list[int]:
+        return sorted({key[0] for key in self.groups})
+
+
+@dataclass(frozen=True, eq=False)
+class BallotHistogram:
+    """Distinct weak orders with their total weight, in a canonical order.
+
+    A ballot is a tuple of tie groups (best first), each a tuple of local agent indices sorted
+    increasingly; ballots are listed in increasing order of that tuple.
+    """
+
+    agents: np.ndarray
+    ballots: tuple[tuple[tuple[int, ...], ...], ...]
+    weights: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "agents", _check_agents(self.agents))
+        if len(self.ballots) != len(self.weights):
+            raise ValueError("one weight per distinct ballot")
+        if list(self.ballots) != sorted(set(self.ballots)):
+            raise ValueError("ballots must be distinct and sorted")
+
+    def __len__(self) -> int:
+        return len(self.ballots)
+
+
+@dataclass(frozen=True, eq=False)
+class Statistics:
+    """What a reduction produced for one log kind; each field is None unless it was asked for."""
+
+    kind: str
+    agents: np.ndarray
+    appearances: np.ndarray  # number of ballots (battles, games, tasks) each agent appears in
+    pairwise: PairwiseCounts | None = None
+    positions: PositionCounts | None = None
+    histogram: BallotHistogram | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "agents", _check_agents(self.agents))
+        for stat in (self.pairwise, self.positions, self.histogram):
+            if stat is not None and not np.array_equal(stat.agents, self.agents):
+                raise ValueError("every statistic must cover the same agents")

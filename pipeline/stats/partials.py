@@ -1,0 +1,281 @@
+"""Per-partition reductions to mergeable partial statistics, and their exact merge.
+
+Every weight is a multiple of 2^-24 (ingest quantises it), so each is an integer number of
+*units*. Partials hold int64 units and merging adds integers: the sum is exact, hence the same
+whatever the partitioning or the merge order. Within one partition, `np.bincount` adds the units
+as float64, which is exact while a cell of one partition stays under 2^53 units (5e8 weight);
+totals are exact up to 2^63 units (5e11 weight per cell).
+
+Pairwise counts use a dense (n*n) bincount while the id space is small and sorted sparse keys
+beyond (`dense=False`): ECOSYSTEM.md section 4 measured per-partition bincounts summed in a tree
+at about 2x an in-memory bincount, against 14x for a dataframe group-by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from pipeline.stats.counts import BallotHistogram, PairwiseCounts, PositionCounts, Statistics
+
+UNIT = 2.0**24
+DENSE_MAX_AGENTS = 2048
+_BLOCK_CELLS = 4_000_000  # pairs expanded at once when counting within ballots
+
+
+def to_units(weights: np.ndarray) -> np.ndarray:
+    return np.rint(np.asarray(weights, dtype=np.float64) * UNIT).astype(np.int64)
+
+
+def _sum_by_key(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct keys and the integer sum of the value rows (axis 0) of each."""
+    if not len(keys):
+        return keys.astype(np.int64), values.reshape(0, *values.shape[1:]).astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[starts], np.add.reduceat(values, starts, axis=0)
+
+
+def _bincount_units(keys: np.ndarray, units: np.ndarray | None, size: int) -> np.ndarray:
+    if units is None:
+        return np.bincount(keys, minlength=size).astype(np.int64) * np.int64(UNIT)
+    return np.bincount(keys, weights=units.astype(np.float64), minlength=size).astype(np.int64)
+
+
+@dataclass
+class PairCounter:
+    """N and T in units over the global id space: dense (n*n vectors) or sparse (sorted keys)."""
+
+    n: int
+    dense: bool
+    keys: np.ndarray | None = None  # sparse: int64 a*n+b, sorted, distinct
+    wins: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    ties: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    @classmethod
+    def empty(cls, n: int, dense: bool) -> PairCounter:
+        if dense:
+            return cls(n, True, None, np.zeros(n * n, np.int64), np.zeros(n * n, np.int64))
+        return cls(n, False, np.zeros(0, np.int64))
+
+    @classmethod
+    def count(cls, n: int, dense: bool, winner: np.ndarray, loser: np.ndarray, win_units: np.ndarray | None,
+              tie_a: np.ndarray, tie_b: np.ndarray, tie_units: np.ndarray | None) -> PairCounter:
+        """Strict comparisons winner > loser and ties a = b (counted in both directions)."""
+        n64 = np.int64(n)
+        win_keys = winner.astype(np.int64) * n64 + loser
+        tie_keys = np.concatenate([tie_a.astype(np.int64) * n64 + tie_b, tie_b.astype(np.int64) * n64 + tie_a])
+        tie_units2 = None if tie_units is None else np.concatenate([tie_units, tie_units])
+        if dense:
+            return cls(n, True, None, _bincount_units(win_keys, win_units, n * n), _bincount_units(tie_keys, tie_units2, n * n))
+        unit = lambda units, size: np.full(size, np.int64(UNIT)) if units is None else units  # noqa: E731
+        keys = np.concatenate([win_keys, tie_keys])
+        values = np.zeros((len(keys), 2), np.int64)
+        values[: len(win_keys), 0] = unit(win_units, len(win_keys))
+        values[len(win_keys):, 1] = unit(tie_units2, len(tie_keys))
+        keys, values = _sum_by_key(keys, values)
+        return cls(n, False, keys, values[:, 0].copy(), values[:, 1].copy())
+
+    def __add__(self, other: PairCounter) -> PairCounter:
+        if (self.n, self.dense) != (other.n, other.dense):
+            raise ValueError("cannot merge pair counts over different id spaces")
+        if self.dense:
+            return PairCounter(self.n, True, None, self.wins + other.wins, self.ties + other.ties)
+        keys, values = _sum_by_key(
+            np.concatenate([self.keys, other.keys]),
+            np.column_stack([np.concatenate([self.wins, other.wins]), np.concatenate([self.ties, other.ties])]),
+        )
+        return PairCounter(self.n, False, keys, values[:, 0].copy(), values[:, 1].copy())
+
+    def finalize(self, present: np.ndarray) -> PairwiseCounts:
+        local = np.full(self.n, -1, np.int64)
+        local[present] = np.arange(len(present))
+        k = len(present)
+        if self.dense:
+            pick = np.ix_(present, present)
+            wins = self.wins.reshape(self.n, self.n)[pick] / UNIT
+            ties = self.ties.reshape(self.n, self.n)[pick] / UNIT
+            return PairwiseCounts(present, wins, ties)
+        rows, cols = local[self.keys // self.n], local[self.keys % self.n]
+        make = lambda v: sp.csr_array((v / UNIT, (rows, cols)), shape=(k, k))  # noqa: E731
+        wins, ties = make(self.wins), make(self.ties)
+        wins.eliminate_zeros()
+        ties.eliminate_zeros()
+        return PairwiseCounts(present, wins, ties)
+
+
+@dataclass
+class PositionCounter:
+    n: int
+    groups: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict)
+
+    def __add__(self, other: PositionCounter) -> PositionCounter:
+        merged = dict(self.groups)
+        for key, units in other.groups.items():
+            merged[key] = merged[key] + units if key in merged else units
+        return PositionCounter(self.n, merged)
+
+    def finalize(self, present: np.ndarray) -> PositionCounts:
+        return PositionCounts(present, {key: units[present] / UNIT for key, units in sorted(self.groups.items())})
+
+
+@dataclass
+class HistogramCounter:
+    """Per ballot length L: distinct rows [L agent ids, L group starts] and their units."""
+
+    rows: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def __add__(self, other: HistogramCounter) -> HistogramCounter:
+        merged = dict(self.rows)
+        for length, (rows, units) in other.rows.items():
+            if length in merged:
+                rows = np.concatenate([merged[length][0], rows])
+                units = np.concatenate([merged[length][1], units])
+                rows, units = _unique_rows(rows, units)
+            merged[length] = (rows, units)
+        return HistogramCounter(merged)
+
+    def finalize(self, present: np.ndarray, n: int) -> BallotHistogram:
+        local = np.full(n, -1, np.int64)
+        local[present] = np.arange(len(present))
+        entries = []
+        for length, (rows, units) in self.rows.items():
+            for row, u in zip(rows.tolist(), units.tolist()):
+                ids, starts = row[:length], row[length:]
+                groups: dict[int, list[int]] = {}
+                for agent, start in zip(ids, starts):
+                    groups.setdefault(start, []).append(int(local[agent]))
+                entries.append((tuple(tuple(sorted(g)) for _, g in sorted(groups.items())), u))
+        entries.sort()
+        return BallotHistogram(present, tuple(e[0] for e in entries), np.array([e[1] for e in entries], dtype=np.float64) / UNIT)
+
+
+def _unique_rows(rows: np.ndarray, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+    order = np.argsort(inverse.ravel(), kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(inverse.ravel()[order]) != 0])
+    return distinct, np.add.reduceat(units[order], starts)
+
+
+@dataclass
+class Partial:
+    """The mergeable reduction of one partition; fields not asked for stay None."""
+
+    n: int
+    appearances: np.ndarray
+    pairs: PairCounter | None = None
+    positions: PositionCounter | None = None
+    histogram: HistogramCounter | None = None
+
+    def __add__(self, other: Partial) -> Partial:
+        add = lambda x, y: None if x is None else x + y  # noqa: E731
+        return Partial(self.n, self.appearances + other.appearances, add(self.pairs, other.pairs),
+                       add(self.positions, other.positions), add(self.histogram, other.histogram))
+
+
+@dataclass(frozen=True)
+class WeakOrders:
+    """Ballots as weak orders, CSR-style: members of ballot i are agents[offsets[i]:offsets[i+1]],
+    sorted by level (lower is better; equal levels are ties), then by id."""
+
+    offsets: np.ndarray
+    agents: np.ndarray
+    levels: np.ndarray
+    weights: np.ndarray
+
+    @classmethod
+    def from_rows(cls, ballot: np.ndarray, agent: np.ndarray, level: np.ndarray, weight: np.ndarray) -> WeakOrders:
+        """Rows (ballot code, agent, level, weight of the row's ballot) in any order."""
+        order = np.lexsort((agent, level, ballot))
+        ballot = ballot[order]
+        starts = np.flatnonzero(np.r_[True, ballot[1:] != ballot[:-1]]) if len(ballot) else np.zeros(0, np.int64)
+        offsets = np.r_[starts, len(ballot)].astype(np.int64)
+        return cls(offsets, agent[order].astype(np.int64), level[order].astype(np.float64), weight[order][starts])
+
+    def blocks(self) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """(L, agents, group starts, group sizes, units) for chunks of ballots of equal length L."""
+        lengths = np.diff(self.offsets)
+        units = to_units(self.weights)
+        for length in np.unique(lengths):
+            length = int(length)
+            chosen = np.flatnonzero(lengths == length)
+            step = max(1, _BLOCK_CELLS // max(1, length * length))
+            for lo in range(0, len(chosen), step):
+                sel = chosen[lo: lo + step]
+                idx = self.offsets[sel][:, None] + np.arange(length)
+                lv = self.levels[idx]
+                pos = np.broadcast_to(np.arange(length), lv.shape)
+                first = np.ones(lv.shape, bool)
+                first[:, 1:] = lv[:, 1:] != lv[:, :-1]
+                last = np.ones(lv.shape, bool)
+                last[:, :-1] = lv[:, :-1] != lv[:, 1:]
+                start = np.maximum.accumulate(np.where(first, pos, 0), axis=1)
+                end = np.minimum.accumulate(np.where(last, pos, length)[:, ::-1], axis=1)[:, ::-1]
+                yield length, self.agents[idx], start, end - start + 1, units[sel]
+
+
+def weak_order_partial(orders: WeakOrders, n: int, want: frozenset[str], dense: bool) -> Partial:
+    appearances = np.bincount(orders.agents, minlength=n).astype(np.int64)
+    pairs = PairCounter.empty(n, dense) if "pairwise" in want else None
+    positions = PositionCounter(n) if "positions" in want else None
+    histogram = HistogramCounter() if "histogram" in want else None
+    for length, agents, start, size, units in orders.blocks():
+        if pairs is not None and length > 1:
+            i, j = np.triu_indices(length, 1)
+            a, b = agents[:, i], agents[:, j]
+            strict = start[:, i] != start[:, j]  # members are sorted by level: i is ahead of j
+            w = np.broadcast_to(units[:, None], a.shape)
+            pairs = pairs + PairCounter.count(n, dense, a[strict], b[strict], w[strict], a[~strict], b[~strict], w[~strict])
+        if positions is not None:
+            w = np.broadcast_to(units[:, None], agents.shape)
+            code = start * (length + 1) + size
+            for key in np.unique(code):
+                counted = _bincount_units(agents[code == key], w[code == key], n)
+                positions = positions + PositionCounter(n, {(length, int(key // (length + 1)), int(key % (length + 1))): counted})
+        if histogram is not None:
+            rows, summed = _unique_rows(np.concatenate([agents, start], axis=1), units)
+            histogram = histogram + HistogramCounter({length: (rows, summed)})
+    return Partial(n, appearances, pairs, positions, histogram)
+
+
+def battle_partial(a: np.ndarray, b: np.ndarray, winner: np.ndarray, weight: np.ndarray, n: int, dense: bool) -> Partial:
+    """Battles: winner code 0 (model_a), 1 (model_b), 2 or 3 (ties)."""
+    units = None if np.all(weight == 1.0) else to_units(weight)
+    decided = winner < 2
+    a_won = winner == 0
+    win, lose = np.where(a_won, a, b)[decided], np.where(a_won, b, a)[decided]
+    sub = lambda mask: None if units is None else units[mask]  # noqa: E731
+    pairs = PairCounter.count(n, dense, win, lose, sub(decided), a[~decided], b[~decided], sub(~decided))
+    appearances = np.bincount(a, minlength=n).astype(np.int64) + np.bincount(b, minlength=n)
+    return Partial(n, appearances, pairs)
+
+
+def finalize(kind: str, partial: Partial, want: frozenset[str]) -> Statistics:
+    present = np.flatnonzero(partial.appearances > 0)
+    pairwise = partial.pairs.finalize(present) if partial.pairs is not None else None
+    positions = partial.positions.finalize(present) if partial.positions is not None else None
+    histogram = partial.histogram.finalize(present, partial.n) if partial.histogram is not None else None
+    if kind == "battles" and pairwise is not None:
+        positions = _battle_positions(pairwise) if "positions" in want else None
+        histogram = _battle_histogram(pairwise) if "histogram" in want else None
+    return Statistics(kind, present, partial.appearances[present], pairwise, positions, histogram)
+
+
+def _battle_positions(pairs: PairwiseCounts) -> PositionCounts:
+    """A battle is a ballot of length 2: the winner at 0, the loser at 1, a tie shares 0..1."""
+    rows = lambda m: np.asarray(m.sum(axis=1)).ravel()  # noqa: E731
+    cols = lambda m: np.asarray(m.sum(axis=0)).ravel()  # noqa: E731
+    groups = {(2, 0, 1): rows(pairs.wins), (2, 1, 1): cols(pairs.wins), (2, 0, 2): rows(pairs.ties)}
+    return PositionCounts(pairs.agents, {k: v for k, v in groups.items() if np.any(v)})
+
+
+def _battle_histogram(pairs: PairwiseCounts) -> BallotHistogram:
+    wins, ties = sp.coo_array(pairs.wins), sp.triu(sp.coo_array(pairs.ties), k=1).tocoo()
+    entries = [(((int(x),), (int(y),)), w) for x, y, w in zip(wins.row, wins.col, wins.data) if w]
+    entries += [(((int(x), int(y)),), w) for x, y, w in zip(ties.row, ties.col, ties.data) if w]
+    entries.sort()
+    return BallotHistogram(pairs.agents, tuple(e[0] for e in entries), np.array([e[1] for e in entries], dtype=np.float64))

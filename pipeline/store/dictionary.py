@@ -1,0 +1,55 @@
+"""A persistent dictionary from names to dense integer ids (0, 1, 2, ... in order of arrival).
+
+Ids never change once given. Names new to a batch are added in sorted order, so a batch gets the
+same ids whatever the order of its rows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.store.files import write_parquet
+
+SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
+
+
+class IdMap:
+    def __init__(self, names: list[str] | None = None):
+        self.names: list[str] = list(names or [])
+        self._index = {name: i for i, name in enumerate(self.names)}
+        if len(self._index) != len(self.names):
+            raise ValueError("duplicate names in an id map")
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @classmethod
+    def load(cls, path: Path) -> IdMap:
+        if not path.exists():
+            return cls()
+        table = pq.read_table(path)
+        ids = table.column("id").to_numpy()
+        if not np.array_equal(ids, np.arange(len(ids))):
+            raise ValueError(f"{path}: ids are not dense 0..n-1")
+        return cls(table.column("name").to_pylist())
+
+    def save(self, path: Path) -> None:
+        write_parquet(path, pa.table({"id": pa.array(range(len(self.names)), pa.int32()), "name": self.names}, schema=SCHEMA))
+
+    def encode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """Ids of `values` (nulls stay null), adding unseen names."""
+        unseen = sorted(set(pc.unique(values).drop_null().to_pylist()) - self._index.keys())
+        for name in unseen:
+            self._index[name] = len(self.names)
+            self.names.append(name)
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        return pc.index_in(values, value_set=pa.array(self.names, pa.string())).cast(pa.int32())
+
+    def ids(self, names: list[str]) -> np.ndarray:
+        return np.array([self._index[n] for n in names], dtype=np.int32)

@@ -1,0 +1,196 @@
+"""The partitioned Parquet store (DESIGN.md, "Layout"; issue: the spine).
+
+```
+<root>/manifest.json                       the commit point: ingested files and their partitions
+<root>/dictionaries/<name>.parquet         name -> dense id (agents, judges, prompts)
+<root>/<kind>/date=YYYY-MM-DD/<sha>.parquet rows with a timestamp, by UTC date (hive style)
+<root>/<kind>/source=<sha>/part.parquet    rows without one, by source file
+<root>/quarantine/<kind>/<sha>.parquet     rejected rows: file, line, field, reason, record
+```
+`<sha>` is the first 16 hex digits of the source file's SHA-256. Ingest writes partitions, then
+dictionaries, then the manifest, each atomically; readers list partitions from the manifest only,
+so an interrupted ingest leaves nothing visible, and re-running it rewrites the same names. A file
+whose content hash is in the manifest is skipped, whatever its name.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.logs import ReadResult, UnreadableFile, read_log
+from pipeline.store.dictionary import IdMap
+from pipeline.store.files import exclusive_lock, sha256_file, write_json, write_parquet
+
+MANIFEST = "manifest.json"
+WINNER_CODES = {"model_a": 0, "model_b": 1, "tie": 2, "tie (bothbad)": 3}
+DICTIONARIES = ("agents", "judges", "prompts")
+
+
+@dataclass(frozen=True)
+class Partition:
+    path: str  # relative to the store root
+    rows: int
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    source: str
+    kind: str
+    sha256: str
+    status: str  # "ingested", "skipped" (already in the store) or "unreadable"
+    rows_in: int = 0
+    rows_accepted: int = 0
+    rows_quarantined: int = 0
+    partitions: tuple[Partition, ...] = ()
+    quarantine: str | None = None
+    error: str | None = None
+    ingested_at: str | None = None
+
+    @classmethod
+    def from_json(cls, entry: dict) -> IngestReport:
+        return cls(**entry | {"partitions": tuple(Partition(**p) for p in entry["partitions"])})
+
+
+@dataclass
+class Manifest:
+    files: dict[str, IngestReport] = field(default_factory=dict)  # by sha256
+
+    @classmethod
+    def load(cls, path: Path) -> Manifest:
+        if not path.exists():
+            return cls()
+        entries = json.loads(path.read_text(encoding="utf-8"))["files"]
+        return cls({e["sha256"]: IngestReport.from_json(e) for e in entries})
+
+    def save(self, path: Path) -> None:
+        write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.sha256)]})
+
+
+def _replace(table: pa.Table, **columns: pa.Array) -> pa.Table:
+    for name, values in columns.items():
+        table = table.set_column(table.schema.get_field_index(name), name, values)
+    return table
+
+
+def _sorted_ballots(agents: pa.ListArray, levels: pa.ListArray, idmap: IdMap) -> tuple[pa.ListArray, pa.ListArray]:
+    """Ballot members as ids, ordered within each ballot by level, then id (a canonical form)."""
+    ids = idmap.encode(agents.flatten()).to_numpy()
+    lv = levels.flatten().to_numpy()
+    offsets = agents.offsets.to_numpy()
+    parent = np.repeat(np.arange(len(agents)), np.diff(offsets))
+    order = np.lexsort((ids, lv, parent))
+    offsets_arrow = pa.array(offsets, pa.int32())
+    return (pa.ListArray.from_arrays(offsets_arrow, pa.array(ids[order], pa.int32())),
+            pa.ListArray.from_arrays(offsets_arrow, pa.array(lv[order], pa.int16())))
+
+
+def _encode(kind: str, table: pa.Table, maps: dict[str, IdMap]) -> pa.Table:
+    """Names to dictionary ids; the battle winner to its code (WINNER_CODES)."""
+    agents = maps["agents"]
+    if kind == "battles":
+        codes = [WINNER_CODES[w] for w in table.column("winner").to_pylist()]
+        return _replace(
+            table,
+            model_a=agents.encode(table.column("model_a")),
+            model_b=agents.encode(table.column("model_b")),
+            winner=pa.array(codes, pa.int8()),
+            judge=maps["judges"].encode(table.column("judge")),
+            prompt=maps["prompts"].encode(table.column("prompt")),
+        )
+    if kind == "games":
+        return _replace(table, player=agents.encode(table.column("player")))
+    if kind == "scores":
+        return _replace(table, agent=agents.encode(table.column("agent")))
+    if kind == "ballots":
+        ids, levels = _sorted_ballots(table.column("agents").combine_chunks(), table.column("levels").combine_chunks(), agents)
+        return _replace(table, agents=ids, levels=levels)
+    raise ValueError(f"unknown kind {kind!r}")
+
+
+def _partition_keys(kind: str, table: pa.Table) -> np.ndarray:
+    """`date=YYYY-MM-DD` per row where a timestamp is known, else '' (partitioned by source)."""
+    if "timestamp" not in table.column_names:
+        return np.full(table.num_rows, "", dtype=object)
+    dates = pc.strftime(table.column("timestamp"), format="%Y-%m-%d").to_numpy(zero_copy_only=False)
+    return np.array(["" if d is None else f"date={d}" for d in dates], dtype=object)
+
+
+class Store:
+    """A folder of partitioned Parquet logs with a manifest and id dictionaries."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    @property
+    def manifest(self) -> Manifest:
+        return Manifest.load(self.root / MANIFEST)
+
+    def dictionary(self, name: str = "agents") -> IdMap:
+        return IdMap.load(self.root / "dictionaries" / f"{name}.parquet")
+
+    def partitions(self, kind: str) -> list[Partition]:
+        """The committed partition files of one kind, in a fixed order."""
+        parts = [p for r in self.manifest.files.values() if r.kind == kind for p in r.partitions]
+        return sorted(parts, key=lambda p: p.path)
+
+    def path(self, partition: Partition) -> Path:
+        return self.root / partition.path
+
+    def kinds(self) -> list[str]:
+        return sorted({r.kind for r in self.manifest.files.values() if r.partitions})
+
+    def ingest(self, sources: list[str | Path], kind: str) -> list[IngestReport]:
+        """Ingest files not yet in the store; one report per source, in the given order."""
+        with exclusive_lock(self.root / ".lock"):
+            manifest = self.manifest
+            maps = {name: self.dictionary(name) for name in DICTIONARIES}
+            reports = [self._ingest_one(Path(src), kind, manifest, maps) for src in sources]
+            if any(r.status == "ingested" for r in reports):
+                for name, idmap in maps.items():
+                    idmap.save(self.root / "dictionaries" / f"{name}.parquet")
+                manifest.save(self.root / MANIFEST)
+            return reports
+
+    def _ingest_one(self, source: Path, kind: str, manifest: Manifest, maps: dict[str, IdMap]) -> IngestReport:
+        try:
+            sha = sha256_file(source)
+        except OSError as exc:
+            return IngestReport(str(source), kind, "", "unreadable", error=f"{source}: {exc.strerror}")
+        if sha in manifest.files:
+            seen = manifest.files[sha]
+            if seen.kind != kind:
+                return IngestReport(str(source), kind, sha, "unreadable", error=f"{source}: already ingested as {seen.kind}")
+            return IngestReport(str(source), kind, sha, "skipped", seen.rows_in, seen.rows_accepted, seen.rows_quarantined)
+        try:
+            result = read_log(source, kind)
+        except UnreadableFile as exc:
+            return IngestReport(str(source), kind, sha, "unreadable", error=str(exc))
+        report = self._write(result, sha, maps)
+        manifest.files[sha] = report
+        return report
+
+    def _write(self, result: ReadResult, sha: str, maps: dict[str, IdMap]) -> IngestReport:
+        short = sha[:16]
+        table = _encode(result.kind, result.table, maps)
+        keys = _partition_keys(result.kind, table)
+        partitions = []
+        for key in sorted(set(keys)):
+            rows = table.filter(pa.array(keys == key))
+            rel = f"{result.kind}/{key}/{short}.parquet" if key else f"{result.kind}/source={short}/part.parquet"
+            write_parquet(self.root / rel, rows)
+            partitions.append(Partition(rel, rows.num_rows))
+        quarantine = None
+        if result.rows_quarantined:
+            quarantine = f"quarantine/{result.kind}/{short}.parquet"
+            write_parquet(self.root / quarantine, result.quarantined)
+        return IngestReport(
+            result.source, result.kind, sha, "ingested", result.rows_in, result.rows_accepted, result.rows_quarantined,
+            tuple(partitions), quarantine, ingested_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        )
