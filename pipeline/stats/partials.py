@@ -20,6 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.stats.counts import BallotHistogram, PairwiseCounts, PositionCounts, Statistics
+from pipeline.stats.extras import EXTRAS
 
 UNIT = 2.0**24
 DENSE_MAX_AGENTS = 2048
@@ -170,11 +171,13 @@ class Partial:
     pairs: PairCounter | None = None
     positions: PositionCounter | None = None
     histogram: HistogramCounter | None = None
+    extra: dict[str, object] = field(default_factory=dict)  # see pipeline.stats.extras
 
     def __add__(self, other: Partial) -> Partial:
         add = lambda x, y: None if x is None else x + y  # noqa: E731
+        extra = {name: EXTRAS[name].merge(value, other.extra[name]) for name, value in self.extra.items()}
         return Partial(self.n, self.appearances + other.appearances, add(self.pairs, other.pairs),
-                       add(self.positions, other.positions), add(self.histogram, other.histogram))
+                       add(self.positions, other.positions), add(self.histogram, other.histogram), extra)
 
 
 @dataclass(frozen=True)
@@ -254,15 +257,16 @@ def battle_partial(a: np.ndarray, b: np.ndarray, winner: np.ndarray, weight: np.
     return Partial(n, appearances, pairs)
 
 
-def finalize(kind: str, partial: Partial, want: frozenset[str]) -> Statistics:
+def finalize(kind: str, partial: Partial, want: frozenset[str], store: object = None) -> Statistics:
     present = np.flatnonzero(partial.appearances > 0)
+    extra = {name: EXTRAS[name].finalize(value, present, store) for name, value in sorted(partial.extra.items())}
     pairwise = partial.pairs.finalize(present) if partial.pairs is not None else None
     positions = partial.positions.finalize(present) if partial.positions is not None else None
     histogram = partial.histogram.finalize(present, partial.n) if partial.histogram is not None else None
     if kind == "battles" and pairwise is not None:
         positions = _battle_positions(pairwise) if "positions" in want else None
         histogram = _battle_histogram(pairwise) if "histogram" in want else None
-    return Statistics(kind, present, partial.appearances[present], pairwise, positions, histogram)
+    return Statistics(kind, present, partial.appearances[present], pairwise, positions, histogram, extra)
 
 
 def _battle_positions(pairs: PairwiseCounts) -> PositionCounts:

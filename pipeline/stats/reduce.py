@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from dask.delayed import Delayed
 
 from pipeline.stats.counts import Statistics
+from pipeline.stats.extras import EXTRAS
 from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, WeakOrders, battle_partial, finalize, weak_order_partial
 from pipeline.store import Store
 
@@ -64,8 +65,8 @@ def plan_units(store: Store, kind: str, target_rows: int = TARGET_ROWS) -> list[
     return units
 
 
-def _read(unit: Unit, kind: str) -> pa.Table:
-    columns = _COLUMNS[kind]
+def _read(unit: Unit, kind: str, want: frozenset[str]) -> pa.Table:
+    columns = list(dict.fromkeys(_COLUMNS[kind] + [c for name in sorted(want & EXTRAS.keys()) for c in EXTRAS[name].columns[kind]]))
     if unit.row_groups is not None:
         return pq.ParquetFile(unit.paths[0]).read_row_groups(list(unit.row_groups), columns=columns)
     return pa.concat_tables([pq.read_table(p, columns=columns) for p in unit.paths])
@@ -101,13 +102,16 @@ def weak_orders(table: pa.Table, kind: str) -> WeakOrders:
 
 
 def reduce_unit(unit: Unit, kind: str, n: int, want: frozenset[str], dense: bool) -> Partial:
-    table = _read(unit, kind)
+    table = _read(unit, kind, want)
     if kind == "battles":
-        return battle_partial(
+        partial = battle_partial(
             _numpy(table, "model_a").astype(np.int64), _numpy(table, "model_b").astype(np.int64),
             _numpy(table, "winner"), _numpy(table, "weight"), n, dense,
         )
-    return weak_order_partial(weak_orders(table, kind), n, want, dense)
+    else:
+        partial = weak_order_partial(weak_orders(table, kind), n, want, dense)
+    partial.extra = {name: EXTRAS[name].partial(table, kind, n) for name in sorted(want & EXTRAS.keys())}
+    return partial
 
 
 def tree_sum(items: list[Delayed]) -> Delayed:
@@ -120,8 +124,10 @@ def reduce_store(store: Store, kind: str, want: set[str] | frozenset[str] = STAT
                  dense: bool | None = None, target_rows: int = TARGET_ROWS) -> Statistics:
     """Sufficient statistics of one log kind, computed on `client` (a distributed Client) or locally."""
     want = frozenset(want)
-    if unknown := want - STATISTICS:
-        raise ValueError(f"unknown statistics {sorted(unknown)}; expected some of {sorted(STATISTICS)}")
+    if unknown := want - STATISTICS - EXTRAS.keys():
+        raise ValueError(f"unknown statistics {sorted(unknown)}; expected some of {sorted(STATISTICS | EXTRAS.keys())}")
+    if wrong := sorted(name for name in want & EXTRAS.keys() if kind not in EXTRAS[name].kinds):
+        raise ValueError(f"statistics {wrong} cannot be computed from {kind} logs")
     units = plan_units(store, kind, target_rows)
     if not units:
         raise ValueError(f"the store at {store.root} holds no {kind}")
@@ -130,4 +136,4 @@ def reduce_store(store: Store, kind: str, want: set[str] | frozenset[str] = STAT
     partials = [dask.delayed(reduce_unit)(u, kind, n, want, dense) for u in units]
     total = tree_sum(partials)
     partial = client.compute(total).result() if client is not None else total.compute(scheduler="threads")
-    return finalize(kind, partial, want)
+    return finalize(kind, partial, want, store)

@@ -1,0 +1,53 @@
+"""Shared fixtures: small profiles with known answers, stores, a real Dask cluster."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Prefect in local mode, offline, with its state out of the home folder (ECOSYSTEM.md section 2b).
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+from pipeline.stats.memory import profile  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "data-samples"
+PENTATHLON = ["A>B>C", "A>C>B", "C>A>B", "C>A>B", "B>C>A"]  # [VasE] figure 1 / appendix C
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _prefect_home(tmp_path_factory):
+    os.environ.setdefault("PREFECT_HOME", str(tmp_path_factory.mktemp("prefect-home")))
+
+
+@pytest.fixture
+def pentathlon():
+    """A, B, C over five events: C is the Condorcet winner; Borda and plurality tie A and C."""
+    return profile(PENTATHLON)
+
+
+@pytest.fixture
+def condorcet_cycle():
+    """Rock-paper-scissors: each agent beats the next by 2 votes to 1."""
+    return profile(["a>b>c", "b>c>a", "c>a>b"])
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """One real LocalCluster per test process: two single-threaded worker processes."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def dask_client(dask_cluster):
+    from distributed import Client
+
+    with Client(dask_cluster) as client:
+        yield client
