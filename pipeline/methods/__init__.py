@@ -1,10 +1,16 @@
 """Rating methods: pure functions from statistics to `Ratings`, looked up by spec.
 
-Importing this package registers every method module.
+Every module of this package is imported here, so that its `@method` registrations exist
+wherever `pipeline.methods` is imported (including on Dask workers).
 """
 
-from pipeline.methods import copeland, scoring  # noqa: F401  (registration)
+import importlib
+import pkgutil
+
 from pipeline.methods.ratings import Ratings, competition_ranks
 from pipeline.methods.registry import REGISTRY, Method, Spec, method, needs, run
+
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    importlib.import_module(f"{__name__}.{_module}")
 
 __all__ = ["REGISTRY", "Method", "Ratings", "Spec", "competition_ranks", "method", "needs", "run"]

@@ -49,6 +49,21 @@ class Ratings:
         return cls(name, dict(params), np.asarray(agents, dtype=np.int64), score,
                    competition_ranks(score, higher_is_better), dict(extras or {}), dict(info or {}))
 
+    def positions(self, ids: np.ndarray) -> np.ndarray:
+        """Row of each store id in these ratings (-1 where the agent was not rated)."""
+        lookup = dict(zip(self.agents.tolist(), range(len(self.agents))))
+        return np.array([lookup.get(int(i), -1) for i in np.asarray(ids).ravel()], dtype=np.int64)
+
+    def win_probability(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """P(a beats b) for rows a, b, for methods whose scores are logistic ratings.
+
+        Such methods set `info["logistic_scale"]` (400 for Elo points): P = 1 / (1 + 10^((s_b - s_a) / scale)).
+        """
+        scale = self.info.get("logistic_scale")
+        if scale is None:
+            raise ValueError(f"{self.spec} does not give win probabilities")
+        return 1.0 / (1.0 + 10.0 ** ((self.score[b] - self.score[a]) / float(scale)))
+
     @property
     def spec(self) -> str:
         """The method spec that reproduces these ratings, e.g. `approval:k=2`."""

@@ -1,7 +1,19 @@
-"""Sufficient statistics and the Dask reductions that compute them from the store."""
+"""Sufficient statistics and the Dask reductions that compute them from the store.
+
+Every module of this package is imported here, so that extra statistics registered with
+`register_extra` exist wherever `pipeline.stats` is imported (including on Dask workers).
+"""
+
+import importlib
+import pkgutil
 
 from pipeline.stats.counts import BallotHistogram, PairwiseCounts, PositionCounts, Statistics
+from pipeline.stats.extras import EXTRAS, Extra, register_extra
 from pipeline.stats.partials import WeakOrders
 from pipeline.stats.reduce import STATISTICS, reduce_store
 
-__all__ = ["STATISTICS", "BallotHistogram", "PairwiseCounts", "PositionCounts", "Statistics", "WeakOrders", "reduce_store"]
+for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    importlib.import_module(f"{__name__}.{_module}")
+
+__all__ = ["EXTRAS", "STATISTICS", "BallotHistogram", "Extra", "PairwiseCounts", "PositionCounts", "Statistics",
+           "WeakOrders", "reduce_store", "register_extra"]
