@@ -24,8 +24,9 @@ _GROUP = re.compile(r"\{([^{}]*)\}|([^,{}]+)")
 def _groups(order: str) -> list[list[str]]:
     groups = []
     for tied, single in _GROUP.findall(order):
-        members = tied.split(",") if tied else [single]
-        groups.append([m.strip() for m in members if m.strip()])
+        members = [m.strip() for m in (tied.split(",") if tied else [single]) if m.strip()]
+        if members:  # the text between two groups (spaces) matches as an empty single
+            groups.append(members)
     return groups
 
 

@@ -165,7 +165,9 @@ def number(name: str, dtype: pl.DataType) -> pl.Expr:
 
 def weight_value(name: str | None, dtype: pl.DataType | None) -> pl.Expr:
     """An optional weight column: absent column or empty value means weight 1."""
-    return number(name, dtype).fill_null(1.0) if name else pl.lit(1.0)
+    if name is None:
+        return pl.lit(1.0)
+    return pl.when(text(name).is_null()).then(pl.lit(1.0)).otherwise(number(name, dtype))
 
 
 def unparsable(name: str, parsed: str) -> pl.Expr:

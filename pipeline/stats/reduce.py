@@ -65,15 +65,25 @@ def plan_units(store: Store, kind: str, target_rows: int = TARGET_ROWS) -> list[
     return units
 
 
+SOURCE = "__file__"  # position of the row's file in its unit: a game or a task belongs to one file
+
+
 def _read(unit: Unit, kind: str, want: frozenset[str]) -> pa.Table:
     columns = list(dict.fromkeys(_COLUMNS[kind] + [c for name in sorted(want & EXTRAS.keys()) for c in EXTRAS[name].columns[kind]]))
     if unit.row_groups is not None:
-        return pq.ParquetFile(unit.paths[0]).read_row_groups(list(unit.row_groups), columns=columns)
-    return pa.concat_tables([pq.read_table(p, columns=columns) for p in unit.paths])
+        table = pq.ParquetFile(unit.paths[0]).read_row_groups(list(unit.row_groups), columns=columns)
+        return table.append_column(SOURCE, pa.array(np.zeros(table.num_rows, np.int32)))
+    tables = [pq.read_table(p, columns=columns) for p in unit.paths]
+    tables = [t.append_column(SOURCE, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(tables)]
+    return pa.concat_tables(tables)
 
 
-def _codes(column: pa.ChunkedArray) -> np.ndarray:
-    return pc.dictionary_encode(column.combine_chunks()).indices.to_numpy()
+def _codes(table: pa.Table, name: str) -> np.ndarray:
+    """Ballot codes: the same game id or task name in two source files are two ballots."""
+    codes = pc.dictionary_encode(table.column(name).combine_chunks()).indices.to_numpy().astype(np.int64)
+    if SOURCE not in table.column_names:  # a table read from one file
+        return codes
+    return table.column(SOURCE).to_numpy().astype(np.int64) * (codes.max(initial=0) + 1) + codes
 
 
 def _numpy(table: pa.Table, name: str, fill: float | None = None) -> np.ndarray:
@@ -88,11 +98,11 @@ def weak_orders(table: pa.Table, kind: str) -> WeakOrders:
     if kind == "games":
         place = table.column("place")
         level = np.where(pc.is_null(place).to_numpy(zero_copy_only=False), -_numpy(table, "score", 0.0), _numpy(table, "place", 0.0))
-        return WeakOrders.from_rows(_codes(table.column("game_id")), _numpy(table, "player"), level, _numpy(table, "weight"))
+        return WeakOrders.from_rows(_codes(table, "game_id"), _numpy(table, "player"), level, _numpy(table, "weight"))
     if kind == "scores":
         score = _numpy(table, "score")
         level = np.where(table.column("higher_is_better").to_numpy(zero_copy_only=False).astype(bool), -score, score)
-        return WeakOrders.from_rows(_codes(table.column("task")), _numpy(table, "agent"), level, _numpy(table, "task_weight"))
+        return WeakOrders.from_rows(_codes(table, "task"), _numpy(table, "agent"), level, _numpy(table, "task_weight"))
     if kind == "ballots":
         agents = table.column("agents").combine_chunks()
         offsets = agents.offsets.to_numpy().astype(np.int64)

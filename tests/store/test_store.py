@@ -1,0 +1,108 @@
+"""The store: partitions, manifest, idempotent ingest, id dictionaries, atomic writes."""
+
+from __future__ import annotations
+
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.store import IdMap, Store
+from pipeline.store import store as store_module
+
+BATTLES = "battle_id,model_a,model_b,winner,timestamp\n1,x,y,model_a,2024-01-01T10:00:00Z\n2,y,z,tie,2024-01-02T09:00:00Z\n3,z,x,model_b,\n4,x,x,model_a,\n"
+
+
+@pytest.fixture
+def battles_file(tmp_path):
+    path = tmp_path / "logs" / "battles.csv"
+    path.parent.mkdir()
+    path.write_text(BATTLES)
+    return path
+
+
+def test_ingest_partitions_by_date_and_by_source(tmp_path, battles_file):
+    store = Store(tmp_path / "store")
+    [report] = store.ingest([battles_file], "battles")
+    assert (report.status, report.rows_in, report.rows_accepted, report.rows_quarantined) == ("ingested", 4, 3, 1)
+    short = report.sha256[:16]
+    assert [p.path for p in store.partitions("battles")] == [
+        f"battles/date=2024-01-01/{short}.parquet", f"battles/date=2024-01-02/{short}.parquet",
+        f"battles/source={short}/part.parquet"]  # the row without a timestamp
+    assert [p.rows for p in store.partitions("battles")] == [1, 1, 1]
+    quarantined = pq.read_table(tmp_path / "store" / report.quarantine).to_pylist()
+    assert [(q["line"], q["reason"]) for q in quarantined] == [(5, "a model against itself")]
+
+
+def test_names_become_dense_ids_and_winner_a_code(tmp_path, battles_file):
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    assert store.dictionary("agents").names == ["x", "y", "z"]  # new names of a batch in sorted order
+    rows = [r for p in store.partitions("battles") for r in pq.read_table(store.path(p)).to_pylist()]
+    assert [(r["model_a"], r["model_b"], r["winner"]) for r in rows] == [(0, 1, 0), (1, 2, 2), (2, 0, 1)]
+
+
+def test_reingest_is_a_noop_whatever_the_name(tmp_path, battles_file):
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    manifest = (tmp_path / "store" / "manifest.json").read_bytes()
+    copy = tmp_path / "copy.csv"
+    shutil.copy(battles_file, copy)
+    reports = store.ingest([battles_file, copy], "battles")
+    assert [r.status for r in reports] == ["skipped", "skipped"]
+    assert (tmp_path / "store" / "manifest.json").read_bytes() == manifest
+    assert store.ingest([copy], "games")[0].error.endswith("already ingested as battles")
+
+
+def test_ids_persist_and_only_grow(tmp_path, battles_file):
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    more = tmp_path / "more.csv"
+    more.write_text("model_a,model_b,winner\nw,x,model_a\n")
+    store.ingest([more], "battles")
+    assert store.dictionary("agents").names == ["x", "y", "z", "w"]
+
+
+def test_unreadable_file_is_reported_and_others_go_on(tmp_path, battles_file):
+    store = Store(tmp_path / "store")
+    reports = store.ingest([tmp_path / "nope.csv", battles_file], "battles")
+    assert [r.status for r in reports] == ["unreadable", "ingested"]
+    assert "nope.csv" in reports[0].error
+
+
+def test_interrupted_ingest_leaves_nothing_visible(tmp_path, battles_file, monkeypatch):
+    store = Store(tmp_path / "store")
+
+    def crash(self, path):
+        raise KeyboardInterrupt("killed while committing")
+
+    monkeypatch.setattr(store_module.Manifest, "save", crash)
+    with pytest.raises(KeyboardInterrupt):
+        store.ingest([battles_file], "battles")
+    # Partition files were written, but no manifest lists them: readers see an empty store.
+    assert list((tmp_path / "store" / "battles").rglob("*.parquet"))
+    assert store.partitions("battles") == [] and store.kinds() == []
+    assert not list((tmp_path / "store").rglob(".*tmp-*"))  # no temporary file left behind
+    monkeypatch.undo()
+    [report] = store.ingest([battles_file], "battles")  # a rerun rewrites the same names
+    assert report.status == "ingested" and len(store.partitions("battles")) == 3
+
+
+def test_idmap_round_trip_and_validation(tmp_path):
+    ids = IdMap(["b", "a"])
+    assert ids.ids(["a", "b"]).tolist() == [1, 0]
+    ids.save(tmp_path / "d.parquet")
+    assert IdMap.load(tmp_path / "d.parquet").names == ["b", "a"]
+    with pytest.raises(ValueError, match="duplicate"):
+        IdMap(["a", "a"])
+
+
+def test_ballots_are_stored_as_sorted_id_lists(tmp_path):
+    path = tmp_path / "v.jsonl"
+    path.write_text('{"ranking": "z>y=x>w"}\n')
+    store = Store(tmp_path / "store")
+    store.ingest([path], "ballots")
+    row = pq.read_table(store.path(store.partitions("ballots")[0])).to_pylist()[0]
+    names = store.dictionary("agents").names
+    assert [names[i] for i in row["agents"]] == ["z", "x", "y", "w"]  # within a tie: by id
+    assert row["levels"] == [0, 1, 1, 2] and row["ranking"] == "z>x=y>w"
