@@ -1,0 +1,71 @@
+"""The registry: spec parsing, errors naming the valid choices, and every method on the shared fixtures."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pipeline.methods import REGISTRY, Ratings, Spec, needs, run
+from pipeline.methods.ratings import competition_ranks
+
+
+def test_spec_parsing_converts_types_and_round_trips(pentathlon):
+    spec = Spec.parse("approval:k=3")
+    assert spec.params == {"k": 3}
+    assert run("borda:normalise=yes", pentathlon[0]).spec == "borda:normalise=true"
+    assert run("copeland", pentathlon[0]).spec == "copeland:tie_credit=0.5"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("bordaa", "unknown method 'bordaa'; known methods: "),
+    ("approval:j=2", r"approval: unknown parameter 'j=2' \(parameters: k\)"),
+    ("approval:k=two", "approval: parameter k='two' is not a valid int"),
+    ("borda:normalise=maybe", "is not a valid bool"),
+    ("plurality:k=1", r"\(parameters: none\)"),
+])
+def test_spec_errors(text, message):
+    with pytest.raises(ValueError, match=message):
+        Spec.parse(text)
+
+
+def test_needs_lists_the_statistics():
+    assert needs(["borda", "copeland"]) == {"positions", "pairwise"}
+
+
+def test_competition_ranks():
+    assert competition_ranks(np.array([3.0, 5.0, 5.0, 1.0])).tolist() == [3, 1, 1, 4]
+    assert competition_ranks(np.array([3.0, 5.0, 5.0, 1.0]), higher_is_better=False).tolist() == [2, 3, 3, 1]
+
+
+CORE = {"pairwise", "positions", "histogram"}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, m in REGISTRY.items() if CORE >= set(m.needs) and m.kinds is None))
+def test_every_method_on_every_fixture(name, pentathlon, condorcet_cycle):
+    """The Ratings contract and determinism, for every method that reads the core statistics."""
+    for stats, _ in (pentathlon, condorcet_cycle):
+        ratings = run(name, stats)
+        assert isinstance(ratings, Ratings) and ratings.agents.tolist() == stats.agents.tolist()
+        assert ratings.rank.min() == 1 and np.all(np.isfinite(ratings.score))
+        json.dumps(ratings.info)  # diagnostics are JSON-serialisable
+        again = run(name, stats)
+        assert again.score.tobytes() == ratings.score.tobytes()
+
+
+@pytest.mark.parametrize("name", sorted(n for n, m in REGISTRY.items() if CORE >= set(m.needs) and m.kinds is None))
+def test_relabelling_agents_permutes_the_result(name):
+    """Renaming agents so that their ids come in reverse order changes nothing but the order."""
+    from pipeline.stats.memory import profile
+
+    rankings = ["a>b>c>d", "b>a>d>c", "c>a>b>d", "a>c>d>b", "d>b>a>c"]
+    rename = {"a": "w", "b": "x", "c": "y", "d": "z"}
+    reverse = {"a": "z", "b": "y", "c": "x", "d": "w"}
+    by_name = []
+    for mapping in (rename, reverse):
+        stats, names = profile(["".join(mapping.get(ch, ch) for ch in r) for r in rankings])
+        ratings = run(name, stats)
+        inverse = {v: k for k, v in mapping.items()}
+        by_name.append({inverse[names[a]]: (s, r) for a, s, r in zip(ratings.agents, ratings.score, ratings.rank)})
+    assert by_name[0] == by_name[1]
