@@ -71,8 +71,8 @@ def ingest(store: Store, board: Board) -> list[IngestReport]:
     return store.ingest(source_files(board.sources), board.kind)
 
 
-def reduce(store: Store, kind: str, specs: list[str] | tuple[str, ...], client=None) -> Statistics:
-    return reduce_store(store, kind, needs(specs), client=client)
+def reduce(store: Store, kind: str, specs: list[str] | tuple[str, ...], client=None, use_cache: bool = False) -> Statistics:
+    return reduce_store(store, kind, needs(specs), client=client, use_cache=use_cache)
 
 
 def rate(stats: Statistics, specs: list[str] | tuple[str, ...]) -> tuple[list[Ratings], dict[str, float]]:

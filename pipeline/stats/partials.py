@@ -92,6 +92,14 @@ class PairCounter:
         )
         return PairCounter(self.n, False, keys, values[:, 0].copy(), values[:, 1].copy())
 
+    def resized(self, n: int) -> PairCounter:
+        """The same counts in a larger id space (dictionary ids only grow)."""
+        if self.dense:
+            grow = lambda v: np.pad(v.reshape(self.n, self.n), ((0, n - self.n), (0, n - self.n))).ravel()  # noqa: E731
+            return PairCounter(n, True, None, grow(self.wins), grow(self.ties))
+        keys = (self.keys // self.n) * np.int64(n) + self.keys % self.n  # monotone: stays sorted
+        return PairCounter(n, False, keys, self.wins, self.ties)
+
     def finalize(self, present: np.ndarray) -> PairwiseCounts:
         local = np.full(self.n, -1, np.int64)
         local[present] = np.arange(len(present))
@@ -113,6 +121,9 @@ class PairCounter:
 class PositionCounter:
     n: int
     groups: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict)
+
+    def resized(self, n: int) -> PositionCounter:
+        return PositionCounter(n, {key: np.pad(units, (0, n - self.n)) for key, units in self.groups.items()})
 
     def __add__(self, other: PositionCounter) -> PositionCounter:
         merged = dict(self.groups)
@@ -172,6 +183,13 @@ class Partial:
     positions: PositionCounter | None = None
     histogram: HistogramCounter | None = None
     extra: dict[str, object] = field(default_factory=dict)  # see pipeline.stats.extras
+
+    def resized(self, n: int) -> Partial:
+        """The partial in a larger id space; extra statistics cannot be re-embedded."""
+        if self.extra:
+            raise ValueError("a partial with extra statistics cannot be resized")
+        grow = lambda x: None if x is None else x.resized(n)  # noqa: E731
+        return Partial(n, np.pad(self.appearances, (0, n - self.n)), grow(self.pairs), grow(self.positions), self.histogram)
 
     def __add__(self, other: Partial) -> Partial:
         add = lambda x, y: None if x is None else x + y  # noqa: E731

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
+from pathlib import Path
 
 import dask
 import numpy as np
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from dask.delayed import Delayed
 
+from pipeline.stats import cache
 from pipeline.stats.counts import Statistics
 from pipeline.stats.extras import EXTRAS
 from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, WeakOrders, battle_partial, finalize, weak_order_partial
@@ -38,30 +40,36 @@ _COLUMNS = {
 
 @dataclass(frozen=True)
 class Unit:
-    """A piece of the store reduced by one task: files, or row groups of a single file."""
+    """A piece of one source file's rows reduced by one task: some of its partition files, or
+    row groups of one big partition. Units never mix sources, so a newly ingested file only
+    adds units and the partials of the others can be reused (see `pipeline.stats.cache`)."""
 
+    source: str  # the sha256 of the ingested file
     paths: tuple[str, ...]
     row_groups: tuple[int, ...] | None = None
 
 
 def plan_units(store: Store, kind: str, target_rows: int = TARGET_ROWS) -> list[Unit]:
     units: list[Unit] = []
-    batch: list[str] = []
-    rows = 0
-    for part in store.partitions(kind):
-        path = str(store.path(part).resolve())
-        if part.rows > target_rows and kind in _ROW_KINDS:
-            groups = pq.ParquetFile(path).metadata.num_row_groups
-            step = max(1, groups * target_rows // part.rows)
-            units += [Unit((path,), tuple(range(g, min(g + step, groups)))) for g in range(0, groups, step)]
+    for sha, report in sorted(store.manifest.files.items()):
+        if report.kind != kind:
             continue
-        batch.append(path)
-        rows += part.rows
-        if rows >= target_rows:
-            units.append(Unit(tuple(batch)))
-            batch, rows = [], 0
-    if batch:
-        units.append(Unit(tuple(batch)))
+        batch: list[str] = []
+        rows = 0
+        for part in sorted(report.partitions, key=lambda p: p.path):
+            path = str(store.path(part).resolve())
+            if part.rows > target_rows and kind in _ROW_KINDS:
+                groups = pq.ParquetFile(path).metadata.num_row_groups
+                step = max(1, groups * target_rows // part.rows)
+                units += [Unit(sha, (path,), tuple(range(g, min(g + step, groups)))) for g in range(0, groups, step)]
+                continue
+            batch.append(path)
+            rows += part.rows
+            if rows >= target_rows:
+                units.append(Unit(sha, tuple(batch)))
+                batch, rows = [], 0
+        if batch:
+            units.append(Unit(sha, tuple(batch)))
     return units
 
 
@@ -124,6 +132,16 @@ def reduce_unit(unit: Unit, kind: str, n: int, want: frozenset[str], dense: bool
     return partial
 
 
+def cached_reduce_unit(root: str, unit: Unit, kind: str, n: int, want: frozenset[str], dense: bool) -> Partial:
+    """`reduce_unit`, through the store's cache of partials."""
+    path = cache.cache_path(Path(root), kind, want, dense, unit)
+    partial = cache.load(path, n)
+    if partial is None:
+        partial = reduce_unit(unit, kind, n, want, dense)
+        cache.store(path, partial)
+    return partial
+
+
 def tree_sum(items: list[Delayed]) -> Delayed:
     while len(items) > 1:
         items = [dask.delayed(operator.add)(*items[i: i + 2]) if i + 1 < len(items) else items[i] for i in range(0, len(items), 2)]
@@ -131,8 +149,12 @@ def tree_sum(items: list[Delayed]) -> Delayed:
 
 
 def reduce_store(store: Store, kind: str, want: set[str] | frozenset[str] = STATISTICS, *, client=None,
-                 dense: bool | None = None, target_rows: int = TARGET_ROWS) -> Statistics:
-    """Sufficient statistics of one log kind, computed on `client` (a distributed Client) or locally."""
+                 dense: bool | None = None, target_rows: int = TARGET_ROWS, use_cache: bool = False) -> Statistics:
+    """Sufficient statistics of one log kind, computed on `client` (a distributed Client) or locally.
+
+    With `use_cache`, per-unit partials are kept in `<store>/cache/` and reused by later calls,
+    so that only newly ingested files are read (the workers must be able to write to the store).
+    """
     want = frozenset(want)
     if unknown := want - STATISTICS - EXTRAS.keys():
         raise ValueError(f"unknown statistics {sorted(unknown)}; expected some of {sorted(STATISTICS | EXTRAS.keys())}")
@@ -143,7 +165,11 @@ def reduce_store(store: Store, kind: str, want: set[str] | frozenset[str] = STAT
         raise ValueError(f"the store at {store.root} holds no {kind}")
     n = len(store.dictionary("agents"))
     dense = n <= DENSE_MAX_AGENTS if dense is None else dense
-    partials = [dask.delayed(reduce_unit)(u, kind, n, want, dense) for u in units]
+    if use_cache:
+        root = str(store.root.resolve())
+        partials = [dask.delayed(cached_reduce_unit)(root, u, kind, n, want, dense) for u in units]
+    else:
+        partials = [dask.delayed(reduce_unit)(u, kind, n, want, dense) for u in units]
     total = tree_sum(partials)
     partial = client.compute(total).result() if client is not None else total.compute(scheduler="threads")
     return finalize(kind, partial, want, store)

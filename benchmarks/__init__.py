@@ -1,0 +1,1 @@
+"""Benchmarks: each reports its results as ratios to a baseline measured in the same run."""
