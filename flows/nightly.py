@@ -10,7 +10,7 @@ from flows import tasks
 from flows.cluster import dask_client
 from flows.ratings import rate_board
 from pipeline.board import load_boards
-from pipeline.report.runs import new_run_id, promote, staging_folder
+from pipeline.report.runs import discard, new_run_id, promote, staging_folder
 
 
 @flow(name="nightly")
@@ -21,6 +21,18 @@ def nightly(config: str, out: str, scheduler: str | None = None, workers: int = 
     boards = load_boards(config)
     run_id = new_run_id()
     staging = staging_folder(root, run_id)
+    try:
+        rate_boards(boards, root, staging, scheduler, workers)
+    except BaseException:
+        discard(staging)  # the previous `latest` stays as it was
+        raise
+    final = promote(root, staging, run_id)
+    log.info("published %s", final)
+    return str(final)
+
+
+def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, workers: int) -> None:
+    log = get_run_logger()
     with dask_client(scheduler, workers) as client:
         for i, board in enumerate(boards, start=1):
             store = str(root / "stores" / board.name)
@@ -32,6 +44,3 @@ def nightly(config: str, out: str, scheduler: str | None = None, workers: int = 
                 log.error("%s", bad.error)
             rate_board(store, board, str(staging / board.name), client)
             log.info("[%d/%d] %s: rated with %s", i, len(boards), board.name, ", ".join(board.methods))
-    final = promote(root, staging, run_id)
-    log.info("published %s", final)
-    return str(final)

@@ -20,7 +20,9 @@ def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
     futures = [tasks.rate.submit(stats, spec) for spec in board.methods]
     ratings = [f.result() for f in futures]
     timings["rate"] = time.perf_counter() - start - timings["reduce"]
-    return tasks.publish(store, board, ratings, out, timings)
+    written = tasks.publish(store, board, ratings, out, timings)
+    tasks.artifact(store, board, ratings)
+    return written
 
 
 @flow(name="ratings")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+
 from prefect import task
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from pipeline import board as boards
@@ -33,3 +36,11 @@ def rate(stats: Statistics, spec: str) -> Ratings:
 @task(cache_policy=NO_CACHE)
 def publish(store: str, board: boards.Board, ratings: list[Ratings], out: str, timings: dict[str, float]) -> list[Path]:
     return boards.write_board(Store(store), board, ratings, Path(out), timings)
+
+
+@task(cache_policy=NO_CACHE)
+def artifact(store: str, board: boards.Board, ratings: list[Ratings]) -> None:
+    """The leaderboard as a markdown artifact, shown in the Prefect UI."""
+    key = re.sub(r"[^a-z0-9-]+", "-", board.name.lower()).strip("-") + "-leaderboard"
+    create_markdown_artifact(key=key, markdown=boards.summary_markdown(Store(store), board, ratings),
+                             description=f"{board.title or board.name}: {', '.join(board.methods)}")

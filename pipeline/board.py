@@ -24,7 +24,7 @@ import yaml
 
 from pipeline.logs import KINDS, is_log_file
 from pipeline.methods import Ratings, Spec, needs, run
-from pipeline.report import RunRecord, publish
+from pipeline.report import RunRecord, leaderboard_markdown, publish
 from pipeline.stats import Statistics, reduce_store
 from pipeline.store import IngestReport, Store
 
@@ -99,6 +99,11 @@ def write_board(store: Store, board: Board, ratings: list[Ratings], out: Path, t
     record = RunRecord(board.kind, list(board.methods), str(store.root), inputs,
                        parameters={"board": board.name, "sources": list(board.sources)}, timings=timings)
     return publish(out, ratings, store.dictionary("agents").names, record, board.title or board.name)
+
+
+def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: int = 25) -> str:
+    """The board's leaderboards cut to the top agents, e.g. for a Prefect artifact."""
+    return leaderboard_markdown(ratings, store.dictionary("agents").names, board.title or board.name, top=top)
 
 
 def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult:

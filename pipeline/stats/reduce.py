@@ -11,6 +11,7 @@ through `WeakOrders`.
 from __future__ import annotations
 
 import operator
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,6 +143,16 @@ def cached_reduce_unit(root: str, unit: Unit, kind: str, n: int, want: frozenset
     return partial
 
 
+def reduce_batch(units: list[Unit], kind: str, n: int, want: frozenset[str], dense: bool, root: str | None) -> Partial:
+    """The sum of several units' partials, added where they are computed: dense partials are
+    n*n arrays, and shipping one per unit between worker processes cost more than computing it."""
+    total = None
+    for unit in units:
+        partial = reduce_unit(unit, kind, n, want, dense) if root is None else cached_reduce_unit(root, unit, kind, n, want, dense)
+        total = partial if total is None else total + partial
+    return total
+
+
 def tree_sum(items: list[Delayed]) -> Delayed:
     while len(items) > 1:
         items = [dask.delayed(operator.add)(*items[i: i + 2]) if i + 1 < len(items) else items[i] for i in range(0, len(items), 2)]
@@ -165,11 +176,9 @@ def reduce_store(store: Store, kind: str, want: set[str] | frozenset[str] = STAT
         raise ValueError(f"the store at {store.root} holds no {kind}")
     n = len(store.dictionary("agents"))
     dense = n <= DENSE_MAX_AGENTS if dense is None else dense
-    if use_cache:
-        root = str(store.root.resolve())
-        partials = [dask.delayed(cached_reduce_unit)(root, u, kind, n, want, dense) for u in units]
-    else:
-        partials = [dask.delayed(reduce_unit)(u, kind, n, want, dense) for u in units]
-    total = tree_sum(partials)
+    root = str(store.root.resolve()) if use_cache else None
+    slots = sum(client.nthreads().values()) if client is not None else (os.cpu_count() or 1)
+    batches = [list(b) for b in np.array_split(np.array(units, dtype=object), min(len(units), 2 * slots))]
+    total = tree_sum([dask.delayed(reduce_batch)(batch, kind, n, want, dense, root) for batch in batches])
     partial = client.compute(total).result() if client is not None else total.compute(scheduler="threads")
     return finalize(kind, partial, want, store)

@@ -49,3 +49,39 @@ def test_ingest_and_ratings_flows(tmp_path, dask_cluster):
     assert {p.split("/")[-1] for p in written} == {"ratings.parquet", "ratings.json", "leaderboard.md", "run.json"}
     records = json.loads((tmp_path / "out" / "ratings.json").read_text())
     assert len({r["agent"] for r in records}) == 59  # LLMFAO's crowd comparisons cover 59 models
+
+
+def test_a_failed_run_leaves_latest_untouched(tmp_path, config, dask_cluster):
+    from flows.nightly import nightly
+
+    out = tmp_path / "out"
+    good = nightly(str(config), str(out), scheduler=dask_cluster.scheduler_address)
+    broken = tmp_path / "broken.yaml"
+    boards = yaml.safe_load(config.read_text())["boards"]
+    boards.append({"name": "empty", "kind": "ballots", "sources": [str(tmp_path / "nothing")], "methods": ["borda"]})
+    broken.write_text(yaml.safe_dump({"boards": boards}))
+    with pytest.raises(ValueError, match="holds no ballots"):
+        nightly(str(broken), str(out), scheduler=dask_cluster.scheduler_address)
+    assert (out / "latest").resolve() == out / "runs" / good.split("/")[-1]
+    assert sorted(p.name for p in (out / "runs").iterdir()) == [good.split("/")[-1]]  # staging discarded
+
+
+def test_a_new_file_in_a_watched_folder_is_the_only_one_ingested(tmp_path, dask_cluster):
+    import shutil
+
+    from flows.nightly import nightly
+
+    watched = tmp_path / "watched"
+    watched.mkdir()
+    shutil.copy(SAMPLES / "arena_bench" / "arena_hard_battles.csv", watched / "day1.csv")
+    config = tmp_path / "nightly.yaml"
+    config.write_text(yaml.safe_dump({"boards": [{"name": "arena", "kind": "battles", "sources": [str(watched)],
+                                                  "methods": ["copeland"]}]}))
+    out = tmp_path / "out"
+    nightly(str(config), str(out), scheduler=dask_cluster.scheduler_address)
+    (watched / "day2.csv").write_text("model_a,model_b,winner\ngpt-4o,gpt-4o-mini,model_a\n")
+    nightly(str(config), str(out), scheduler=dask_cluster.scheduler_address)
+    manifest = json.loads((out / "stores" / "arena" / "manifest.json").read_text())
+    assert sorted(f["source"].split("/")[-1] for f in manifest["files"]) == ["day1.csv", "day2.csv"]
+    run = json.loads((out / "latest" / "arena" / "run.json").read_text())
+    assert run["rows"]["rows_accepted"] == 2137
