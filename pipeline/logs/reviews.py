@@ -61,22 +61,23 @@ class _Invalid(ValueError):
         self.field = field
 
 
-def _value(raw: object, field: str) -> object:
+def _value(raw: object, field: str, invalid: str) -> object:
     """A nested value: JSON text (CSV, JSON readers) or already a Python value (Parquet)."""
     if isinstance(raw, str):
         try:
             return json.loads(raw)
         except json.JSONDecodeError:
-            raise _Invalid(field, f"{field} is not valid JSON") from None
+            raise _Invalid(field, invalid) from None
     return raw
 
 
 def _mapping(raw: object) -> dict[str, str]:
-    mapping = _value(raw, "label_to_model")
+    invalid = "label_to_model must be a non-empty mapping of labels to models"
+    mapping = _value(raw, "label_to_model", invalid)
     if isinstance(mapping, list) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in mapping):
         mapping = dict(mapping)  # Parquet map columns arrive as (key, value) pairs
     if not isinstance(mapping, dict) or not mapping:
-        raise _Invalid("label_to_model", "label_to_model must be a non-empty mapping of labels to models")
+        raise _Invalid("label_to_model", invalid)
     if not all(isinstance(k, str) and k and isinstance(v, str) and v.strip() for k, v in mapping.items()):
         raise _Invalid("label_to_model", "label_to_model must map labels to model names (non-empty strings)")
     models = [v.strip() for v in mapping.values()]
@@ -87,7 +88,7 @@ def _mapping(raw: object) -> dict[str, str]:
 
 
 def _ranking(raw: object, mapping: dict[str, str]) -> list[str]:
-    ranking = [] if raw is None else _value(raw, "ranking")
+    ranking = [] if raw is None else _value(raw, "ranking", "ranking must be a list of labels")
     if ranking is None:
         return []
     if not isinstance(ranking, list) or not all(isinstance(label, str) for label in ranking):
@@ -101,7 +102,7 @@ def _ranking(raw: object, mapping: dict[str, str]) -> list[str]:
 
 
 def _scores(raw: object, mapping: dict[str, str]) -> dict[str, float] | None:
-    scores = None if raw is None else _value(raw, "scores")
+    scores = None if raw is None else _value(raw, "scores", "scores must be a mapping of labels to numbers")
     if scores is None:
         return None
     if not isinstance(scores, dict):
@@ -115,7 +116,7 @@ def _scores(raw: object, mapping: dict[str, str]) -> dict[str, float] | None:
 
 
 def _abstained(raw: object) -> bool:
-    value = False if raw is None else _value(raw, "abstained")
+    value = False if raw is None else _value(raw, "abstained", "abstained is not a boolean")
     if value is None:
         return False
     if not isinstance(value, bool):
