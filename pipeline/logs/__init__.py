@@ -14,6 +14,7 @@ from pipeline.logs.battles import read_battles
 from pipeline.logs.games import read_games
 from pipeline.logs.preflib import PREFLIB_SUFFIXES, read_preflib
 from pipeline.logs.records import TABULAR_SUFFIXES, RawRecords, UnreadableFile, read_records
+from pipeline.logs.reviews import read_reviews
 from pipeline.logs.scores import read_scores
 from pipeline.logs.triage import QUARANTINE_SCHEMA, ReadResult
 
@@ -22,6 +23,7 @@ READERS: dict[str, Callable[[RawRecords, str], ReadResult]] = {
     "games": read_games,
     "scores": read_scores,
     "ballots": read_ballots,
+    "reviews": read_reviews,
 }
 KINDS = tuple(READERS)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 
 def competition_ranks(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
@@ -22,7 +23,8 @@ class Ratings:
     """Per agent (store ids): rank (1 is best), score and method-specific extras.
 
     `params` are the effective parameters (defaults included), so `spec` round-trips; `info`
-    holds method-level diagnostics (JSON-serialisable values).
+    holds method-level diagnostics (JSON-serialisable values); `tables` are further results a
+    method publishes beside its ratings (a column `agent` or `*_agent` holds store ids).
     """
 
     name: str
@@ -32,6 +34,7 @@ class Ratings:
     rank: np.ndarray
     extras: dict[str, np.ndarray] = field(default_factory=dict)
     info: dict[str, object] = field(default_factory=dict)
+    tables: dict[str, pa.Table] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         k = len(self.agents)

@@ -2,7 +2,8 @@
 
 Names come back here, from the store's dictionary; every file is written atomically. Rows are
 ordered by method (in the order given), then rank, then agent name, so equal inputs give equal
-bytes.
+bytes. A method's further tables (`Ratings.tables`) are written beside them as
+`<method>.<table>.parquet` and `.md`, and listed in run.json's outputs.
 """
 
 from __future__ import annotations
@@ -75,6 +76,28 @@ def leaderboard_markdown(ratings: list[Ratings], names: list[str], title: str, t
     return "\n".join(lines)
 
 
+def method_tables(ratings: list[Ratings], names: list[str]) -> dict[str, pa.Table]:
+    """Each method's extra tables as `<method>.<table>` (`<method>-2.<table>` for a second spec of
+    the same method), with store ids in `agent` / `*_agent` columns replaced by names."""
+    tables, seen = {}, {}
+    for r in ratings:
+        seen[r.name] = seen.get(r.name, 0) + 1
+        stem = r.name if seen[r.name] == 1 else f"{r.name}-{seen[r.name]}"
+        for name, table in r.tables.items():
+            for i, column in enumerate(table.column_names):
+                if column == "agent" or column.endswith("_agent"):
+                    ids = table.column(column).to_pylist()
+                    table = table.set_column(i, column, pa.array([None if a is None else names[a] for a in ids], pa.string()))
+            tables[f"{stem}.{name}"] = table
+    return tables
+
+
+def table_markdown(title: str, table: pa.Table) -> str:
+    lines = [f"# {title}", "", "| " + " | ".join(table.column_names) + " |", "|" + "---|" * table.num_columns]
+    lines += ["| " + " | ".join(_cell(_plain(v)) for v in row.values()) + " |" for row in table.to_pylist()]
+    return "\n".join(lines) + "\n"
+
+
 def code_version() -> str:
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
@@ -123,6 +146,9 @@ def publish(out: str | Path, ratings: list[Ratings], names: list[str], run: RunR
         "ratings.json": lambda p: write_text(p, json.dumps(records, indent=1, allow_nan=False) + "\n"),
         "leaderboard.md": lambda p: write_text(p, leaderboard_markdown(ratings, names, title)),
     }
+    for stem, table in method_tables(ratings, names).items():
+        written[f"{stem}.parquet"] = lambda p, table=table: write_parquet(p, table)
+        written[f"{stem}.md"] = lambda p, stem=stem, table=table: write_text(p, table_markdown(f"{title}: {stem}", table))
     for filename, write in written.items():
         write(out / filename)
     run.outputs = sorted(set(run.outputs) | set(written) | {"run.json"})

@@ -4,8 +4,8 @@ Each unit of work reads one partition file (or a slice of row groups of a big on
 rows are independent, or a batch of small files), reduces it to a `Partial`, and the partials are
 added in a binary tree. Partials add exactly (integer units), so the result is the same bit for
 bit whatever the partitioning and the number of workers. Battles reduce straight to pair counts;
-games (each game a weak order over its players), score tables (each task a voter) and ballots go
-through `WeakOrders`.
+games (each game a weak order over its players), score tables (each task a voter), ballots and
+council reviews (each review that does not abstain a ballot) go through `WeakOrders`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ _COLUMNS = {
     "games": ["game_id", "player", "score", "place", "weight"],
     "scores": ["task", "agent", "score", "higher_is_better", "task_weight"],
     "ballots": ["agents", "levels", "weight"],
+    "reviews": ["reviewer", "order"],
 }
 
 
@@ -117,7 +118,25 @@ def weak_orders(table: pa.Table, kind: str) -> WeakOrders:
         offsets = agents.offsets.to_numpy().astype(np.int64)
         levels = table.column("levels").combine_chunks().flatten().to_numpy().astype(np.float64)
         return WeakOrders(offsets, agents.flatten().to_numpy().astype(np.int64), levels, _numpy(table, "weight"))
+    if kind == "reviews":
+        return review_orders(table)
     raise ValueError(f"{kind} logs do not reduce through weak orders")
+
+
+def review_orders(table: pa.Table) -> WeakOrders:
+    """Each review that does not abstain: a strict order over the models it ranks, weight 1.
+
+    Self-votes are excluded, as [Council] does by default: the reviewer's own model is left out of
+    its ranking, so it gains no pairwise wins and no positions from its own review (the others keep
+    their order). A review left with no model is no ballot. Abstentions have an empty `order`.
+    """
+    order = table.column("order").combine_chunks()
+    lengths = pc.list_value_length(order).fill_null(0).to_numpy().astype(np.int64)
+    ballot = np.repeat(np.arange(len(order)), lengths)
+    agent = order.flatten().to_numpy().astype(np.int64)
+    position = np.arange(len(agent)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    keep = agent != _numpy(table, "reviewer").astype(np.int64)[ballot]
+    return WeakOrders.from_rows(ballot[keep], agent[keep], position[keep].astype(np.float64), np.ones(int(keep.sum())))
 
 
 def reduce_unit(unit: Unit, kind: str, n: int, want: frozenset[str], dense: bool) -> Partial:

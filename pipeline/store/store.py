@@ -91,8 +91,18 @@ def _sorted_ballots(agents: pa.ListArray, levels: pa.ListArray, idmap: IdMap) ->
             pa.ListArray.from_arrays(offsets_arrow, pa.array(lv[order], pa.int16())))
 
 
+def _encode_lists(lists: pa.ChunkedArray, idmap: IdMap) -> pa.ListArray:
+    lists = lists.combine_chunks()
+    offsets = pc.subtract(lists.offsets, lists.offsets[0])
+    return pa.ListArray.from_arrays(offsets, idmap.encode(lists.flatten()))
+
+
 def _encode(kind: str, table: pa.Table, maps: dict[str, IdMap]) -> pa.Table:
-    """Names to dictionary ids; the battle winner to its code (WINNER_CODES)."""
+    """Names to dictionary ids; the battle winner to its code (WINNER_CODES).
+
+    Reviews: reviewers and models share the agents dictionary (a reviewer is usually also a
+    model, which self-vote exclusion needs); `models` and `order` become lists of ids.
+    """
     agents = maps["agents"]
     if kind == "battles":
         codes = [WINNER_CODES[w] for w in table.column("winner").to_pylist()]
@@ -111,6 +121,10 @@ def _encode(kind: str, table: pa.Table, maps: dict[str, IdMap]) -> pa.Table:
     if kind == "ballots":
         ids, levels = _sorted_ballots(table.column("agents").combine_chunks(), table.column("levels").combine_chunks(), agents)
         return _replace(table, agents=ids, levels=levels)
+    if kind == "reviews":
+        agents.encode(pa.concat_arrays([table.column("models").combine_chunks().flatten(), table.column("reviewer").combine_chunks()]))
+        return _replace(table, reviewer=agents.encode(table.column("reviewer")),
+                        models=_encode_lists(table.column("models"), agents), order=_encode_lists(table.column("order"), agents))
     raise ValueError(f"unknown kind {kind!r}")
 
 

@@ -1,0 +1,64 @@
+"""Rank comparison: the same statistics rated by other methods, next to a base rating.
+
+Used where a method's known risks call for a second opinion ([Council] names Borda's: favouring
+safe answers, gaming). Each spec is run on the same statistics; a spec that is not registered, or
+that cannot rate these statistics, is reported with the reason, never skipped silently. An agent
+is flagged for a method when both rate it and its ranks differ by more than `MISMATCH_PLACES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline.methods.ratings import Ratings
+from pipeline.methods.registry import REGISTRY, Spec, run
+from pipeline.stats.counts import Statistics
+
+MISMATCH_PLACES = 2
+
+
+def rank_mismatch(base: np.ndarray, other: np.ndarray, places: int = MISMATCH_PLACES) -> np.ndarray:
+    """True where both ranks are known (0 marks an agent the method did not rate) and differ by more than `places`."""
+    base, other = np.asarray(base), np.asarray(other)
+    return (base > 0) & (other > 0) & (np.abs(base - other) > places)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    table: pa.Table  # agent, the base rank, one rank column per compared spec, max_rank_difference, flagged_by
+    flagged_by: list[list[str]]  # per agent of the base ratings: the specs whose rank differs too much
+    unavailable: dict[str, str]  # spec -> why it could not be compared
+
+
+def compare_ranks(base: Ratings, specs: Sequence[str], stats: Statistics, places: int = MISMATCH_PLACES) -> Comparison:
+    """Rate `stats` with each spec and line its ranks up with `base` (agents of `base`, in its row order)."""
+    columns: dict[str, list] = {"agent": base.agents.tolist(), base.name: base.rank.tolist()}
+    unavailable: dict[str, str] = {}
+    flagged: list[list[str]] = [[] for _ in base.agents]
+    gap = np.zeros(len(base.agents), np.int64)
+    for spec in specs:
+        name = spec.partition(":")[0].strip()
+        if name not in REGISTRY:
+            unavailable[spec] = "not registered (method not available in this build)"
+            continue
+        try:
+            other = run(Spec.parse(spec), stats)
+        except Exception as exc:  # a diagnostic: report why, keep the base ratings  # noqa: BLE001
+            unavailable[spec] = f"{type(exc).__name__}: {exc}"
+            continue
+        rows = other.positions(base.agents)
+        rank = np.where(rows >= 0, other.rank[rows], 0)
+        columns[spec] = [int(r) if r > 0 else None for r in rank]
+        known = rank > 0
+        gap = np.maximum(gap, np.where(known, np.abs(base.rank - rank), 0))
+        for i in np.flatnonzero(rank_mismatch(base.rank, rank, places)):
+            flagged[i].append(spec)
+    columns["max_rank_difference"] = gap.tolist()
+    columns["flagged_by"] = [", ".join(f) for f in flagged]
+    types = {"agent": pa.int64(), "max_rank_difference": pa.int64(), "flagged_by": pa.string()}
+    table = pa.table({k: pa.array(v, types.get(k, pa.int64())) for k, v in columns.items()})
+    return Comparison(table, flagged, unavailable)
