@@ -1,0 +1,54 @@
+"""Background services for the infrastructure tests: started, awaited, and stopped in order."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start(args: list[str], log: Path, env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen:
+    handle = log.open("w")
+    return subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
+
+
+def stop(process: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30) -> None:
+    """SIGINT first (a Prefect worker ignores SIGTERM while its server is gone), then kill."""
+    if process.poll() is None:
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def wait_until(check, timeout: float, what: str, log: Path | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    tail = log.read_text()[-3000:] if log and log.exists() else ""
+    raise TimeoutError(f"{what} not ready after {timeout} s\n{tail}")
+
+
+def http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
