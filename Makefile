@@ -8,7 +8,11 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench server deploy worker clean
+
+# The nightly deployment on a local Prefect server (README, "Deployment").
+PREFECT_PORT ?= 4200
+LOCAL_API := http://127.0.0.1:$(PREFECT_PORT)/api
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
@@ -22,8 +26,18 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q -n 2 --durations=15
 
+server: $(VENV)/.installed
+	$(VENV)/bin/prefect server start --host 127.0.0.1 --port $(PREFECT_PORT)
+
+deploy: $(VENV)/.installed
+	PREFECT_API_URL=$(LOCAL_API) $(VENV)/bin/prefect work-pool create vase-process --type process --overwrite
+	PREFECT_API_URL=$(LOCAL_API) VASE_HOME=$(CURDIR) $(VENV)/bin/prefect --no-prompt deploy --all --prefect-file infra/prefect.yaml
+
+worker: $(VENV)/.installed
+	PREFECT_API_URL=$(LOCAL_API) VASE_HOME=$(CURDIR) $(VENV)/bin/prefect worker start --pool vase-process --type process
+
 bench: $(VENV)/.installed
-	$(PY) -m benchmarks
+	for b in benchmarks/bench_*.py; do $(PY) -m benchmarks.$$(basename $$b .py) || exit 1; done
 
 clean:
 	rm -rf $(VENV) .prefect vase-demo
