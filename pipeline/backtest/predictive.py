@@ -10,6 +10,7 @@ outcome y = 1 if a finished ahead, 0 if b did and 1/2 for a tie, and p = P(a bea
 - AUC: the probability that a decisive pair's predicted winner is the actual one, ties in p
   counting 1/2 (Mann-Whitney). Each decisive pair enters in both orientations, (p, y) and
   (1 - p, 1 - y), so the AUC does not depend on which player is listed first; ties are left out.
+  Probabilities are rounded to 12 decimals first, so that p and 1 - p of equal pairs compare equal.
 All three are weighted by the unit's weight. Pairs with a player the ratings do not know follow
 the Kendall policy (`pipeline.backtest.kendall`): `tie` predicts p = 1/2, `skip` leaves them out.
 """
@@ -84,6 +85,6 @@ def predictive_metrics(ratings: Ratings, orders: WeakOrders, rows: np.ndarray, u
     if not len(p):
         return {"log_loss": float("nan"), "brier": float("nan"), "auc": float("nan")}
     decisive = y != 0.5
-    pd, yd, wd = p[decisive], y[decisive], w[decisive]
+    pd, yd, wd = np.round(p[decisive], 12), y[decisive], w[decisive]
     return {"log_loss": log_loss(p, y, w), "brier": brier(p, y, w),
-            "auc": auc(np.r_[pd, 1 - pd], np.r_[yd, 1 - yd] > 0.5, np.r_[wd, wd])}
+            "auc": auc(np.r_[pd, np.round(1 - pd, 12)], np.r_[yd, 1 - yd] > 0.5, np.r_[wd, wd])}
