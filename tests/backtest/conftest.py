@@ -17,3 +17,23 @@ def small_games(tmp_path_factory):
     store = Store(root / "store")
     store.ingest([path], "games")
     return store, games
+
+
+@pytest.fixture(scope="session")
+def crowd_battles(tmp_path_factory):
+    """The LLMFAO crowd battles of data-samples/, ingested."""
+    from tests.conftest import SAMPLES
+
+    store = Store(tmp_path_factory.mktemp("backtest-battles") / "store")
+    store.ingest([SAMPLES / "llmfao" / "crowd_battles.csv"], "battles")
+    return store
+
+
+@pytest.fixture(scope="session")
+def f1_races(tmp_path_factory):
+    """The F1 races of data-samples/ (2021-2023) as multi-player games, ingested."""
+    from tests.conftest import SAMPLES
+
+    store = Store(tmp_path_factory.mktemp("backtest-f1") / "store")
+    store.ingest([SAMPLES / "f1" / "races_2021_2023.csv"], "games")
+    return store
