@@ -110,10 +110,11 @@ def run_backtest(log: UnitLog, splits: Sequence[Split], specs: Sequence[str], *,
 
     shared = client.scatter(log, broadcast=True, hash=False)
     futures, stats_of, pending = [], {}, {}
-    for split in splits:  # submitted split by split, so a split's methods run before the next statistics pile up
-        stats = client.submit(training_statistics, shared, split, want, store, pure=False)
+    placed = client.scatter(list(splits), hash=False)  # each split's index arrays are sent once, not once per task
+    for split, where in zip(splits, placed):  # split by split, so a split's methods run before more statistics pile up
+        stats = client.submit(training_statistics, shared, where, want, store, pure=False)
         stats_of[split.index], pending[split.index] = stats, len(specs)
-        futures += [client.submit(evaluate, shared, split, stats, spec, unseen, pure=False) for spec in specs]
+        futures += [client.submit(evaluate, shared, where, stats, spec, unseen, pure=False) for spec in specs]
     rows = []
     for future in as_completed(futures):
         row = future.result()

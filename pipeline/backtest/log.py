@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from pipeline.stats.extras import EXTRAS
 from pipeline.stats.partials import WeakOrders
-from pipeline.stats.reduce import _COLUMNS, _codes, _numpy, weak_orders
+from pipeline.stats.reduce import _COLUMNS, SOURCE, _codes, _numpy, weak_orders
 from pipeline.store import Store
 
 _UNIT_COLUMN = {"games": "game_id", "scores": "task"}
@@ -90,17 +90,19 @@ def load_log(store: Store, kind: str, want: frozenset[str] = frozenset()) -> Uni
     extra = [c for name in sorted(want & EXTRAS.keys()) for c in EXTRAS[name].columns[kind]]
     wanted = list(dict.fromkeys(_COLUMNS[kind] + extra + ["timestamp"]))
     tables = []
-    for part in parts:
+    for i, part in enumerate(parts):  # a game lies in one partition file: the same id in two files is two games
         path = store.path(part)
         names = pq.read_schema(path).names
-        tables.append(pq.read_table(path, columns=[c for c in wanted if c in names]))
+        table = pq.read_table(path, columns=[c for c in wanted if c in names])
+        tables.append(table.append_column(SOURCE, pa.array(np.full(table.num_rows, i, np.int32))))
     table = pa.concat_tables(tables, promote_options="default")
     if kind == "battles":
         row_unit, orders = _battle_orders(table)
     elif kind == "ballots":
         row_unit, orders = np.arange(table.num_rows, dtype=np.int64), weak_orders(table, kind)
     else:
-        row_unit = _codes(table.column(_UNIT_COLUMN[kind])).astype(np.int64)
-        orders = weak_orders(table, kind)  # ballot i is unit code i: `from_rows` sorts by code
+        codes = _codes(table, _UNIT_COLUMN[kind])
+        row_unit = np.unique(codes, return_inverse=True)[1].astype(np.int64)  # dense unit ids, in code order
+        orders = weak_orders(table, kind)  # ballot i is the i-th code: `from_rows` sorts by code
     units = len(orders.offsets) - 1
     return UnitLog(kind, len(store.dictionary("agents")), table, row_unit, orders, _unit_times(table, row_unit, units))
