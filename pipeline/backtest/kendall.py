@@ -25,7 +25,6 @@ from pipeline.stats.partials import WeakOrders
 
 TIE_PENALTY = 0.5
 UNSEEN_POLICIES = ("tie", "skip")
-_BLOCK_CELLS = 4_000_000
 
 
 def kendall_distance(x: np.ndarray, y: np.ndarray, penalty: float = TIE_PENALTY) -> float:
@@ -55,17 +54,6 @@ class GameDistances:
     unseen: np.ndarray
 
 
-def _blocks(orders: WeakOrders):
-    lengths = np.diff(orders.offsets)
-    for length in np.unique(lengths):
-        length = int(length)
-        chosen = np.flatnonzero(lengths == length)
-        step = max(1, _BLOCK_CELLS // max(1, length * length))
-        for lo in range(0, len(chosen), step):
-            sel = chosen[lo: lo + step]
-            yield length, sel, orders.offsets[sel][:, None] + np.arange(length)
-
-
 def game_distances(orders: WeakOrders, predicted: np.ndarray, unseen: str = "tie",
                    penalty: float = TIE_PENALTY) -> GameDistances:
     """K_d between each unit of `orders` and `predicted`, one level per member (lower is better, NaN unseen)."""
@@ -76,10 +64,11 @@ def game_distances(orders: WeakOrders, predicted: np.ndarray, unseen: str = "tie
         raise ValueError("one predicted level per member of the test units is needed")
     units = len(orders.offsets) - 1
     distance, pairs, missing_pairs = np.zeros(units), np.zeros(units, np.int64), np.zeros(units, np.int64)
-    for length, sel, idx in _blocks(orders):
-        if length < 2:
-            continue
-        i, j = np.triu_indices(length, 1)
+    lengths = np.diff(orders.offsets)
+    for length in np.unique(lengths[lengths > 1]):  # test sets are small: one block per game length
+        sel = np.flatnonzero(lengths == length)
+        idx = orders.offsets[sel][:, None] + np.arange(length)
+        i, j = np.triu_indices(int(length), 1)
         level, pred = orders.levels[idx], predicted[idx]
         actual = np.sign(level[:, j] - level[:, i])
         missing = np.isnan(pred[:, i]) | np.isnan(pred[:, j])
