@@ -100,6 +100,39 @@ def rate(
 
 
 @app.command()
+def backtest(
+    store: Annotated[Path, typer.Option("--store", help="store folder holding the logs")],
+    kind: KindOption,
+    method: Annotated[list[str], typer.Option("--method", "-m", help="method spec (repeatable)")],
+    out: Annotated[Path, typer.Option("--out", help="output folder")],
+    splits: Annotated[int, typer.Option("--splits", help="number of splits")] = 50,
+    test_size: Annotated[int, typer.Option("--test-size", help="test units (games, battles) per random split")] = 3000,
+    seed: Annotated[int, typer.Option("--seed", help="seed of the splits and of seeded methods")] = 0,
+    scheme: Annotated[str, typer.Option("--split", help="random, or temporal (rolling windows)")] = "random",
+    window_days: Annotated[float, typer.Option("--window-days", help="test window of temporal splits")] = 30.0,
+    reference: Annotated[str, typer.Option("--reference", help="method spec the others are compared with")] = "elo",
+    unseen: Annotated[str, typer.Option("--unseen", help="pairs with a player unseen in training: tie or skip")] = "tie",
+    scheduler: SchedulerOption = None,
+    workers: Annotated[int, typer.Option(help="local Dask workers when no --scheduler is given")] = 2,
+) -> None:
+    """Which method best predicts held-out games: rate training splits, score test games by Kendall tau."""
+    _check_kind(kind)
+    from pipeline.backtest import BacktestConfig
+    from pipeline.backtest import backtest as run_backtest
+
+    try:
+        config = BacktestConfig(kind, tuple(method), splits, test_size, seed, scheme, window_days, reference, unseen)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    from flows.cluster import dask_client
+
+    with dask_client(scheduler, workers) as client:
+        written = run_backtest(Store(store), config, out, client)
+    console.print((out / "summary.md").read_text(encoding="utf-8"))
+    console.print(f"outputs: {', '.join(p.name for p in written)} in {out}")
+
+
+@app.command()
 def methods() -> None:
     """List the rating methods and their parameters."""
     table = Table("method", "parameters", "statistics", "summary")

@@ -1,0 +1,93 @@
+"""Benchmark: the Diplomacy-scale backtest of [VasE] section 4.3 on this machine.
+
+A synthetic log of the paper's size (31,049 seven-player games, 52,958 players; seed 0) is written,
+ingested into a fresh store and backtested over 50 random splits of 3,000 test games with the
+seven methods of the issue. Methods not registered yet are reported as missing and the others are
+measured. Timings: the backtest in one process (no Dask), on a LocalCluster of 1 worker and of 2
+workers (cluster start-up not counted); ratios are to the same run's 1-worker time, and the three
+result tables must be identical.
+
+    python -m benchmarks.bench_backtest [--splits 50] [--test-size 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from flows.cluster import dask_client
+from pipeline.backtest.evaluate import run_backtest
+from pipeline.backtest.log import load_log
+from pipeline.backtest.splits import random_splits
+from pipeline.backtest.summary import summarise
+from pipeline.backtest.synthetic import diplomacy_games, write_games
+from pipeline.methods import REGISTRY, needs
+from pipeline.store import Store
+from pipeline.store.files import write_json
+
+METHODS = ("approval:k=2", "approval:k=3", "plurality", "borda", "copeland", "elo", "m-elo")
+RESULTS = Path(__file__).resolve().parent / "results" / "backtest.json"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--splits", type=int, default=50)
+    parser.add_argument("--test-size", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    present = [m for m in METHODS if m.partition(":")[0] in REGISTRY]
+    missing = [m for m in METHODS if m not in present]
+    timings: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="vase-bench-backtest-") as scratch:
+        start = time.perf_counter()
+        games = diplomacy_games(seed=args.seed)
+        path = write_games(Path(scratch) / "diplomacy.parquet", games)
+        timings["generate"] = time.perf_counter() - start
+        store = Store(Path(scratch) / "store")
+        start = time.perf_counter()
+        store.ingest([path], "games")
+        timings["ingest"] = time.perf_counter() - start
+        start = time.perf_counter()
+        log = load_log(store, "games", needs(present))
+        splits = random_splits(log.units, args.splits, args.test_size, args.seed)
+        timings["load + split"] = time.perf_counter() - start
+
+        start = time.perf_counter()
+        serial = run_backtest(log, splits, present, store=store)
+        timings["backtest, one process"] = time.perf_counter() - start
+        tables = {}
+        for workers in (1, 2):
+            with dask_client(None, workers) as client:
+                client.wait_for_workers(workers)
+                start = time.perf_counter()
+                tables[workers] = run_backtest(log, splits, present, client=client, store=store)
+                timings[f"backtest, {workers} worker{'s' * (workers > 1)}"] = time.perf_counter() - start
+    identical = serial.equals(tables[1]) and serial.equals(tables[2])
+    base = timings["backtest, 1 worker"]
+    reference = "elo" if "elo" in present else "copeland"
+    summary = summarise(serial, present, reference).to_pylist()
+
+    print(f"Diplomacy-scale backtest: {log.units} games, {log.n} players, {args.splits} splits x {len(present)} methods "
+          f"({args.test_size} test games each)")
+    print(f"methods measured: {', '.join(present)}")
+    print(f"methods missing (not registered yet): {', '.join(missing) or 'none'}")
+    print(f"{'step':<28}{'seconds':>10}{'ratio to 1 worker':>20}")
+    for step, seconds in timings.items():
+        ratio = f"{seconds / base:.2f}" if step.startswith("backtest") else ""
+        print(f"{step:<28}{seconds:>10.2f}{ratio:>20}")
+    print(f"speed-up from 1 to 2 workers: {base / timings['backtest, 2 workers']:.2f}x; results identical: {identical}")
+    print(f"\n{'method':<16}{'mean Kd':>10}{'95% interval':>22}  vs {reference}")
+    for row in summary:
+        print(f"{row['method']:<16}{row['mean']:>10.3f}   [{row['ci_low']:.3f}, {row['ci_high']:.3f}]  {row['verdict'] or ''}")
+    write_json(RESULTS, {"games": log.units, "players": log.n, "splits": args.splits, "test_size": args.test_size,
+                         "seed": args.seed, "methods": present, "missing": missing, "seconds": timings,
+                         "speedup_2_vs_1_worker": base / timings["backtest, 2 workers"], "identical": identical,
+                         "summary": summary, "reference": reference})
+    print(f"\nwritten {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

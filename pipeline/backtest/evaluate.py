@@ -1,0 +1,126 @@
+"""Split x method evaluation, fanned out on Dask [VasE] section 4.3.
+
+For each split, the training statistics are computed once in memory on a worker (the same
+partial/merge/finalize code as the store reduction, `pipeline.stats.partials`, and the extras a
+method declares through `pipeline.stats.extras`; sparse pair counts beyond `DENSE_MAX_AGENTS`
+agents). Then each split x method is its own task: rate the training statistics, and score every
+test unit (`pipeline.backtest.kendall`, and `pipeline.backtest.predictive` when the ratings give
+win probabilities). A method with a `seed` parameter that the spec leaves unset gets the task's
+own seed, spawned from the split's seed and a checksum of the spec, so every number depends only
+on (seed, split, spec): results are identical whatever the number of workers or the order of the
+specs.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline.backtest.kendall import game_distances
+from pipeline.backtest.log import UnitLog, select
+from pipeline.backtest.predictive import predictive_metrics
+from pipeline.backtest.splits import Split
+from pipeline.methods import Ratings, Spec, needs, run
+from pipeline.stats.counts import Statistics
+from pipeline.stats.extras import EXTRAS
+from pipeline.stats.partials import DENSE_MAX_AGENTS, battle_partial, finalize, weak_order_partial
+from pipeline.stats.reduce import _numpy
+
+RESULT_SCHEMA = pa.schema([
+    ("split", pa.int32()), ("label", pa.string()), ("method", pa.string()), ("seed", pa.int64()),
+    ("train_units", pa.int64()), ("test_units", pa.int64()), ("rated_agents", pa.int64()),
+    ("test_pairs", pa.int64()), ("unseen_pairs", pa.int64()),
+    ("kendall", pa.float64()), ("kendall_normalised", pa.float64()),
+    ("log_loss", pa.float64()), ("brier", pa.float64()), ("auc", pa.float64()),
+])
+
+
+def task_seed(split: Split, spec: str) -> int:
+    """The seed of one split x method task: independent of the other specs and of the workers."""
+    state = np.random.SeedSequence(split.seed, spawn_key=(zlib.crc32(spec.encode()),)).generate_state(1, np.uint64)
+    return int(state[0] >> np.uint64(1))
+
+
+def training_statistics(log: UnitLog, split: Split, want: frozenset[str], store: object = None) -> Statistics:
+    """The statistics in `want` of the split's training units."""
+    dense = log.n <= DENSE_MAX_AGENTS
+    rows = log.rows_of(split.train) if log.kind == "battles" or want & EXTRAS.keys() else None
+    if log.kind == "battles":
+        partial = battle_partial(_numpy(rows, "model_a").astype(np.int64), _numpy(rows, "model_b").astype(np.int64),
+                                 _numpy(rows, "winner"), _numpy(rows, "weight"), log.n, dense)
+    else:
+        partial = weak_order_partial(select(log.orders, split.train), log.n, want, dense)
+    partial.extra = {name: EXTRAS[name].partial(rows, log.kind, log.n) for name in sorted(want & EXTRAS.keys())}
+    return finalize(log.kind, partial, want, store)
+
+
+def rate_split(stats: Statistics, spec: str, seed: int) -> Ratings:
+    parsed = Spec.parse(spec)
+    if "seed" in parsed.method.parameters and "seed" not in parsed.params:
+        parsed = Spec(parsed.name, parsed.params | {"seed": seed})
+    return run(parsed, stats)
+
+
+def score_split(log: UnitLog, split: Split, ratings: Ratings, unseen: str = "tie") -> dict[str, object]:
+    """Kendall-tau distance per test unit (weighted mean over units) and, for logistic ratings, predictive metrics."""
+    test = select(log.orders, split.test)
+    rows = ratings.positions(test.agents)
+    predicted = np.where(rows >= 0, ratings.rank[np.maximum(rows, 0)].astype(np.float64), np.nan)
+    games = game_distances(test, predicted, unseen)
+    w = test.weights
+    normalised = np.divide(games.distance, games.pairs, out=np.zeros_like(games.distance), where=games.pairs > 0)
+    result = {"train_units": len(split.train), "test_units": len(split.test), "rated_agents": len(ratings.agents),
+              "test_pairs": int(games.pairs.sum()), "unseen_pairs": int(games.unseen.sum()),
+              "kendall": float(np.average(games.distance, weights=w)), "kendall_normalised": float(np.average(normalised, weights=w)),
+              "log_loss": None, "brier": None, "auc": None}
+    if ratings.info.get("logistic_scale") is not None:
+        result |= predictive_metrics(ratings, test, rows, unseen)
+    return result
+
+
+def evaluate(log: UnitLog, split: Split, stats: Statistics, spec: str, unseen: str = "tie") -> dict[str, object]:
+    """One split x method task: rate the training statistics and score the test units."""
+    seed = task_seed(split, spec)
+    ratings = rate_split(stats, spec, seed)
+    return {"split": split.index, "label": split.label, "method": spec, "seed": seed} | score_split(log, split, ratings, unseen)
+
+
+def results_table(rows: list[dict[str, object]], specs: Sequence[str]) -> pa.Table:
+    """Rows sorted by split, then by the order of `specs`."""
+    position = {s: i for i, s in enumerate(specs)}
+    rows = sorted(rows, key=lambda r: (r["split"], position[r["method"]]))
+    return pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
+
+
+def run_backtest(log: UnitLog, splits: Sequence[Split], specs: Sequence[str], *, client=None, unseen: str = "tie",
+                 store: object = None) -> pa.Table:
+    """Per split x method results; on `client` (a distributed Client) when given, else in this process."""
+    specs = list(dict.fromkeys(specs))
+    want = needs(specs)
+    if client is None:
+        rows = []
+        for split in splits:
+            stats = training_statistics(log, split, want, store)
+            rows += [evaluate(log, split, stats, spec, unseen) for spec in specs]
+        return results_table(rows, specs)
+    from distributed import as_completed
+
+    shared = client.scatter(log, broadcast=True, hash=False)
+    futures, stats_of, pending = [], {}, {}
+    placed = client.scatter(list(splits), hash=False)  # each split's index arrays are sent once, not once per task
+    for split, where in zip(splits, placed):  # split by split, so a split's methods run before more statistics pile up
+        stats = client.submit(training_statistics, shared, where, want, store, pure=False)
+        stats_of[split.index], pending[split.index] = stats, len(specs)
+        futures += [client.submit(evaluate, shared, where, stats, spec, unseen, pure=False) for spec in specs]
+    rows = []
+    for future in as_completed(futures):
+        row = future.result()
+        rows.append(row)
+        pending[row["split"]] -= 1
+        if not pending[row["split"]]:
+            del stats_of[row["split"]]  # release the split's statistics on the workers
+    del futures
+    return results_table(rows, specs)

@@ -1,0 +1,90 @@
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from pipeline.backtest.evaluate import run_backtest, score_split, task_seed, training_statistics
+from pipeline.backtest.log import load_log
+from pipeline.backtest.splits import random_splits
+from pipeline.methods import REGISTRY, Method, Ratings
+from pipeline.stats.extras import EXTRAS, Extra
+
+SPECS = ["plurality", "approval:k=2", "borda", "copeland"]
+
+
+def test_true_skills_beat_a_random_ranking(small_games):
+    store, games = small_games
+    log = load_log(store, "games")
+    names = store.dictionary("agents").names
+    agents = np.arange(len(names))
+    oracle = Ratings.from_scores("oracle", {}, agents, games.skill_of(names))
+    rng = np.random.default_rng(0)
+    for split in random_splits(log.units, 5, 60, seed=1):
+        guess = Ratings.from_scores("random", {}, agents, rng.permutation(len(agents)).astype(float))
+        known, noise = score_split(log, split, oracle), score_split(log, split, guess)
+        assert known["unseen_pairs"] == 0
+        # A random order gets about half of each game's 21 pairs wrong (less with the game's ties).
+        assert known["kendall"] < noise["kendall"] - 1.5, (known["kendall"], noise["kendall"])
+
+
+def test_methods_rate_only_training_games(small_games):
+    store, _ = small_games
+    log = load_log(store, "games")
+    split = random_splits(log.units, 1, 100, seed=2)[0]
+    stats = training_statistics(log, split, frozenset({"pairwise", "positions"}))
+    # Each 7-player training game adds 7 appearances and 21 compared pairs (ties counted once).
+    assert stats.appearances.sum() == 7 * len(split.train)
+    assert stats.pairwise.total_weight == pytest.approx(21 * len(split.train))
+
+
+def test_results_do_not_depend_on_the_workers(small_games, dask_client, dask_cluster):
+    from distributed import Client, LocalCluster
+
+    store, _ = small_games
+    log = load_log(store, "games")
+    splits = random_splits(log.units, 4, 50, seed=3)
+    local = run_backtest(log, splits, SPECS)
+    two = run_backtest(log, splits, SPECS, client=dask_client)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as one_cluster, Client(one_cluster) as one:
+        single = run_backtest(log, splits, SPECS, client=one)
+    assert len(dask_cluster.workers) == 2
+    assert local.equals(two)
+    assert local.equals(single)
+    by_key = [("split", "ascending"), ("method", "ascending")]
+    reordered = run_backtest(log, splits, list(reversed(SPECS)))  # the order of the specs changes no number
+    assert reordered.sort_by(by_key).equals(local.sort_by(by_key))
+    assert local.column("method").to_pylist()[:4] == SPECS
+
+
+@pytest.fixture
+def probe_method(monkeypatch):
+    """A method reading an extra statistic (training rows per agent) and a seed, with logistic scores."""
+
+    def partial(table, kind, n):
+        return np.bincount(table.column("player").to_numpy(), minlength=n)
+
+    monkeypatch.setitem(EXTRAS, "probe_rows", Extra("probe_rows", {"games": ("player",)}, partial, lambda a, b: a + b,
+                                                    lambda value, present, store: value[present]))
+
+    def probe(pairs, rows, *, seed: int = -1) -> Ratings:
+        wins = np.asarray(pairs.wins.sum(axis=1)).ravel()
+        return Ratings.from_scores("probe", {"seed": seed}, pairs.agents, 400 * np.log10((wins + 1) / (rows + 1)),
+                                   info={"logistic_scale": 400, "seed": seed, "rows": int(rows.sum())})
+
+    monkeypatch.setitem(REGISTRY, "probe", Method("probe", probe, ("pairwise", "probe_rows"), None))
+    return probe
+
+
+def test_extras_and_seeds_reach_methods(small_games, probe_method):
+    store, _ = small_games
+    log = load_log(store, "games", frozenset({"probe_rows"}))
+    splits = random_splits(log.units, 3, 50, seed=4)
+    stats = training_statistics(log, splits[0], frozenset({"pairwise", "probe_rows"}))
+    assert stats.extra["probe_rows"].sum() == 7 * len(splits[0].train)  # training rows only
+    results = run_backtest(log, splits, ["probe", "borda"])
+    seeds = results.filter(pa.compute.equal(results.column("method"), "probe")).column("seed").to_pylist()
+    assert seeds == [task_seed(s, "probe") for s in splits] and len(set(seeds)) == 3
+    probe = results.filter(pa.compute.equal(results.column("method"), "probe")).to_pylist()
+    assert all(0 < r["brier"] < 0.25 and r["log_loss"] > 0 and 0.5 < r["auc"] < 1 for r in probe)
+    borda = results.filter(pa.compute.equal(results.column("method"), "borda")).to_pylist()
+    assert all(r["auc"] is None for r in borda)  # Borda gives no probabilities
+    assert results.equals(run_backtest(log, splits, ["probe", "borda"]))

@@ -1,0 +1,60 @@
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.backtest.runner import BacktestConfig, backtest, load, make_splits
+from pipeline.methods import REGISTRY, Method, Ratings
+
+
+def test_f1_races_as_games(f1_races, tmp_path):
+    config = BacktestConfig("games", ("plurality", "borda", "copeland"), splits=6, test_size=8, seed=1, reference="borda")
+    backtest(f1_races, config, tmp_path)
+    results = pq.read_table(tmp_path / "results.parquet")
+    assert results.num_rows == 18
+    assert set(results.column("test_units").to_pylist()) == {8}
+    # About 20 drivers per race: 190 pairs, a random order would get about 95 wrong.
+    assert max(results.column("kendall").to_pylist()) < 95
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["parameters"]["reference"] == "borda" and run["rows"]["rows_accepted"] == 1320
+
+
+def test_f1_temporal_splits(f1_races):
+    config = BacktestConfig("games", ("borda",), splits=3, scheme="temporal", window_days=120)
+    splits = make_splits(load(f1_races, config), config)
+    assert [len(s.test) for s in splits] and all(len(s.train) > 0 for s in splits)
+    assert all(set(a.train) < set(b.train) for a, b in zip(splits, splits[1:]))  # training grows as the cut rolls on
+
+
+@pytest.fixture
+def logistic_winrate(monkeypatch):
+    """A stand-in for the Elo family: smoothed win ratio on a logistic (Elo points) scale."""
+
+    def winrate(pairs) -> Ratings:
+        wins = np.asarray(pairs.wins.sum(axis=1)).ravel() + np.asarray(pairs.ties.sum(axis=1)).ravel() / 2
+        games = wins + np.asarray(pairs.wins.sum(axis=0)).ravel() + np.asarray(pairs.ties.sum(axis=0)).ravel() / 2
+        return Ratings.from_scores("winrate", {}, pairs.agents, 400 * np.log10((wins + 1) / (games - wins + 1)),
+                                   info={"logistic_scale": 400})
+
+    monkeypatch.setitem(REGISTRY, "winrate", Method("winrate", winrate, ("pairwise",), None))
+
+
+def test_crowd_battles_pairwise_metrics(crowd_battles, tmp_path, logistic_winrate):
+    config = BacktestConfig("battles", ("winrate", "copeland"), splits=4, test_size=800, seed=2, reference="winrate")
+    backtest(crowd_battles, config, tmp_path)
+    results = pq.read_table(tmp_path / "results.parquet").to_pylist()
+    rate = [r for r in results if r["method"] == "winrate"]
+    assert all(0.5 < r["auc"] < 1 and 0 < r["brier"] < 0.25 and np.isfinite(r["log_loss"]) for r in rate)
+    assert all(r["test_pairs"] == 800 for r in results)
+    summary = pq.read_table(tmp_path / "summary.parquet").to_pylist()
+    assert summary[0]["verdict"] == "reference" and summary[0]["auc"] > 0.5
+
+
+def test_bad_config_raises():
+    with pytest.raises(ValueError, match="scheme"):
+        BacktestConfig("games", ("borda",), scheme="yearly")
+    with pytest.raises(ValueError, match="policy"):
+        BacktestConfig("games", ("borda",), unseen="drop")
+    with pytest.raises(ValueError, match="unknown method"):
+        BacktestConfig("games", ("nonesuch",))

@@ -1,0 +1,57 @@
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats
+
+from pipeline.backtest.evaluate import RESULT_SCHEMA
+from pipeline.backtest.summary import summarise, t_interval, write_backtest
+from pipeline.report.publish import RunRecord
+
+
+def _results(errors: dict[str, list[float]]) -> pa.Table:
+    rows = [{"split": s, "label": "", "method": m, "seed": 0, "train_units": 9, "test_units": 1, "rated_agents": 3,
+             "test_pairs": 21, "unseen_pairs": 2, "kendall": e, "kendall_normalised": e / 21,
+             "log_loss": None, "brier": None, "auc": None}
+            for m, values in errors.items() for s, e in enumerate(values)]
+    return pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
+
+
+def test_t_interval_matches_scipy():
+    x = np.array([3.0, 4.0, 6.0, 5.5, 4.2])
+    mean, low, high = t_interval(x)
+    ref = stats.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=stats.sem(x))
+    assert (low, high) == pytest.approx(ref) and mean == pytest.approx(x.mean())
+    assert np.isnan(t_interval(np.array([1.0]))[1])
+
+
+def test_paired_verdicts_against_the_reference():
+    base = [8.0, 8.5, 7.9, 8.2, 8.1]
+    results = _results({
+        "elo": base,
+        "copeland": [b - 0.5 + 0.01 * k for k, b in enumerate(base)],  # always about 0.5 lower: better
+        "borda": [b + 0.4 + 0.02 * k for k, b in enumerate(base)],  # always higher: worse
+        "plurality": [b + d for b, d in zip(base, [0.3, -0.3, 0.2, -0.25, 0.05])],  # either way
+    })
+    summary = {r["method"]: r for r in summarise(results, ["elo", "copeland", "borda", "plurality"], "elo").to_pylist()}
+    assert [summary[m]["verdict"] for m in ("elo", "copeland", "borda", "plurality")] == ["reference", "better", "worse", "not significant"]
+    assert summary["copeland"]["diff_mean"] == pytest.approx(-0.48)
+    assert summary["copeland"]["p_value"] == pytest.approx(stats.ttest_rel(results.column("kendall").to_numpy()[5:10], base).pvalue)
+    no_ref = summarise(results, ["copeland", "borda"], "elo").to_pylist()
+    assert all(r["verdict"] is None and r["diff_mean"] is None for r in no_ref)
+
+
+def test_outputs_are_listed_in_run_json(tmp_path):
+    results = _results({"borda": [8.0, 8.4, 8.1], "copeland": [7.0, 7.3, 7.2]})
+    summary = summarise(results, ["borda", "copeland"], "borda")
+    record = RunRecord("games", ["borda", "copeland"], "store", [])
+    written = write_backtest(tmp_path, results, summary, record, "test", "borda")
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["outputs"] == ["errors.png", "results.parquet", "run.json", "summary.md", "summary.parquet"]
+    assert sorted(p.name for p in written) == run["outputs"]
+    assert pq.read_table(tmp_path / "results.parquet").schema.equals(RESULT_SCHEMA)
+    assert {"method", "mean", "ci_low", "ci_high", "diff_mean", "verdict"} <= set(pq.read_schema(tmp_path / "summary.parquet").names)
+    assert (tmp_path / "errors.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| copeland | 3 |" in (tmp_path / "summary.md").read_text()
