@@ -1,0 +1,53 @@
+"""Shared plumbing of the game-theoretic methods: choosing the game, publishing per-player ratings.
+
+Rows of the resulting `Ratings`:
+- for a game built from the store, the strategies of the first player (agents, by store id:
+  agent A, model A, or the king); other players whose strategies are the same agents add extra
+  columns `<player>_rating` and `<player>_marginal`; players whose strategies are tasks or prompts
+  are reported in `info` as `<player>_ratings` and `<player>_marginal` (name -> value);
+- for an nfg game (no store), every strategy of every player, with `agents` numbered 0..S-1 in
+  the order of `Game.labels` (`player:strategy`), which is the name list to publish them with;
+  extras `player` and `marginal`.
+Co-player contributions c(a'_p, a_j) ([DevR] section 5.2, [GTLLM] section 4.3) become extra
+columns `c[<strategy>]` of the rated player, one per strategy of the last player (task or prompt).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.games import Game, build
+from pipeline.methods.ratings import Ratings
+from pipeline.stats.games import PromptCounts, ScoreTable
+
+GameData = ScoreTable | PromptCounts | Game
+
+
+def choose_game(data: GameData, game: str, norm: str, defaults: dict[str, str]) -> Game:
+    """Build the game: `auto` picks `defaults['scores']` or `defaults['battles']`."""
+    if game == "auto" and not isinstance(data, Game):
+        game = defaults["scores" if isinstance(data, ScoreTable) else "battles"]
+    return build(data, game, norm=norm)
+
+
+def game_ratings(name: str, params: dict[str, object], game: Game, ratings: list[np.ndarray],
+                 marginals: list[np.ndarray], *, contributions: np.ndarray | None = None,
+                 info: dict[str, object] | None = None) -> Ratings:
+    """`Ratings` from one rating vector and one equilibrium marginal per player (see module doc)."""
+    info = dict(game.info) | dict(info or {})
+    if game.ids[0] is None:
+        extras = {"player": np.array([p for p, k in zip(game.players, game.shape) for _ in range(k)], dtype=object),
+                  "marginal": np.concatenate(marginals)}
+        if contributions is not None:
+            info["contributions"] = contributions.tolist()
+        return Ratings.from_scores(name, params, np.arange(sum(game.shape)), np.concatenate(ratings), extras=extras, info=info)
+    extras = {"marginal": marginals[0]}
+    for p in range(1, game.n_players):
+        if game.ids[p] is not None and np.array_equal(game.ids[p], game.ids[0]):
+            extras[f"{game.players[p]}_rating"], extras[f"{game.players[p]}_marginal"] = ratings[p], marginals[p]
+        else:
+            info[f"{game.players[p]}_ratings"] = dict(zip(game.strategies[p], ratings[p].tolist()))
+            info[f"{game.players[p]}_marginal"] = dict(zip(game.strategies[p], marginals[p].tolist()))
+    if contributions is not None:
+        extras |= {f"c[{s}]": contributions[:, j] for j, s in enumerate(game.strategies[-1])}
+    return Ratings.from_scores(name, params, game.ids[0], ratings[0], extras=extras, info=info)
