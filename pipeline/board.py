@@ -101,6 +101,21 @@ def write_board(store: Store, board: Board, ratings: list[Ratings], out: Path, t
     return publish(out, ratings, store.dictionary("agents").names, record, board.title or board.name)
 
 
+def rate_game(path: str | Path, specs: list[str] | tuple[str, ...], out: Path, title: str = "") -> BoardResult:
+    """Rate the strategies of an nfg file (no store): names published as `player:strategy`."""
+    from pipeline.logs.nfg import read_nfg
+
+    game = read_nfg(path)
+    ratings, timings = [], {}
+    for spec in map(Spec.parse, specs):
+        start = time.perf_counter()
+        ratings.append(spec.method.fn(game, **spec.params))
+        timings[f"rate {spec.name}"] = time.perf_counter() - start
+    record = RunRecord("nfg", list(specs), "", [], parameters={"game": str(path)}, timings=timings)
+    publish(out, ratings, game.labels, record, title or Path(path).name)
+    return BoardResult(Board(title or Path(path).stem, "scores", (), tuple(specs)), out, ratings, [], timings)
+
+
 def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult:
     """Ingest, reduce, rate and publish one board, in the calling process (no Prefect)."""
     timings: dict[str, float] = {}

@@ -13,6 +13,8 @@ for symmetric equilibria only (columns averaged over the swap, the second player
 rows dropped as copies of the first's), and repeated joint columns are merged into one variable
 (mass spread evenly over the copies afterwards). Appendix A.2: the constraint matrix is rounded
 to `decimals` places. `symmetries=False` is the plain formulation, kept as a reference.
+Each LP is solved by column generation over the joint strategies (its optimum needs at most one
+column per constraint row); `column_generation=False` passes all columns to HiGHS at once.
 
 Ratings are <= 0; in 2-player zero-sum games they equal Nash averaging minus the game value
 ([DevR] property 8). Contributions c(a'_p, t) by the last player's strategies sum to the rating
@@ -56,10 +58,10 @@ def symmetric_pairs(game: Game, tol: float = 1e-12) -> list[tuple[int, int]]:
     return pairs
 
 
-def _solve(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+def _solve_full(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """min eps s.t. cols @ s - eps [c not frozen] <= values [c frozen], sum s = 1, s >= 0.
 
-    Returns s, eps, the row activities (gains) and the duals of the gain rows."""
+    Returns s, eps, the row activities (gains), and the row duals (gain rows, then the sum row)."""
     c, n = cols.shape
     matrix = sp.csc_matrix(np.vstack([np.hstack([cols, -(~frozen).astype(np.float64)[:, None]]),
                                       np.r_[np.ones(n), 0.0][None, :]]))
@@ -80,11 +82,29 @@ def _solve(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray) -> tuple[np
         raise ConvergenceError(f"deviation LP not solved: {h.modelStatusToString(h.getModelStatus())}")
     sol = h.getSolution()
     x = np.asarray(sol.col_value)
-    return x[:n], float(x[n]), cols @ x[:n], np.abs(np.asarray(sol.row_dual)[:c])
+    return x[:n], float(x[n]), cols @ x[:n], np.asarray(sol.row_dual)
+
+
+def _solve(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray, work: np.ndarray,
+           batch: int) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:
+    """`_solve_full` by column generation: solve over the columns `work`, add the columns of most
+    negative reduced cost -(cols_j . y + mu) under the restricted duals, until none is negative
+    (then the restricted optimum and duals are optimal for all columns). Returns also the new work set."""
+    while True:
+        s_work, eps, _, duals = _solve_full(cols[:, work], frozen, values)
+        reduced = -(duals[:-1] @ cols + duals[-1])
+        reduced[work] = 0.0
+        entering = np.flatnonzero(reduced < -1e-9)
+        if not len(entering):
+            s = np.zeros(cols.shape[1])
+            s[work] = s_work
+            return s, eps, cols @ s, np.abs(duals[:-1]), work
+        entering = entering[np.argsort(reduced[entering], kind="stable")[:batch]]
+        work = np.union1d(work, entering)
 
 
 def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9, symmetries: bool = True,
-                      max_iter: int | None = None) -> tuple[list[np.ndarray], np.ndarray, dict[str, object]]:
+                      column_generation: bool = True, max_iter: int | None = None) -> tuple[list[np.ndarray], np.ndarray, dict[str, object]]:
     """Per-player deviation ratings, a joint equilibrium sigma attaining them, and diagnostics."""
     start = time.perf_counter()
     a = np.round(constraint_matrix(game), decimals)
@@ -107,12 +127,18 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
         group_of = np.arange(cols.shape[1])
     frozen, values = np.zeros(cols.shape[0], bool), np.zeros(cols.shape[0])
     lps, first_lp = 0, None
+    initial = work = np.argsort(cols.max(axis=0), kind="stable")[: cols.shape[0]]  # columns with small gains
     limit = cols.shape[0] if max_iter is None else max_iter
     while not frozen.all():
         if lps >= limit:
             raise ConvergenceError(f"deviation ratings: {int((~frozen).sum())} constraints not frozen after {lps} LPs")
         lp_start = time.perf_counter()
-        s, eps, gains, duals = _solve(cols, frozen, values)
+        if column_generation:
+            s, eps, gains, duals, work = _solve(cols, frozen, values, work, batch=max(50, cols.shape[0]))
+            work = np.union1d(np.flatnonzero(s > 0), initial)  # the support stays feasible for the next LP
+        else:
+            s, eps, gains, duals = _solve_full(cols, frozen, values)
+            duals = np.abs(duals[:-1])
         first_lp = time.perf_counter() - lp_start if first_lp is None else first_lp
         lps += 1
         active = ~frozen & (duals > dual_tol)

@@ -40,7 +40,7 @@ def game_ratings(name: str, params: dict[str, object], game: Game, ratings: list
                   "marginal": np.concatenate(marginals)}
         if contributions is not None:
             info["contributions"] = contributions.tolist()
-        return Ratings.from_scores(name, params, np.arange(sum(game.shape)), np.concatenate(ratings), extras=extras, info=info)
+        return Ratings.from_scores(name, params, np.arange(sum(game.shape)), np.concatenate(ratings) + 0.0, extras=extras, info=info)
     extras = {"marginal": marginals[0]}
     for p in range(1, game.n_players):
         if game.ids[p] is not None and np.array_equal(game.ids[p], game.ids[0]):
@@ -50,4 +50,4 @@ def game_ratings(name: str, params: dict[str, object], game: Game, ratings: list
             info[f"{game.players[p]}_marginal"] = dict(zip(game.strategies[p], marginals[p].tolist()))
     if contributions is not None:
         extras |= {f"c[{s}]": contributions[:, j] for j, s in enumerate(game.strategies[-1])}
-    return Ratings.from_scores(name, params, game.ids[0], ratings[0], extras=extras, info=info)
+    return Ratings.from_scores(name, params, game.ids[0], ratings[0] + 0.0, extras=extras, info=info)

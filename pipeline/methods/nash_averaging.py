@@ -61,12 +61,14 @@ def game_value(a: np.ndarray) -> float:
     return float(x[m])
 
 
-def max_support(a: np.ndarray, v: float, tol: float, min_mass: float = 1e-6) -> np.ndarray:
-    """Rows given probability >= `min_mass` by some maximin strategy of the row player.
+def max_support(a: np.ndarray, v: float, tol: float, min_mass: float = 1e-5) -> np.ndarray:
+    """Rows given probability > `tol` by some maximin strategy of the row player.
 
-    One LP: p in the equilibrium set {p >= 0, sum p <= 1, A^T p >= (v - tol) sum p}, s_i <= 1,
-    s_i <= p_i / (min_mass / m), maximise sum s; the mean of the equilibria that maximise each
-    p_i is feasible, so every row of the maximal support gets s_i = 1.
+    Candidates from one LP: p in the equilibrium set {p >= 0, sum p <= 1, A^T p >= (v - tol) sum p},
+    s_i <= 1, s_i <= p_i m / min_mass, maximise sum s (the mean of the equilibria maximising each
+    p_i is feasible, so each row with max p_i >= min_mass gets s_i = 1). Each candidate is then
+    confirmed by the LP max p_i over the equilibrium set, since the scaling by m / min_mass
+    magnifies the LP's feasibility tolerance.
     """
     m, n = a.shape
     eye = np.eye(m)
@@ -74,7 +76,13 @@ def max_support(a: np.ndarray, v: float, tol: float, min_mass: float = 1e-6) -> 
     matrix = np.block([[(a - (v - tol)).T, np.zeros((n, m))], [-k * eye, eye], [np.ones((1, m)), np.zeros((1, m))]])
     x, _ = _lp(np.r_[np.zeros(m), -np.ones(m)], matrix, np.r_[np.zeros(n), np.full(m + 1, -INF)],
                np.r_[np.full(n, INF), np.zeros(m), 1.0], np.zeros(2 * m), np.r_[np.full(m, INF), np.ones(m)])
-    return x[m:] > 0.5
+    support = x[m:] > 1e-3
+    equilibria = np.vstack([a.T, np.ones((1, m))])
+    for i in np.flatnonzero(support):
+        p, _ = _lp(-np.eye(m)[i], equilibria, np.r_[np.full(n, v - tol), 1.0], np.r_[np.full(n, INF), 1.0],
+                   np.zeros(m), np.full(m, INF))
+        support[i] = p[i] > 1e-7
+    return support
 
 
 def max_entropy_strategy(a: np.ndarray, v: float, rows: np.ndarray, tight: np.ndarray, *, tol: float,
