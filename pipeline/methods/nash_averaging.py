@@ -89,8 +89,11 @@ def max_entropy_strategy(a: np.ndarray, v: float, rows: np.ndarray, tight: np.nd
                          max_iter: int) -> np.ndarray:
     """argmax H(p) over p on `rows` with (A^T p)_j = v on `tight` columns and >= v elsewhere."""
     sub = a[rows]
+    equalities = np.vstack([sub[:, tight].T, np.ones((1, sub.shape[0]))])
     if sub.shape[0] == 1:
         p = np.ones(1)
+    elif np.linalg.matrix_rank(equalities) == sub.shape[0]:  # a unique equilibrium strategy: solve for it
+        p = np.linalg.lstsq(equalities, np.r_[np.full(int(tight.sum()), v), 1.0], rcond=None)[0]
     else:
         def dual(beta: np.ndarray) -> tuple[float, np.ndarray]:
             logits = sub @ beta
