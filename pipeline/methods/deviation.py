@@ -30,7 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.games import Game
-from pipeline.methods.equilibria import GameData, choose_game, game_ratings
+from pipeline.methods.equilibria import GameData, choose_game, game_ratings, solve_lp
 from pipeline.methods.errors import ConvergenceError
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
@@ -63,26 +63,11 @@ def _solve_full(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray) -> tup
 
     Returns s, eps, the row activities (gains), and the row duals (gain rows, then the sum row)."""
     c, n = cols.shape
-    matrix = sp.csc_matrix(np.vstack([np.hstack([cols, -(~frozen).astype(np.float64)[:, None]]),
-                                      np.r_[np.ones(n), 0.0][None, :]]))
-    lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = n + 1, c + 1
-    lp.col_cost_ = np.r_[np.zeros(n), 1.0]
-    lp.col_lower_ = np.r_[np.zeros(n), -highspy.kHighsInf]
-    lp.col_upper_ = np.full(n + 1, highspy.kHighsInf)
-    lp.row_lower_ = np.r_[np.full(c, -highspy.kHighsInf), 1.0]
-    lp.row_upper_ = np.r_[np.where(frozen, values, 0.0), 1.0]
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = matrix.indptr, matrix.indices, matrix.data
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.passModel(lp)
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise ConvergenceError(f"deviation LP not solved: {h.modelStatusToString(h.getModelStatus())}")
-    sol = h.getSolution()
-    x = np.asarray(sol.col_value)
-    return x[:n], float(x[n]), cols @ x[:n], np.asarray(sol.row_dual)
+    matrix = np.vstack([np.hstack([cols, -(~frozen).astype(np.float64)[:, None]]), np.r_[np.ones(n), 0.0][None, :]])
+    x, duals = solve_lp(np.r_[np.zeros(n), 1.0], matrix, np.r_[np.full(c, -highspy.kHighsInf), 1.0],
+                        np.r_[np.where(frozen, values, 0.0), 1.0], np.r_[np.zeros(n), -highspy.kHighsInf],
+                        np.full(n + 1, highspy.kHighsInf))
+    return x[:n], float(x[n]), cols @ x[:n], duals
 
 
 def _solve(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray, work: np.ndarray,

@@ -14,9 +14,12 @@ columns `c[<strategy>]` of the rated player, one per strategy of the last player
 
 from __future__ import annotations
 
+import highspy
 import numpy as np
+import scipy.sparse as sp
 
 from pipeline.games import Game, build
+from pipeline.methods.errors import ConvergenceError
 from pipeline.methods.ratings import Ratings
 from pipeline.stats.games import PromptCounts, ScoreTable
 
@@ -51,3 +54,23 @@ def game_ratings(name: str, params: dict[str, object], game: Game, ratings: list
     if contributions is not None:
         extras |= {f"c[{s}]": contributions[:, j] for j, s in enumerate(game.strategies[-1])}
     return Ratings.from_scores(name, params, game.ids[0], ratings[0] + 0.0, extras=extras, info=info)
+
+
+def solve_lp(cost: np.ndarray, matrix: np.ndarray, row_lower: np.ndarray, row_upper: np.ndarray,
+        col_lower: np.ndarray, col_upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Minimise cost @ x subject to row bounds on matrix @ x and column bounds; (x, row duals)."""
+    a = sp.csc_matrix(matrix)
+    lp = highspy.HighsLp()
+    lp.num_row_, lp.num_col_ = a.shape
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, col_lower, col_upper
+    lp.row_lower_, lp.row_upper_ = row_lower, row_upper
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(lp)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise ConvergenceError(f"LP not solved: {h.modelStatusToString(h.getModelStatus())}")
+    sol = h.getSolution()
+    return np.asarray(sol.col_value), np.asarray(sol.row_dual)

@@ -19,11 +19,10 @@ from __future__ import annotations
 import highspy
 import numpy as np
 import scipy.optimize as so
-import scipy.sparse as sp
 from scipy.special import logsumexp, softmax
 
 from pipeline.games import Game
-from pipeline.methods.equilibria import GameData, choose_game, game_ratings
+from pipeline.methods.equilibria import GameData, choose_game, game_ratings, solve_lp
 from pipeline.methods.errors import ConvergenceError
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
@@ -32,31 +31,11 @@ DEFAULT_GAMES = {"scores": "agent-task", "battles": "agent-agent"}
 INF = highspy.kHighsInf
 
 
-def _lp(cost: np.ndarray, matrix: np.ndarray, row_lower: np.ndarray, row_upper: np.ndarray,
-        col_lower: np.ndarray, col_upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Minimise cost @ x subject to row bounds on matrix @ x and column bounds; (x, row duals)."""
-    a = sp.csc_matrix(matrix)
-    lp = highspy.HighsLp()
-    lp.num_row_, lp.num_col_ = a.shape
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, col_lower, col_upper
-    lp.row_lower_, lp.row_upper_ = row_lower, row_upper
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.passModel(lp)
-    h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise ConvergenceError(f"LP not solved: {h.modelStatusToString(h.getModelStatus())}")
-    sol = h.getSolution()
-    return np.asarray(sol.col_value), np.asarray(sol.row_dual)
-
-
 def game_value(a: np.ndarray) -> float:
     """max_p min_b (p^T A)_b: min -v s.t. A^T p - v >= 0, sum p = 1, p >= 0."""
     m, n = a.shape
     matrix = np.block([[a.T, -np.ones((n, 1))], [np.ones((1, m)), np.zeros((1, 1))]])
-    x, _ = _lp(np.r_[np.zeros(m), -1.0], matrix, np.r_[np.zeros(n), 1.0], np.r_[np.full(n, INF), 1.0],
+    x, _ = solve_lp(np.r_[np.zeros(m), -1.0], matrix, np.r_[np.zeros(n), 1.0], np.r_[np.full(n, INF), 1.0],
                np.r_[np.zeros(m), -INF], np.full(m + 1, INF))
     return float(x[m])
 
@@ -74,12 +53,12 @@ def max_support(a: np.ndarray, v: float, tol: float, min_mass: float = 1e-5) -> 
     eye = np.eye(m)
     k = m / min_mass
     matrix = np.block([[(a - (v - tol)).T, np.zeros((n, m))], [-k * eye, eye], [np.ones((1, m)), np.zeros((1, m))]])
-    x, _ = _lp(np.r_[np.zeros(m), -np.ones(m)], matrix, np.r_[np.zeros(n), np.full(m + 1, -INF)],
+    x, _ = solve_lp(np.r_[np.zeros(m), -np.ones(m)], matrix, np.r_[np.zeros(n), np.full(m + 1, -INF)],
                np.r_[np.full(n, INF), np.zeros(m), 1.0], np.zeros(2 * m), np.r_[np.full(m, INF), np.ones(m)])
     support = x[m:] > 1e-3
     equilibria = np.vstack([a.T, np.ones((1, m))])
     for i in np.flatnonzero(support):
-        p, _ = _lp(-np.eye(m)[i], equilibria, np.r_[np.full(n, v - tol), 1.0], np.r_[np.full(n, INF), 1.0],
+        p, _ = solve_lp(-np.eye(m)[i], equilibria, np.r_[np.full(n, v - tol), 1.0], np.r_[np.full(n, INF), 1.0],
                    np.zeros(m), np.full(m, INF))
         support[i] = p[i] > 1e-7
     return support
