@@ -106,6 +106,21 @@ def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: in
     return leaderboard_markdown(ratings, store.dictionary("agents").names, board.title or board.name, top=top)
 
 
+def rate_game(path: str | Path, specs: list[str] | tuple[str, ...], out: Path, title: str = "") -> list[Ratings]:
+    """Rate the strategies of an nfg file (no store): names published as `player:strategy`."""
+    from pipeline.logs.nfg import read_nfg
+
+    game = read_nfg(path)
+    ratings, timings = [], {}
+    for spec in map(Spec.parse, specs):
+        start = time.perf_counter()
+        ratings.append(spec.method.fn(game, **spec.params))
+        timings[f"rate {spec.name}"] = time.perf_counter() - start
+    record = RunRecord("nfg", list(specs), "", [], parameters={"game": str(path)}, timings=timings)
+    publish(out, ratings, game.labels, record, title or Path(path).name)
+    return ratings
+
+
 def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult:
     """Ingest, reduce, rate and publish one board, in the calling process (no Prefect)."""
     timings: dict[str, float] = {}

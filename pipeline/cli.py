@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.board import Board, run_board
+from pipeline.board import Board, rate_game, run_board
 from pipeline.logs import KINDS
 from pipeline.methods import REGISTRY
 from pipeline.store import IngestReport, Store
@@ -25,7 +25,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ratings of a
 console = Console()
 SAMPLES = Path(__file__).resolve().parent.parent / "data-samples"
 
-KindOption = Annotated[str, typer.Option("--kind", "-k", help=f"log kind: {', '.join(KINDS)}")]
+KindOption = Annotated[str, typer.Option("--kind", "-k", help=f"log kind: {', '.join(KINDS)}, or nfg (rate)")]
 SchedulerOption = Annotated[Optional[str], typer.Option("--scheduler", help="address of an existing Dask scheduler")]
 
 
@@ -81,7 +81,18 @@ def rate(
     scheduler: SchedulerOption = None,
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
 ) -> None:
-    """Rate the agents of a store (or of log files) with one or more methods."""
+    """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
+    if kind == "nfg":
+        if len(sources or ()) != 1 or store is not None:
+            raise typer.BadParameter("--kind nfg rates one game file (.npz or .nfg), without --store", param_hint="SOURCES")
+        try:
+            rated = rate_game(sources[0], tuple(method), out, title)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--method") from None
+        for r in rated:
+            console.print(f"[bold]{r.spec}[/bold]: {len(r.agents)} strategies")
+        console.print(f"leaderboard: {out / 'leaderboard.md'}")
+        return
     _check_kind(kind)
     if store is None and not sources:
         raise typer.BadParameter("give log files or --store", param_hint="SOURCES")

@@ -1,0 +1,125 @@
+"""Games built from data in the store, for the game-theoretic methods.
+
+- `agent-task`: 2-player zero-sum, agent vs task, the agent paid its normalised score T(a, t)
+  and the task -T(a, t) ([Bal18]; [DevR] section 5.2 figure 4, "2P").
+- `agent-agent-task`: 3-player, G_A(a, b, t) = T(a, t) - T(b, t), G_B = -G_A, G_T = |G_A|
+  ([DevR] section 5.2).
+- `agent-agent`: 2-player symmetric zero-sum from battles, G(a, b) = (N[a, b] - N[b, a]) / n(a, b),
+  the mean margin of a over b (0 for pairs that never met); [Bal18].
+- `model-model-prompt`: 3-player, the same mean margin per prompt u(a, b, p), G_A = u, G_B = -u,
+  G_P = |u| ([DevR] section 5.2, the Chatbot Arena formulation).
+- `king-of-the-hill`: 3-player (king, rebel, prompt), king paid u(k, r, p), prompt player |u|,
+  rebel -u except -1 when it picks the king's model ([GTLLM] section 3.1).
+
+Normalisation of scores (`norm`), per task after turning lower-is-better scores around:
+`minmax` maps the task's scores to [0, 1] (a task where all agents score the same maps to 0),
+`zscore` subtracts the mean and divides by the standard deviation, `none` keeps raw scores.
+Missing cells (an agent not scored on a task) get the task's mean normalised score; their number
+is reported in the game's info.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.games.game import Game
+from pipeline.stats.games import PromptCounts, ScoreTable
+
+NORMALISATIONS = ("minmax", "zscore", "none")
+
+
+def normalise(table: ScoreTable, norm: str) -> tuple[np.ndarray, int]:
+    """T[a, t]: normalised scores (higher is better), and the number of missing cells filled."""
+    if norm not in NORMALISATIONS:
+        raise ValueError(f"unknown normalisation {norm!r}; expected one of {', '.join(NORMALISATIONS)}")
+    t = np.where(table.higher_is_better[None, :], table.scores, -table.scores)
+    missing = np.isnan(t)
+    if missing.all(axis=0).any():
+        raise ValueError("a task without any score cannot be normalised")
+    if norm == "minmax":
+        low, high = np.nanmin(t, axis=0), np.nanmax(t, axis=0)
+        span = np.where(high > low, high - low, 1.0)
+        t = (t - low) / span
+    elif norm == "zscore":
+        mean, std = np.nanmean(t, axis=0), np.nanstd(t, axis=0)
+        t = (t - mean) / np.where(std > 0, std, 1.0)
+    t = np.where(missing, np.nanmean(t, axis=0)[None, :], t)
+    return t, int(missing.sum())
+
+
+def _agent_names(ids: np.ndarray) -> tuple[str, ...]:
+    return tuple(str(i) for i in ids)
+
+
+def agent_task(table: ScoreTable, *, norm: str = "minmax") -> Game:
+    t, missing = normalise(table, norm)
+    return Game((t, -t), ("agent", "task"), (_agent_names(table.agents), table.tasks), (table.agents, None),
+                {"game": "agent-task", "norm": norm, "missing_cells": missing})
+
+
+def agent_agent_task(table: ScoreTable, *, norm: str = "minmax") -> Game:
+    t, missing = normalise(table, norm)
+    g = t[:, None, :] - t[None, :, :]
+    names = _agent_names(table.agents)
+    return Game((g, -g, np.abs(g)), ("agent_a", "agent_b", "task"), (names, names, table.tasks),
+                (table.agents, table.agents, None), {"game": "agent-agent-task", "norm": norm, "missing_cells": missing})
+
+
+def _margin(wins: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """Mean margin (wins - losses) / comparisons over the last two axes; 0 where there were none."""
+    total = wins + np.swapaxes(wins, -1, -2) + ties
+    return np.divide(wins - np.swapaxes(wins, -1, -2), total, out=np.zeros_like(total), where=total > 0)
+
+
+def agent_agent(counts: PromptCounts) -> Game:
+    g = _margin(*counts.totals())
+    names = _agent_names(counts.agents)
+    return Game((g, g.T.copy()), ("agent_a", "agent_b"), (names, names), (counts.agents, counts.agents),
+                {"game": "agent-agent"})
+
+
+def _per_prompt(counts: PromptCounts) -> tuple[np.ndarray, tuple[str, ...]]:
+    """u[a, b, p]: mean margin of a over b on each prompt."""
+    if not len(counts.prompts):
+        raise ValueError("no battle has a prompt: a model vs model vs prompt game needs prompts")
+    u = np.moveaxis(_margin(*counts.tensors()), 0, -1)
+    return u, tuple(counts.prompt_name(int(p)) for p in counts.prompts)
+
+
+def model_model_prompt(counts: PromptCounts) -> Game:
+    u, prompts = _per_prompt(counts)
+    names = _agent_names(counts.agents)
+    return Game((u, -u, np.abs(u)), ("model_a", "model_b", "prompt"), (names, names, prompts),
+                (counts.agents, counts.agents, None), {"game": "model-model-prompt"})
+
+
+def king_of_the_hill(counts: PromptCounts) -> Game:
+    u, prompts = _per_prompt(counts)
+    rebel = -u
+    k = len(counts.agents)
+    rebel[np.arange(k), np.arange(k), :] = -1.0
+    names = _agent_names(counts.agents)
+    return Game((u, rebel, np.abs(u)), ("king", "rebel", "prompt"), (names, names, prompts),
+                (counts.agents, counts.agents, None), {"game": "king-of-the-hill"})
+
+
+SCORE_GAMES = {"agent-task": agent_task, "agent-agent-task": agent_agent_task}
+BATTLE_GAMES = {"agent-agent": agent_agent, "model-model-prompt": model_model_prompt, "king-of-the-hill": king_of_the_hill}
+GAMES = tuple(SCORE_GAMES) + tuple(BATTLE_GAMES)
+
+
+def build(data: ScoreTable | PromptCounts | Game, game: str, *, norm: str = "minmax") -> Game:
+    """The game named `game` built from a statistic (a `Game`, from an nfg file, passes through)."""
+    if isinstance(data, Game):
+        if game not in ("auto", "nfg"):
+            raise ValueError(f"an nfg game is rated as given; game={game!r} applies to scores or battles")
+        return data
+    if game not in GAMES:
+        raise ValueError(f"unknown game {game!r}; expected one of {', '.join(GAMES)}")
+    if isinstance(data, ScoreTable):
+        if game not in SCORE_GAMES:
+            raise ValueError(f"game {game!r} is built from battles, not scores; from scores: {', '.join(SCORE_GAMES)}")
+        return SCORE_GAMES[game](data, norm=norm)
+    if game not in BATTLE_GAMES:
+        raise ValueError(f"game {game!r} is built from scores, not battles; from battles: {', '.join(BATTLE_GAMES)}")
+    return BATTLE_GAMES[game](data)

@@ -1,0 +1,25 @@
+"""Uniform rating of a game's strategies: mean payoff against uniformly random co-players.
+
+r_p(a_p) = mean over a_-p of G_p(a_p, a_-p) ([DevR] section 3.2, "Uniform"): dominance
+preserving, but neither clone nor offset invariant; the baseline of [DevR] table 2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.methods.equilibria import GameData, choose_game, game_ratings
+from pipeline.methods.ratings import Ratings
+from pipeline.methods.registry import method
+
+DEFAULT_GAMES = {"scores": "agent-agent-task", "battles": "model-model-prompt"}
+
+
+@method("uniform", needs=("game_data",))
+def uniform(data: GameData, *, game: str = "auto", norm: str = "minmax") -> Ratings:
+    """Uniform rating: mean payoff of each strategy against uniformly random co-players [DevR]."""
+    chosen = choose_game(data, game, norm, DEFAULT_GAMES)
+    axes = range(chosen.n_players)
+    ratings = [g.mean(axis=tuple(a for a in axes if a != p)) for p, g in enumerate(chosen.payoffs)]
+    marginals = [np.full(k, 1.0 / k) for k in chosen.shape]
+    return game_ratings("uniform", {"game": chosen.info.get("game", "nfg"), "norm": norm}, chosen, ratings, marginals)

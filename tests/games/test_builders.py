@@ -1,0 +1,34 @@
+"""Games from data: agent-agent-task payoffs, king of the hill, the game_data statistic from a store."""
+
+import numpy as np
+
+from pipeline.games import build
+from pipeline.stats.games import PromptCounts, ScoreTable
+
+
+def test_agent_agent_task_payoffs():
+    # [DevR] 5.2: G_A = T(a,t) - T(b,t), G_B = -G_A, G_T = |G_A|; minmax maps each task to [0, 1].
+    table = ScoreTable(np.array([0, 1]), ("t",), np.array([[10.0], [20.0]]), np.ones(1, bool), np.ones(1))
+    g = build(table, "agent-agent-task")
+    assert g.payoffs[0][0, 1, 0] == -1.0 and g.payoffs[1][0, 1, 0] == 1.0 and g.payoffs[2][0, 1, 0] == 1.0
+
+
+def test_king_of_the_hill_rebel_pays_for_copying():
+    # [GTLLM] 3.1: model 0 beat model 1 on prompt 7; the rebel gets -1 when it picks the king's model.
+    counts = PromptCounts(np.array([0, 1]), np.array([7]), np.array([0]), np.array([1]), np.array([2.0]), np.array([0.0]))
+    g = build(counts, "king-of-the-hill")
+    assert g.payoffs[0][0, 1, 0] == 1.0 and g.payoffs[1][0, 1, 0] == -1.0 and g.payoffs[2][0, 1, 0] == 1.0
+    assert g.payoffs[1][1, 1, 0] == -1.0 and g.payoffs[0][1, 1, 0] == 0.0
+
+
+def test_game_data_from_a_store(tmp_path):
+    from pipeline.stats import reduce_store
+    from pipeline.store import Store
+
+    path = tmp_path / "s.csv"
+    path.write_text("task,agent,score\nt1,a,1\nt1,b,3\nt2,a,5\nt2,b,2\n")
+    store = Store(tmp_path / "store")
+    store.ingest([path], "scores")
+    table = reduce_store(store, "scores", {"game_data"}).extra["game_data"]
+    assert table.tasks == ("t1", "t2")
+    np.testing.assert_array_equal(table.scores, [[1, 5], [3, 2]])

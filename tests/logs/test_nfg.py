@@ -1,0 +1,47 @@
+"""nfg reader: Gambit payoff and outcome forms, npz, validation."""
+
+import numpy as np
+import pytest
+
+from pipeline.logs.nfg import read_nfg
+from pipeline.logs.records import UnreadableFile
+
+PD = 'NFG 1 R "PD" { "Row" "Col" }\n{ { "C" "D" } { "C" "D" } }\n""\n3 3 5 0 0 5 1 1\n'
+PD_OUTCOMES = 'NFG 1 R "PD" { "Row" "Col" } { 2 2 }\n\n{ { "cc" 3, 3 } { "dc" 5, 0 } { "cd" 0, 5 } { "dd" 1, 1 } }\n1 2 3 4\n'
+
+
+@pytest.mark.parametrize("text", [PD, PD_OUTCOMES])
+def test_gambit_prisoners_dilemma(tmp_path, text):
+    # Joint strategies list the first player fastest: (C,C) (D,C) (C,D) (D,D).
+    path = tmp_path / "pd.nfg"
+    path.write_text(text)
+    game = read_nfg(path)
+    np.testing.assert_array_equal(game.payoffs[0], [[3, 0], [5, 1]])
+    np.testing.assert_array_equal(game.payoffs[1], [[3, 5], [0, 1]])
+    assert game.players == ("Row", "Col")
+
+
+def test_npz_with_names(tmp_path):
+    path = tmp_path / "g.npz"
+    np.savez(path, payoffs=np.stack([np.eye(2), -np.eye(2)]), players=np.array(["a", "b"]), strategies_0=np.array(["x", "y"]))
+    game = read_nfg(path)
+    assert game.labels == ["a:x", "a:y", "b:0", "b:1"]
+
+
+@pytest.mark.parametrize("arrays,reason", [
+    ({"payoff_0": np.eye(2), "payoff_1": np.eye(3)}, "shape"),
+    ({"payoffs": np.stack([np.eye(2), np.full((2, 2), np.inf)])}, "finite"),
+    ({"payoffs": np.zeros((2, 0, 2))}, "at least one strategy"),
+])
+def test_invalid_games_are_unreadable(tmp_path, arrays, reason):
+    path = tmp_path / "bad.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(UnreadableFile, match=reason):
+        read_nfg(path)
+
+
+def test_gambit_payoff_count_checked(tmp_path):
+    path = tmp_path / "short.nfg"
+    path.write_text(PD.replace("1 1\n", "1\n"))
+    with pytest.raises(UnreadableFile, match="payoffs"):
+        read_nfg(path)
