@@ -105,9 +105,8 @@ def fit_am_elo(counts: AnnotatorCounts, *, prior: float = 0.0, ability_prior: fl
         r = r + t * step
         # abilities: one safeguarded Newton step per annotator
         theta = _ability_step(problem, r, theta, ability_prior)
-        if np.any(unbounded := ~(np.abs(theta * m) < 1e6)):
-            raise NoEstimate(f"am-elo: the abilities of annotators {[counts.names[k] for k in np.flatnonzero(unbounded)]} grow "
-                             "without bound (their votes all agree or all disagree with the ranking); use ability_prior > 0")
+        if not np.all(np.abs(theta * m) < 1e6):
+            break
         total = theta.sum()
         if total <= 0:
             raise NoEstimate("am-elo: the annotators' abilities sum to a non-positive value (most votes go against "
@@ -117,6 +116,12 @@ def fit_am_elo(counts: AnnotatorCounts, *, prior: float = 0.0, ability_prior: fl
         change = max(np.abs(r / m - old_beta).max(initial=0.0), np.abs(theta * m - old_ability).max(initial=0.0))
         if change < tol:
             return AmFit(rated, r / m, theta, iteration)
+    d = r[x] - r[y]
+    consistent = np.bincount(problem.judge, problem.wx * (d <= 0) + problem.wy * (d >= 0), minlength=m) == 0
+    contrary = np.bincount(problem.judge, problem.wx * (d >= 0) + problem.wy * (d <= 0), minlength=m) == 0
+    if ability_prior == 0 and np.any(separable := consistent | contrary):
+        raise NoEstimate(f"am-elo: the abilities of annotators {[counts.names[k] for k in np.flatnonzero(separable)]} grow "
+                         "without bound (their votes all agree or all disagree with the ranking); use ability_prior > 0")
     raise ConvergenceError(f"am-elo did not converge in {max_iter} rounds (tol={tol})")
 
 
