@@ -149,13 +149,13 @@ def main() -> None:
     parser.add_argument("--e2e-only", action="store_true")
     args = parser.parse_args()
     results: dict = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    if not args.e2e_only:
-        bench_fit(results)
-        bench_bootstrap(results)
-    if args.e2e or args.e2e_only:
-        bench_end_to_end(results)
+    steps = [] if args.e2e_only else [bench_fit, bench_bootstrap]
+    steps += [bench_end_to_end] if args.e2e or args.e2e_only else []
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+    for step in steps:
+        print(f"running {step.__name__}", flush=True)
+        step(results)
+        RESULTS.write_text(json.dumps(results, indent=1) + "\n")  # each section as soon as it is done
     for section, values in results.items():
         print(f"\n{section}")
         for key, value in values.items():

@@ -39,7 +39,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-import scipy.linalg as la
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import connected_components
@@ -154,7 +153,7 @@ def _laplacian_solve(cells: Cells, h: np.ndarray, prior: float, rhs: np.ndarray)
         a.flat[:: n + 1] = degree
         if prior == 0:
             a += degree.mean() / n  # pins the mean: (L + c 11') x = g with 1'g = 0 gives the centred solution
-        return la.solve(a, rhs, assume_a="pos")
+        return np.linalg.solve(a, rhs)
     lap = sp.csr_array((np.r_[-h, -h, degree], (np.r_[cells.x, cells.y, np.arange(n)], np.r_[cells.y, cells.x, np.arange(n)])),
                        shape=(n, n))
     jacobi = sp.diags_array(1.0 / degree)
