@@ -4,7 +4,7 @@
    vase (bincount to counts, Newton on the cells) against a FastChat-style fit (unique rows with
    their counts, ties as half a win each way, L-BFGS on the weighted logistic loss, as FastChat's
    `compute_mle_elo` describes it) and against evalica's Bradley-Terry.
-2. Bootstrap: vase's 1000 multinomial rounds (Dask, local threads) against FastChat-style 100
+2. Bootstrap: vase's 1000 Poisson rounds (Dask, local threads) against FastChat-style 100
    rounds (multinomial weights on the unique rows, one L-BFGS fit each).
 3. End to end (`--e2e`): 10^8 battle rows written as Parquet files of 10^7 rows, `Store.ingest`
    (timed separately), then `reduce_store` and `m-elo` with 1000 bootstrap rounds.
