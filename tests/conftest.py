@@ -51,3 +51,24 @@ def dask_client(dask_cluster):
 
     with Client(dask_cluster) as client:
         yield client
+
+
+@pytest.fixture
+def log_stats(tmp_path):
+    """Factory: statistics of log rows (dicts) of one kind, through a real store and reduction."""
+    import polars as pl
+
+    from pipeline.stats import reduce_store
+    from pipeline.store import Store
+
+    def make(rows: list[dict], want: set[str], kind: str = "battles", files: int = 1, **options):
+        store = Store(tmp_path / f"store-{len(list(tmp_path.iterdir()))}")
+        paths = []
+        for part in range(files):
+            path = tmp_path / f"{kind}-{len(list(tmp_path.iterdir()))}-{part}.csv"
+            pl.DataFrame(rows[part::files]).write_csv(path)
+            paths.append(path)
+        store.ingest(paths, kind)
+        return reduce_store(store, kind, want, **options), store
+
+    return make

@@ -1,0 +1,32 @@
+"""Seeded fan-out of independent random rounds (bootstrap fits, shuffled Elo) on Dask.
+
+Rounds are cut into chunks of a fixed size, each chunk gets its own child of
+`np.random.SeedSequence(seed)`, and `dask.compute` runs the chunks on the distributed Client
+active in the process (the flows start one) or on local threads. The chunk size, not the number
+of workers, fixes which random numbers each round sees, so results do not depend on the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import dask
+import numpy as np
+
+CHUNK = 50
+
+
+def fan_out(work: Callable[[object, int, np.random.Generator], np.ndarray], payload: object, rounds: int, seed: int,
+            chunk: int = CHUNK) -> np.ndarray:
+    """`work(payload, size, rng)` returns `size` rows; the rows of all rounds, stacked in order."""
+    if rounds < 1:
+        raise ValueError("rounds must be at least 1")
+    sizes = [min(chunk, rounds - start) for start in range(0, rounds, chunk)]
+    children = np.random.SeedSequence(seed).spawn(len(sizes))
+    shared = dask.delayed(payload, traverse=False)
+    tasks = [dask.delayed(_run)(work, shared, size, child) for size, child in zip(sizes, children)]
+    return np.concatenate(dask.compute(*tasks), axis=0)
+
+
+def _run(work: Callable, payload: object, size: int, child: np.random.SeedSequence) -> np.ndarray:
+    return work(payload, size, np.random.default_rng(child))

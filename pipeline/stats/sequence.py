@@ -1,0 +1,133 @@
+"""The time-ordered pairwise comparisons of battles and games: the input of online Elo [Elo78].
+
+Online Elo depends on the order of the comparisons, so this statistic keeps every comparison
+(it is as large as the log, unlike the counts). Comparisons are sorted by a total key:
+timestamp (rows without one first), then battle or game id, then the pair's position within
+its game, then the agents, outcome and weight. Rows equal on the whole key are interchangeable,
+so the sequence is the same whatever the partitioning of the store.
+
+A game of L players gives its L(L-1)/2 pairs, listed by the players' order in the game (place,
+then id); they form one *group*, which online Elo updates simultaneously. A battle is a group
+of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.stats.extras import Extra, register_extra
+from pipeline.stats.partials import UNIT, to_units
+from pipeline.stats.reduce import weak_orders
+
+_KEY = ["timestamp", "group_id", "sub", "a", "b", "outcome", "units"]
+_SCHEMA = pa.schema([("timestamp", pa.int64()), ("group_id", pa.string()), ("sub", pa.int32()), ("a", pa.int64()),
+                     ("b", pa.int64()), ("outcome", pa.int8()), ("units", pa.int64()), ("players", pa.int32())])
+A_WINS, B_WINS, TIE = 0, 1, 2
+
+
+@dataclass(frozen=True, eq=False)
+class ComparisonSequence:
+    """Comparisons in order: local agents `a`, `b`, `score` of a (1 win, 0.5 tie, 0 loss),
+    `weight`, `players` in the comparison's game (2 for battles), `group` (nondecreasing)."""
+
+    agents: np.ndarray
+    a: np.ndarray
+    b: np.ndarray
+    score: np.ndarray
+    weight: np.ndarray
+    players: np.ndarray
+    group: np.ndarray
+
+    def __post_init__(self) -> None:
+        m = len(self.a)
+        if any(len(x) != m for x in (self.b, self.score, self.weight, self.players, self.group)):
+            raise ValueError("one value per comparison in every column")
+        if m and np.any(np.diff(self.group) < 0):
+            raise ValueError("groups must be nondecreasing")
+
+    def __len__(self) -> int:
+        return len(self.a)
+
+
+def _timestamps(table: pa.Table) -> pa.Array:
+    return pc.cast(table.column("timestamp").combine_chunks(), pa.int64())
+
+
+def _battles(table: pa.Table) -> pa.Table:
+    winner = table.column("winner").to_numpy()
+    outcome = np.where(winner >= 2, TIE, winner).astype(np.int8)
+    rows = table.num_rows
+    ids = table.column("battle_id").combine_chunks() if "battle_id" in table.column_names else pa.nulls(rows, pa.string())
+    return pa.table([_timestamps(table), ids, pa.array(np.zeros(rows, np.int32)),
+                     pa.array(table.column("model_a").to_numpy().astype(np.int64)),
+                     pa.array(table.column("model_b").to_numpy().astype(np.int64)), pa.array(outcome),
+                     pa.array(to_units(table.column("weight").to_numpy())), pa.array(np.full(rows, 2, np.int32))],
+                    schema=_SCHEMA)
+
+
+def _games(table: pa.Table) -> pa.Table:
+    encoded = pc.dictionary_encode(table.column("game_id").combine_chunks())
+    codes = encoded.indices.to_numpy()
+    orders = weak_orders(table, "games")
+    games = np.unique(codes)  # ballot i of `orders` is game code games[i]
+    stamps = _timestamps(table)
+    known = ~pc.is_null(stamps).to_numpy(zero_copy_only=False)
+    first = np.full(len(encoded.dictionary), np.iinfo(np.int64).max)
+    np.minimum.at(first, codes[known], stamps.to_numpy(zero_copy_only=False)[known].astype(np.int64))
+    lengths = np.diff(orders.offsets)
+    parts = []
+    for length in np.unique(lengths[lengths > 1]):
+        chosen = np.flatnonzero(lengths == length)
+        i, j = np.triu_indices(int(length), 1)
+        idx = orders.offsets[chosen][:, None] + np.arange(int(length))
+        players, levels = orders.agents[idx], orders.levels[idx]
+        outcome = np.where(levels[:, i] == levels[:, j], TIE, A_WINS).astype(np.int8)  # members sorted by level
+        game = np.repeat(games[chosen], len(i))
+        stamp = first[game]
+        parts.append(pa.table([
+            pa.array(stamp, mask=stamp == np.iinfo(np.int64).max), encoded.dictionary.take(pa.array(game)),
+            pa.array(np.tile(np.arange(len(i), dtype=np.int32), len(chosen))), pa.array(players[:, i].ravel()),
+            pa.array(players[:, j].ravel()), pa.array(outcome.ravel()),
+            pa.array(np.repeat(to_units(orders.weights[chosen]), len(i))),
+            pa.array(np.full(len(game), length, np.int32))], schema=_SCHEMA))
+    return pa.concat_tables(parts) if parts else _SCHEMA.empty_table()
+
+
+def _sort(table: pa.Table) -> pa.Table:
+    order = pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in _KEY])
+    return table.take(order)
+
+
+def _partial(table: pa.Table, kind: str, n: int) -> pa.Table:
+    return _sort(_battles(table) if kind == "battles" else _games(table))
+
+
+def _merge(x: pa.Table, y: pa.Table) -> pa.Table:
+    return _sort(pa.concat_tables([x, y]).combine_chunks())
+
+
+def _finalize(table: pa.Table, present: np.ndarray, store: object) -> ComparisonSequence:
+    a, b = np.searchsorted(present, table.column("a").to_numpy()), np.searchsorted(present, table.column("b").to_numpy())
+    outcome = table.column("outcome").to_numpy()
+    players = table.column("players").to_numpy().astype(np.int64)
+    stamp = table.column("timestamp").fill_null(np.iinfo(np.int64).min).to_numpy()
+    ident = table.column("group_id")
+    same = np.zeros(len(a), bool)
+    if len(a) > 1:
+        same_id = pc.equal(ident.slice(1), ident.slice(0, len(a) - 1)).fill_null(False).to_numpy()
+        same_id |= (pc.is_null(ident.slice(1)).to_numpy() & pc.is_null(ident.slice(0, len(a) - 1)).to_numpy())
+        same[1:] = (stamp[1:] == stamp[:-1]) & same_id & (players[1:] > 2)
+    score = np.select([outcome == A_WINS, outcome == B_WINS], [1.0, 0.0], 0.5)
+    return ComparisonSequence(present, a.astype(np.int64), b.astype(np.int64), score,
+                              table.column("units").to_numpy() / UNIT, players, np.cumsum(~same) - 1)
+
+
+SEQUENCE = register_extra(Extra(
+    "sequence",
+    {"battles": ("battle_id", "timestamp"), "games": ("game_id", "timestamp")},
+    _partial, _merge, _finalize,
+))

@@ -1,0 +1,64 @@
+"""am-Elo: annotator abilities, the paper's normalisation, the stable arena."""
+
+import numpy as np
+import pytest
+
+from pipeline.backtest.stability import perturbation_experiment, simulate_votes
+from pipeline.methods import run
+from pipeline.methods.am_elo import am_elo, fit_am_elo
+from pipeline.methods.convergence import NoEstimate
+from tests.conftest import SAMPLES
+
+
+def test_abilities_sum_to_one_and_a_contrarian_is_flagged():
+    counts, _ = simulate_votes(6, 10, 150, seed=0)
+    # annotator 3 votes against every result: the Flip perturbation, by hand
+    flip = counts.judge == 3
+    x_wins, y_wins = counts.x_wins.copy(), counts.y_wins.copy()
+    x_wins[flip], y_wins[flip] = counts.y_wins[flip], counts.x_wins[flip]
+    noisy = counts.replace(x_wins, y_wins, counts.ties)
+    first = fit_am_elo(noisy)
+    assert first.ability.sum() == pytest.approx(1.0)
+    assert np.flatnonzero(first.ability <= 0).tolist() == [3]
+    ratings = am_elo(noisy)
+    info = ratings.info["annotators"]
+    assert info["flagged"] == [k == 3 for k in range(10)]
+    assert np.isnan(info["ability_refit"][3]) and ratings.info["annotators_used"] == 9
+    refit = fit_am_elo(noisy.select(np.array([0, 1, 2, 4, 5, 6, 7, 8, 9])))
+    assert ratings.score - ratings.score.mean() == pytest.approx(400 / np.log(10) * refit.rating, abs=1e-6)
+
+
+def test_twenty_percent_flipping_annotators_are_found_and_do_not_move_the_ranking():
+    counts, _ = simulate_votes(20, 50, 200, seed=1)
+    result = perturbation_experiment(counts, strategy="flip", ratio=0.2, seed=2)
+    assert result["f1"][0.0] >= 0.9
+    assert result["consistency_am_elo"] > result["consistency_m_elo"]
+
+
+def test_thin_annotators_are_left_out():
+    counts, _ = simulate_votes(5, 4, 30, seed=3)
+    thin = counts.select(np.array([0, 1, 2]))  # keep three annotators of 30 votes
+    with pytest.raises(NoEstimate):
+        ratings = am_elo(thin, min_records=31)
+    ratings = am_elo(thin, min_records=30)
+    assert ratings.info["annotators_too_few_records"] == 0
+
+
+def test_unbounded_abilities_are_reported_without_a_prior():
+    counts, _ = simulate_votes(4, 3, 4, tie_rate=0.0, seed=5)  # 4 votes each: someone agrees with everything
+    with pytest.raises(NoEstimate, match="without bound"):
+        am_elo(counts, prior=0.1, ability_prior=0.0)
+    assert np.all(np.isfinite(am_elo(counts, prior=0.1).score))
+
+
+def test_runs_on_the_llmfao_crowd_with_abilities_in_the_output(log_stats, tmp_path):
+    import polars as pl
+
+    rows = pl.read_csv(SAMPLES / "llmfao" / "crowd_battles.csv", infer_schema=False).to_dicts()
+    stats, store = log_stats(rows, {"annotators"})
+    ratings = run("am-elo", stats)
+    annotators = ratings.info["annotators"]
+    assert len(annotators["judge"]) == 124 and len(stats.agents) == 59
+    assert sorted(annotators["judge"]) == sorted(store.dictionary("judges").names)
+    assert len(ratings.agents) == 59 and np.all(np.isfinite(ratings.score))
+    assert sum(np.nan_to_num(annotators["ability"])) == pytest.approx(1.0)

@@ -1,0 +1,67 @@
+"""Online Elo: a hand-computed sequence, games updated at once, seeded shuffles."""
+
+import numpy as np
+import pytest
+
+from pipeline.methods import run
+from pipeline.methods.elo import run_elo
+
+HAND = [
+    {"battle_id": "1", "model_a": "A", "model_b": "B", "winner": "model_a", "timestamp": "2024-01-01T00:00:00Z"},
+    {"battle_id": "2", "model_a": "B", "model_b": "C", "winner": "model_a", "timestamp": "2024-01-02T00:00:00Z"},
+    {"battle_id": "3", "model_a": "C", "model_b": "A", "winner": "tie", "timestamp": "2024-01-03T00:00:00Z"},
+]
+
+
+def test_online_elo_matches_a_hand_computed_sequence(log_stats):
+    stats, _ = log_stats(HAND[::-1], {"sequence"})  # rows out of order: the timestamps decide
+    ratings = run("elo:k=32", stats)
+    # 1) A=B=1000, E_A = 1/2: A = 1016, B = 984
+    # 2) B (984) beats C (1000): E_B = 1/(1+10^(16/400)) = 0.477001, B += 32*(1-E_B) = 16.736, C -= 16.736
+    # 3) C (983.264) ties A (1016): E_A = 1/(1+10^(-32.736/400)) = 0.546940, A += 32*(0.5-E_A) = -1.503
+    e_b = 1 / (1 + 10 ** (16 / 400))
+    b, c = 984 + 32 * (1 - e_b), 1000 - 32 * (1 - e_b)
+    e_a = 1 / (1 + 10 ** ((c - 1016) / 400))
+    a, c = 1016 + 32 * (0.5 - e_a), c - 32 * (0.5 - e_a)
+    assert ratings.score == pytest.approx([a, b, c], abs=1e-9)
+    assert ratings.score == pytest.approx([1014.497, 1000.736, 984.767], abs=1e-3)
+    assert ratings.rank.tolist() == [1, 2, 3]
+    assert ratings.info["logistic_scale"] == 400.0
+
+
+def test_a_game_updates_its_pairs_from_the_ratings_before_the_game():
+    # X beats Y and Z in one 3-player game, Y beats Z: every pair starts from 1000 (E = 1/2),
+    # so X gains 2 * k/2, Y gains k/2 - k/2 = 0, Z loses k; with sequential updates Y would move
+    a, b, s = np.array([0, 0, 1]), np.array([1, 2, 2]), np.ones(3)
+    together = run_elo(3, a, b, s, np.full(3, 32.0), np.zeros(3, np.int64), 400.0, 1000.0)
+    assert together.tolist() == [1032.0, 1000.0, 968.0]
+    one_by_one = run_elo(3, a, b, s, np.full(3, 32.0), np.arange(3), 400.0, 1000.0)
+    assert one_by_one[1] != 1000.0
+
+
+def test_games_can_weight_each_players_game_like_one_battle(log_stats):
+    rows = [{"game_id": "g", "player": p, "place": i + 1} for i, p in enumerate("XYZ")]
+    stats, _ = log_stats(rows, {"sequence"}, kind="games")
+    # with games=player each pair has weight 1/2: X gains 2 * (32/2) / 2 = 16
+    assert run("elo:k=32,games=player", stats).score.tolist() == [1016.0, 1000.0, 984.0]
+
+
+def test_shuffles_are_seeded_and_average_the_orders(log_stats):
+    rows = [dict(row, battle_id=f"{i}") for i, row in enumerate(HAND * 5)]
+    stats, _ = log_stats(rows, {"sequence"})
+    first, second = run("elo:shuffles=30,seed=3", stats), run("elo:shuffles=30,seed=3", stats)
+    assert first.score.tobytes() == second.score.tobytes()
+    assert first.score.mean() == pytest.approx(1000.0)  # updates are zero-sum
+    assert np.all(first.extras["sd"] > 0)  # the order matters for online Elo
+    assert run("elo:shuffles=30,seed=4", stats).score.tobytes() != first.score.tobytes()
+
+
+def test_shuffles_do_not_depend_on_the_workers(log_stats, dask_client):
+    rows = [dict(row, battle_id=f"{i}") for i, row in enumerate(HAND * 5)]
+    stats, _ = log_stats(rows, {"sequence"})
+    on_cluster = run("elo:shuffles=25,seed=1", stats)
+    import dask
+
+    with dask.config.set(scheduler="sync"):
+        local = run("elo:shuffles=25,seed=1", stats)
+    assert on_cluster.score.tobytes() == local.score.tobytes()

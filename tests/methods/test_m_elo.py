@@ -1,0 +1,126 @@
+"""m-Elo: Bradley-Terry maximum likelihood, Davidson ties, existence, bootstrap intervals."""
+
+import re
+
+import choix
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pipeline.methods.convergence import ConvergenceError, NoEstimate
+from pipeline.methods.m_elo import Cells, fit, m_elo
+from pipeline.stats.counts import PairwiseCounts
+from pipeline.stats.game_pairs import PerGameCounts
+
+NONE = PerGameCounts(None)
+
+
+def counts(wins, ties=None, sparse=False, agents=None):
+    wins = np.asarray(wins, dtype=np.float64)
+    ties = np.zeros_like(wins) if ties is None else np.asarray(ties, dtype=np.float64)
+    agents = np.arange(len(wins)) if agents is None else agents
+    if sparse:
+        return PairwiseCounts(agents, sp.csr_array(wins), sp.csr_array(ties))
+    return PairwiseCounts(agents, wins, ties)
+
+
+def random_counts(n=12, battles=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(0, 1, n)
+    a = rng.integers(0, n, battles)
+    b = (a + rng.integers(1, n, battles)) % n
+    a_won = rng.random(battles) < 1 / (1 + np.exp(strength[b] - strength[a]))
+    winner, loser = np.where(a_won, a, b), np.where(a_won, b, a)
+    wins = np.zeros((n, n))
+    np.add.at(wins, (winner, loser), 1.0)
+    return wins, list(zip(winner.tolist(), loser.tolist()))
+
+
+def test_two_agents_three_wins_to_one():
+    # the MLE matches the observed odds: 3 to 1 is 400 * log10(3) = 190.85 Elo points, centred on 1000
+    ratings = m_elo(counts([[0, 3], [1, 0]]), NONE, bootstrap=0)
+    gap = 400 * np.log10(3)
+    assert ratings.score == pytest.approx([1000 + gap / 2, 1000 - gap / 2], abs=1e-9)
+    assert ratings.win_probability(np.array([0]), np.array([1])) == pytest.approx([0.75])
+
+
+def test_a_tie_is_half_a_win_by_default():
+    # one win and two ties for A: 2 effective wins to 1, odds 2
+    ratings = m_elo(counts([[0, 1], [0, 0]], [[0, 2], [2, 0]]), NONE, bootstrap=0)
+    assert ratings.score[0] - ratings.score[1] == pytest.approx(400 * np.log10(2), abs=1e-9)
+
+
+def test_davidson_recovers_the_observed_tie_rate():
+    # two agents: the model is saturated, so P(x) : P(y) : P(tie) = 3 : 1 : 2, i.e.
+    # exp(d) = 3 and nu = ties / sqrt(x_wins * y_wins) = 2 / sqrt(3)
+    ratings = m_elo(counts([[0, 3], [1, 0]], [[0, 2], [2, 0]]), NONE, ties="davidson", bootstrap=0)
+    assert ratings.score[0] - ratings.score[1] == pytest.approx(400 * np.log10(3), abs=1e-8)
+    assert ratings.info["davidson_nu"] == pytest.approx(2 / np.sqrt(3), abs=1e-9)
+
+
+def test_agrees_with_choix_on_random_data_without_ties():
+    wins, data = random_counts()
+    ours = fit(Cells.from_counts(counts(wins)), tol=1e-12).beta
+    reference = choix.ilsr_pairwise(len(wins), data, alpha=0.0, tol=1e-13, max_iter=10_000)
+    assert np.abs(ours - (reference - reference.mean())).max() < 1e-8
+
+
+def test_the_prior_is_choix_alpha_times_two():
+    wins, data = random_counts(n=6, battles=300, seed=1)
+    ours = fit(Cells.from_counts(counts(wins)), prior=0.2, tol=1e-12).beta
+    reference = choix.opt_pairwise(len(wins), data, alpha=0.1, tol=1e-12)
+    assert np.abs(ours - reference).max() < 1e-6
+
+
+@pytest.mark.parametrize("wins, problem", [
+    ([[0, 1, 0], [0, 0, 1], [0, 0, 0]], "agents without a win: [2]"),  # C never wins, A never loses
+    ([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]], "2 connected piece(s)"),  # {A, B} and {C, D} never meet
+])
+def test_reports_when_the_mle_does_not_exist(wins, problem):
+    with pytest.raises(NoEstimate, match=re.escape(problem)):
+        m_elo(counts(wins, agents=np.arange(len(wins)) * 10), NONE, bootstrap=0)
+    assert np.all(np.isfinite(m_elo(counts(wins), NONE, prior=0.01, bootstrap=0).score))
+
+
+def test_sparse_counts_give_the_dense_answer(monkeypatch):
+    wins, _ = random_counts(n=30, battles=2000, seed=2)
+    dense = fit(Cells.from_counts(counts(wins)))
+    monkeypatch.setattr("pipeline.methods.m_elo.DENSE_MAX_AGENTS", 4)  # force the sparse CG path
+    sparse = fit(Cells.from_counts(counts(wins, sparse=True)))
+    assert np.abs(dense.beta - sparse.beta).max() < 1e-9
+
+
+def test_relabelling_permutes_and_scaling_weights_changes_nothing():
+    wins, _ = random_counts(n=8, battles=500, seed=3)
+    base = m_elo(counts(wins), NONE, bootstrap=0).score
+    perm = np.random.default_rng(0).permutation(8)
+    assert m_elo(counts(wins[np.ix_(perm, perm)]), NONE, bootstrap=0).score == pytest.approx(base[perm], abs=1e-9)
+    assert m_elo(counts(3 * wins), NONE, bootstrap=0).score == pytest.approx(base, abs=1e-9)
+
+
+def test_runs_out_of_iterations_loudly():
+    wins, _ = random_counts(n=8, battles=500, seed=3)
+    with pytest.raises(ConvergenceError):
+        m_elo(counts(wins), NONE, bootstrap=0, max_iter=1)
+
+
+def test_bootstrap_intervals_and_ranks_that_respect_them():
+    # A is far ahead; B and C are indistinguishable (30 wins each against the other)
+    wins = [[0, 90, 90], [10, 0, 30], [10, 30, 0]]
+    ratings = m_elo(counts(wins), NONE, bootstrap=200, seed=5)
+    low, high = ratings.extras["ci_low"], ratings.extras["ci_high"]
+    assert np.all(low < ratings.score) and np.all(ratings.score < high)
+    assert ratings.extras["rank_ci"].tolist() == [1, 2, 2]  # nobody's lower bound is above B's or C's upper bound but A's
+    again = m_elo(counts(wins), NONE, bootstrap=200, seed=5)
+    assert again.extras["ci_low"].tobytes() == low.tobytes()
+    assert ratings.info["bootstrap_dropped"] == 0
+
+
+def test_bootstrap_does_not_depend_on_the_workers(dask_client):
+    wins, _ = random_counts(n=6, battles=400, seed=4)
+    on_cluster = m_elo(counts(wins), NONE, bootstrap=120, seed=9)
+    import dask
+
+    with dask.config.set(scheduler="sync"):
+        local = m_elo(counts(wins), NONE, bootstrap=120, seed=9)
+    assert on_cluster.extras["ci_low"].tobytes() == local.extras["ci_low"].tobytes()
