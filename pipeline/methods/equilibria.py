@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from pipeline.games import Game, build
-from pipeline.methods.errors import ConvergenceError
+from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.ratings import Ratings
 from pipeline.stats.games import PromptCounts, ScoreTable
 

@@ -23,7 +23,7 @@ from scipy.special import logsumexp, softmax
 
 from pipeline.games import Game
 from pipeline.methods.equilibria import GameData, choose_game, game_ratings, solve_lp
-from pipeline.methods.errors import ConvergenceError
+from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 
