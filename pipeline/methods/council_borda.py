@@ -40,10 +40,11 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 
-from pipeline.methods.comparison import compare_ranks
+from pipeline.methods.comparison import comparable_needs, compare_ranks
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 from pipeline.stats.council import CouncilReviews
+from pipeline.stats.reduce import STATISTICS
 
 CONFIDENCE = np.array(["low", "medium", "high"])
 DAY_US = 86_400_000_000
@@ -220,7 +221,7 @@ def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True, w
         return ratings
     if "council-borda" in (s.partition(":")[0] for s in specs):
         raise ValueError("council-borda: compare cannot include council-borda itself")
-    comparison = compare_ranks(ratings, specs, reviews.statistics())
+    comparison = compare_ranks(ratings, specs, reviews.statistics(STATISTICS | comparable_needs(specs, "reviews")))
     flagged = np.array([", ".join(f) for f in comparison.flagged_by], dtype=object)
     return Ratings(
         ratings.name, ratings.params, ratings.agents, ratings.score, ratings.rank,

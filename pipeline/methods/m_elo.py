@@ -257,7 +257,7 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
             {"bootstrap_rounds": rounds, "bootstrap_dropped": int(rounds - len(kept))})
 
 
-@method("m-elo", needs=("pairwise", "pairwise_per_game"), kinds=("battles", "games"))
+@method("m-elo", needs=("pairwise", "pairwise_per_game"))
 def m_elo(pairs: PairwiseCounts, per_game: PerGameCounts, *, ties: str = "half", prior: float = 0.0,
           bootstrap: int = 1000, seed: int = 0, scale: float = 400.0, anchor: float = 1000.0, games: str = "pairs",
           tol: float = 1e-10, max_iter: int = 100) -> Ratings:

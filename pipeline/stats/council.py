@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from pipeline.logs.records import RawRecords, _frame_from_objects
 from pipeline.logs.reviews import read_reviews
 from pipeline.stats.counts import Statistics
-from pipeline.stats.extras import Extra, register_extra
+from pipeline.stats.extras import EXTRAS, Extra, register_extra
 from pipeline.stats.partials import DENSE_MAX_AGENTS, finalize, weak_order_partial
 from pipeline.stats.reduce import STATISTICS, review_orders
 from pipeline.store.dictionary import IdMap
@@ -95,7 +95,9 @@ class CouncilReviews:
         lists = [self.ranked[a:b].tolist() for a, b in zip(self.order_offsets[:-1], self.order_offsets[1:])]
         table = pa.table({"reviewer": pa.array(self.reviewer, pa.int64()), "order": pa.array(lists, pa.list_(pa.int64()))})
         n = int(max(self.candidates.max(initial=-1), self.reviewer.max(initial=-1))) + 1
-        return finalize("reviews", weak_order_partial(review_orders(table), n, want, n <= DENSE_MAX_AGENTS), want)
+        partial = weak_order_partial(review_orders(table), n, want, n <= DENSE_MAX_AGENTS)
+        partial.extra = {name: EXTRAS[name].partial(table, "reviews", n) for name in sorted(want & EXTRAS.keys())}
+        return finalize("reviews", partial, want)
 
 
 def _partial(table: pa.Table, kind: str, n: int) -> tuple[Row, ...]:

@@ -5,8 +5,9 @@ weight, so a 7-player game weighs as much as 21 battles and big games dominate a
 fit. Weighting each pair by 1/(L-1) makes every player's comparisons in one game add up to the
 game's weight: each player's game counts like one battle for it. Elo-family methods choose with
 `games=pairs` (the core counts) or `games=player` (these). Per-game weights are quantised to
-the store's 2^-24 grid per game, so the merge stays exact. For battles (L = 2) the two coincide
-and this statistic holds None (methods then use `pairwise`).
+the store's 2^-24 grid per game, so the merge stays exact. Ballots, score tables (a task is a
+game over its agents) and council reviews are weighted the same way. For battles (L = 2) the two
+coincide and this statistic holds None (methods then use `pairwise`).
 """
 
 from __future__ import annotations
@@ -54,5 +55,5 @@ def _finalize(counter: PairCounter | None, present: np.ndarray, store: object) -
 
 
 PAIRWISE_PER_GAME = register_extra(Extra(
-    "pairwise_per_game", {"battles": (), "games": ()}, _partial, _merge, _finalize,
+    "pairwise_per_game", {kind: () for kind in ("battles", "games", "scores", "ballots", "reviews")}, _partial, _merge, _finalize,
 ))
