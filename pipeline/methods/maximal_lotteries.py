@@ -11,8 +11,9 @@ Exact and order-free, on dense or sparse margins, with HiGHS LPs (low-level API)
    slackness). So the lottery is unique exactly when the null space of M_SS^T has dimension 1,
    and then it is that null vector, normalised.
 3. Otherwise the method returns the maximum-entropy maximal lottery (unique, and unchanged by a
-   relabelling of the agents), found by SLSQP over the null space, and reports
-   `info["unique"] = False`. Its support is S.
+   relabelling of the agents): the uniform lottery on S when it is maximal, else found by SLSQP
+   over the null space. `info["unique"]` is then False and `info["choice"]` says so.
+   Its support is S.
 
 Probabilities are rounded to 1e-10 so that numerically equal ones tie. Scores: the probability
 (`maximal-lotteries`); level + probability with levels numbered from 0 at the bottom
@@ -91,6 +92,9 @@ def _max_entropy(margins: Matrix, inside: np.ndarray, basis: np.ndarray, scale: 
     outside = np.setdiff1d(np.arange(margins.shape[0]), inside)
     cross = _dense(sp.csr_array(margins)[inside][:, outside] if sp.issparse(margins)
                    else margins[np.ix_(inside, outside)]).T / scale
+    uniform = np.full(len(inside), 1.0 / len(inside))
+    if np.abs(basis @ (basis.T @ uniform) - uniform).max() < 1e-12 and np.all(cross @ uniform >= -1e-12):
+        return uniform  # the uniform lottery on S is maximal, and no lottery on S has more entropy
     guard = cross @ basis
     total = basis.sum(axis=0)
     start = np.linalg.lstsq(basis, np.full(len(inside), 1.0 / len(inside)), rcond=None)[0]
