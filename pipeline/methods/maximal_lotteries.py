@@ -28,6 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import null_space
 from scipy.optimize import minimize
+from scipy.sparse.csgraph import connected_components
 
 from pipeline.methods.majority import condorcet_info
 from pipeline.methods.ratings import Ratings
@@ -67,34 +68,47 @@ def _dense(block: Matrix) -> np.ndarray:
     return block.toarray() if sp.issparse(block) else np.asarray(block)
 
 
+def _null_bases(square: Matrix) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Null space of square^T, block by block: (members, orthonormal basis) per connected block."""
+    count, label = connected_components(sp.csr_array(square), directed=False)
+    bases = []
+    for c in range(count):
+        members = np.flatnonzero(label == c)
+        block = _dense(_restrict(square, members))
+        scale = np.abs(block).max() or 1.0
+        bases.append((members, null_space(block.T / scale, rcond=1e-9) if len(members) > 1 else np.ones((1, 1))))
+    return bases
+
+
 def lottery(margins: Matrix, support: np.ndarray) -> tuple[np.ndarray, bool]:
     """The maximal lottery on the essential set (or its maximum-entropy one), and uniqueness."""
     m = margins.shape[0]
     inside = np.flatnonzero(support)
     p = np.zeros(m)
-    if len(inside) == 1:
-        p[inside] = 1.0
-        return p, True
-    square = _dense(_restrict(margins, inside))
-    scale = np.abs(square).max() or 1.0
-    basis = null_space(square.T / scale, rcond=1e-9)
-    if basis.shape[1] == 1:
-        q = basis[:, 0] / basis[:, 0].sum()
-        unique = True
+    square = _restrict(margins, inside)
+    bases = _null_bases(square)
+    if sum(basis.shape[1] for _, basis in bases) == 1:  # one block (each block has a null vector)
+        q, unique = bases[0][1][:, 0] / bases[0][1][:, 0].sum(), True
     else:
-        q, unique = _max_entropy(margins, inside, basis, scale), False
+        q, unique = _max_entropy(margins, inside, square, bases), False
     p[inside] = np.clip(q, 0.0, None) / np.clip(q, 0.0, None).sum()
     return np.round(p, DIGITS), unique
 
 
-def _max_entropy(margins: Matrix, inside: np.ndarray, basis: np.ndarray, scale: float) -> np.ndarray:
-    """argmax of the entropy over q = basis @ y, sum q = 1, q >= 0, M_{S,out}^T q >= 0."""
+def _max_entropy(margins: Matrix, inside: np.ndarray, square: Matrix, bases: list) -> np.ndarray:
+    """argmax of the entropy over q on S with square^T q = 0, sum q = 1, q >= 0, M_{S,out}^T q >= 0."""
     outside = np.setdiff1d(np.arange(margins.shape[0]), inside)
+    scale = abs(margins).max() or 1.0
     cross = _dense(sp.csr_array(margins)[inside][:, outside] if sp.issparse(margins)
                    else margins[np.ix_(inside, outside)]).T / scale
     uniform = np.full(len(inside), 1.0 / len(inside))
-    if np.abs(basis @ (basis.T @ uniform) - uniform).max() < 1e-12 and np.all(cross @ uniform >= -1e-12):
+    if np.abs(square.T @ uniform).max() / scale < 1e-12 and np.all(cross @ uniform >= -1e-12):
         return uniform  # the uniform lottery on S is maximal, and no lottery on S has more entropy
+    basis = np.zeros((len(inside), sum(b.shape[1] for _, b in bases)))
+    column = 0
+    for members, block in bases:
+        basis[members, column:column + block.shape[1]] = block
+        column += block.shape[1]
     guard = cross @ basis
     total = basis.sum(axis=0)
     start = np.linalg.lstsq(basis, np.full(len(inside), 1.0 / len(inside)), rcond=None)[0]
