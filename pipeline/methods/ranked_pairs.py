@@ -4,8 +4,8 @@ Pairs with a positive margin M(a, b) > 0 are locked as edges a -> b in decreasin
 margin, skipping any edge that would close a cycle. Pairs with equal margins are one batch and
 are decided together, so the result never depends on the order of agents or ballots: an edge of
 the batch is locked unless it closes a cycle with the edges locked before the batch or with the
-other surviving edges of the batch. (Tideman breaks such ties with a tie-breaking ballot; when
-all margins differ the two rules agree.)
+other surviving edges of the batch. (Tideman breaks such ties with a tie-breaking ballot; the
+two rules agree when no edge is dropped that way, which `info["tied_edges_dropped"]` counts.)
 
 The order takes all current sources (no incoming edge, at least one outgoing edge) as the next
 tie group and removes them; agents left with no edge at all come last, tied. Score [VasE,
@@ -36,19 +36,27 @@ def _close(reach: np.ndarray, a: int, b: int) -> None:
 
 def lock(margins: np.ndarray) -> np.ndarray:
     """The locked graph (boolean adjacency), with the reachability matrix kept up to date."""
+    return _lock(margins)[0]
+
+
+def _lock(margins: np.ndarray) -> tuple[np.ndarray, int]:
+    """The locked graph and the number of edges dropped only for a tie inside their batch."""
     m = len(margins)
     graph = np.zeros((m, m), dtype=bool)
     reach = np.eye(m, dtype=bool)
+    dropped = 0
     for batch in _batches(margins):
         fresh = [(a, b) for a, b in batch if not reach[b, a]]
         trial = reach.copy()
         for a, b in fresh:
             _close(trial, a, b)
         for a, b in fresh:
-            if not trial[b, a]:
+            if trial[b, a]:
+                dropped += 1
+            else:
                 graph[a, b] = True
                 _close(reach, a, b)
-    return graph
+    return graph, dropped
 
 
 def _lock_plain(margins: np.ndarray) -> np.ndarray:
@@ -108,8 +116,10 @@ def ranked_pairs(pairs: PairwiseCounts, *, algorithm: str = "fast") -> Ratings:
     if algorithm not in ("fast", "plain"):
         raise ValueError(f"ranked-pairs: algorithm must be 'fast' or 'plain', not {algorithm!r}")
     _, margins = dense_counts(pairs, "ranked-pairs")
-    graph = lock(margins) if algorithm == "fast" else _lock_plain(margins)
+    graph, dropped = _lock(margins)
+    if algorithm == "plain":
+        graph = _lock_plain(margins)
     groups, score = peel(graph, margins)
     return ranked("ranked-pairs", {"algorithm": algorithm}, pairs.agents, groups, score,
                   info={**condorcet_info(pairs), **order_info(pairs.agents, groups),
-                        "locked_edges": int(graph.sum())})
+                        "locked_edges": int(graph.sum()), "tied_edges_dropped": dropped})
