@@ -63,12 +63,6 @@ def ranked(name: str, params: dict[str, object], agents: np.ndarray, groups: Seq
                    rank, dict(extras or {}), dict(info or {}))
 
 
-def groups_by_key(key: np.ndarray) -> list[list[int]]:
-    """Tie groups of agents sorted by decreasing key (equal keys share a group)."""
-    levels = np.unique(key)[::-1]
-    return [np.flatnonzero(key == level).tolist() for level in levels]
-
-
 def order_info(agents: np.ndarray, groups: Sequence[Sequence[int]]) -> dict[str, object]:
     """The order as lists of store ids, best first, and whether it is strict."""
     return {"order_agents": [agents[np.asarray(g, dtype=np.int64)].tolist() for g in groups],

@@ -3,8 +3,9 @@
 A link a -> b exists when a wins the pair, N(a, b) > N(b, a), and has strength N(a, b) (winning
 votes). P(a, b) is the strength of the strongest path (the widest path, by Floyd-Warshall), and a
 is above b when P(a, b) > P(b, a). That relation is a strict partial order [Sch11, section 4];
-when it is not complete, agents are grouped by the number of agents they are above (an agent
-above another is above strictly more), so incomparable agents of equal count share a rank.
+when it is not complete, the order is its layering: the first tie group is the Schulze winners
+(no agent above them), the next the winners once those are removed, and so on. Rank 1 is thus
+exactly the Schulze winner set, which is what the clone-independence theorem is about.
 
 Score: [VasE] defines it in words as the preference for a over the agents below it; its worked
 example (scores 7, 4, 0) and OpenSpiel's `schulze.py` accumulate N along the order from the
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.methods.majority import condorcet_info, dense_counts, groups_by_key, order_info, ranked
+from pipeline.methods.majority import condorcet_info, dense_counts, order_info, ranked
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 from pipeline.stats.counts import PairwiseCounts
@@ -46,6 +47,17 @@ def _strongest_paths_plain(wins: np.ndarray) -> np.ndarray:
     return paths
 
 
+def layers(above: np.ndarray) -> list[list[int]]:
+    """Tie groups of a strict partial order (above[a, b]: a above b): the maximal agents, repeatedly."""
+    left = np.ones(len(above), dtype=bool)
+    groups = []
+    while left.any():
+        top = left & ~(above & left[:, None]).any(axis=0)
+        groups.append(np.flatnonzero(top).tolist())
+        left &= ~top
+    return groups
+
+
 def cumulative_score(wins: np.ndarray, groups: list[list[int]]) -> np.ndarray:
     """Sum of N between consecutive groups of the order, from the bottom up (0 for the last)."""
     score = np.zeros(len(wins))
@@ -63,9 +75,9 @@ def schulze(pairs: PairwiseCounts, *, algorithm: str = "fast") -> Ratings:
         raise ValueError(f"schulze: algorithm must be 'fast' or 'plain', not {algorithm!r}")
     wins, _ = dense_counts(pairs, "schulze")
     paths = strongest_paths(wins) if algorithm == "fast" else _strongest_paths_plain(wins)
-    above = (paths > paths.T).sum(axis=1)
-    groups = groups_by_key(above)
+    above = paths > paths.T
+    groups = layers(above)
     return ranked("schulze", {"algorithm": algorithm}, pairs.agents, groups, cumulative_score(wins, groups),
-                  extras={"schulze_wins": above.astype(np.int64)},
+                  extras={"schulze_wins": above.sum(axis=1).astype(np.int64)},
                   info={**condorcet_info(pairs), **order_info(pairs.agents, groups),
                         **({"strongest_paths": paths.tolist()} if pairs.n <= SHOW_PATHS else {})})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.methods.majority import condorcet_info, groups_by_key, ranked
+from pipeline.methods.majority import condorcet_info, ranked
 from pipeline.stats.memory import profile
 
 
@@ -31,4 +31,3 @@ def test_ranks_from_groups():
     np.testing.assert_array_equal(r.rank, [2, 4, 1, 2])
     with pytest.raises(ValueError, match="every agent"):
         ranked("x", {}, np.arange(4), [[2], [0, 3]], np.zeros(4))
-    assert groups_by_key(np.array([1, 3, 1, 0])) == [[1], [0, 2], [3]]

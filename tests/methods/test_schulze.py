@@ -7,7 +7,7 @@ import pytest
 from voting_profiles import strict_ballots, weak_ballots
 
 from pipeline import methods
-from pipeline.methods.schulze import _strongest_paths_plain, strongest_paths
+from pipeline.methods.schulze import _strongest_paths_plain, layers, strongest_paths
 from pipeline.stats.memory import profile
 
 
@@ -44,3 +44,11 @@ def test_relabelling_permutes():
 def test_unknown_algorithm(pentathlon):
     with pytest.raises(ValueError, match="algorithm"):
         methods.run("schulze:algorithm=fancy", pentathlon[0])
+
+
+def test_layers_put_all_unbeaten_agents_first():
+    # d is above a and e, b and c only above a: the winners (no one above them) are b, c, d,
+    # although d is above more agents; then e, then a.
+    above = np.zeros((5, 5), dtype=bool)
+    above[[1, 2, 3, 4, 3], [0, 0, 0, 0, 4]] = True
+    assert layers(above) == [[1, 2, 3], [4], [0]]
