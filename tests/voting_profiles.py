@@ -20,3 +20,10 @@ def weak_ballots(rng: np.random.Generator, m: int, voters: int) -> list[str]:
         cuts = rng.random(len(order) - 1) < 0.3
         out.append("".join(NAMES[a] + ("=" if tie else ">") for a, tie in zip(order, cuts)) + NAMES[order[-1]])
     return out
+
+
+def mixed_profiles(seed: int, count: int, most: int = 7):
+    """`count` seeded profiles over 3..most agents, strict and weak/partial in turn, as ballot lists."""
+    rng = np.random.default_rng(seed)
+    for trial in range(count):
+        yield (strict_ballots if trial % 2 else weak_ballots)(rng, int(rng.integers(3, most + 1)), int(rng.integers(2, 12)))

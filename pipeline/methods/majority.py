@@ -31,16 +31,19 @@ def dense_counts(pairs: PairwiseCounts, name: str) -> tuple[np.ndarray, np.ndarr
     return dense.wins, dense.margins
 
 
-def condorcet_info(pairs: PairwiseCounts) -> dict[str, object]:
-    """Strong and weak Condorcet winners (store ids), from the signs of the margins."""
+def wins_losses(pairs: PairwiseCounts) -> tuple[np.ndarray, np.ndarray]:
+    """Per agent, the number of agents it beats (M > 0) and loses to (M < 0), dense or sparse."""
     margins = pairs.margins
     if sp.issparse(margins):
         margins = sp.csr_array(margins)
         margins.eliminate_zeros()
-        beats = np.asarray((margins > 0).sum(axis=1)).ravel()
-        loses = np.asarray((margins < 0).sum(axis=1)).ravel()
-    else:
-        beats, loses = (margins > 0).sum(axis=1), (margins < 0).sum(axis=1)
+        return np.asarray((margins > 0).sum(axis=1)).ravel(), np.asarray((margins < 0).sum(axis=1)).ravel()
+    return (margins > 0).sum(axis=1), (margins < 0).sum(axis=1)
+
+
+def condorcet_info(pairs: PairwiseCounts) -> dict[str, object]:
+    """Strong and weak Condorcet winners (store ids), from the signs of the margins."""
+    beats, loses = wins_losses(pairs)
     strong = np.flatnonzero(beats == pairs.n - 1)
     return {
         "condorcet_winner_agent": int(pairs.agents[strong[0]]) if len(strong) else None,

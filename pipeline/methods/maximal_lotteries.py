@@ -11,8 +11,9 @@ Exact and order-free, on dense or sparse margins, with HiGHS LPs (low-level API)
    slackness). So the lottery is unique exactly when the null space of M_SS^T has dimension 1,
    and then it is that null vector, normalised.
 3. Otherwise the method returns the maximum-entropy maximal lottery (unique, and unchanged by a
-   relabelling of the agents): the uniform lottery on S when it is maximal, else found by SLSQP
-   over the null space. `info["unique"]` is then False and `info["choice"]` says so.
+   relabelling of the agents): the uniform lottery on S when it is maximal, else the softmax
+   given by the minimiser of the convex dual (L-BFGS-B, feasible to 1e-9; an SLSQP search over
+   the null space is kept as the reference). `info["unique"]` is then False and `info["choice"]` says so.
    Its support is S.
 
 Probabilities are rounded to 1e-10 so that numerically equal ones tie. Scores: the probability
@@ -80,7 +81,7 @@ def _null_bases(square: Matrix) -> list[tuple[np.ndarray, np.ndarray]]:
     return bases
 
 
-def lottery(margins: Matrix, support: np.ndarray) -> tuple[np.ndarray, bool]:
+def lottery(margins: Matrix, support: np.ndarray, *, algorithm: str = "dual") -> tuple[np.ndarray, bool]:
     """The maximal lottery on the essential set (or its maximum-entropy one), and uniqueness."""
     m = margins.shape[0]
     inside = np.flatnonzero(support)
@@ -90,28 +91,59 @@ def lottery(margins: Matrix, support: np.ndarray) -> tuple[np.ndarray, bool]:
     if sum(basis.shape[1] for _, basis in bases) == 1:  # one block (each block has a null vector)
         q, unique = bases[0][1][:, 0] / bases[0][1][:, 0].sum(), True
     else:
-        q, unique = _max_entropy(margins, inside, square, bases), False
+        q, unique = _max_entropy(margins, inside, square, bases, algorithm=algorithm), False
     p[inside] = np.clip(q, 0.0, None) / np.clip(q, 0.0, None).sum()
     return np.round(p, DIGITS), unique
 
 
-def _max_entropy(margins: Matrix, inside: np.ndarray, square: Matrix, bases: list) -> np.ndarray:
-    """argmax of the entropy over q on S with square^T q = 0, sum q = 1, q >= 0, M_{S,out}^T q >= 0."""
+def _max_entropy(margins: Matrix, inside: np.ndarray, square: Matrix, bases: list, *,
+                 algorithm: str = "dual") -> np.ndarray:
+    """argmax of the entropy over q on S with square^T q = 0, sum q = 1, q >= 0, M_{S,out}^T q >= 0.
+
+    `dual`: L-BFGS-B on the dual, min over lam, mu >= 0 of logsumexp(square lam + cross^T mu), whose
+    minimiser gives q = softmax(...); `plain` (reference, small S): SLSQP over the null space.
+    """
     outside = np.setdiff1d(np.arange(margins.shape[0]), inside)
     scale = abs(margins).max() or 1.0
-    cross = _dense(sp.csr_array(margins)[inside][:, outside] if sp.issparse(margins)
-                   else margins[np.ix_(inside, outside)]).T / scale
+    cross = (sp.csr_array(margins)[inside][:, outside] if sp.issparse(margins)
+             else margins[np.ix_(inside, outside)]).T / scale
     uniform = np.full(len(inside), 1.0 / len(inside))
     if np.abs(square.T @ uniform).max() / scale < 1e-12 and np.all(cross @ uniform >= -1e-12):
         return uniform  # the uniform lottery on S is maximal, and no lottery on S has more entropy
-    basis = np.zeros((len(inside), sum(b.shape[1] for _, b in bases)))
+    if algorithm == "plain":
+        return _max_entropy_plain(_dense(cross), bases, len(inside))
+    equal = sp.csr_array(square.T / scale) if sp.issparse(square) else square.T / scale
+    k = equal.shape[0]
+
+    def dual(z: np.ndarray) -> tuple[float, np.ndarray]:
+        theta = equal.T @ z[:k] + cross.T @ z[k:]
+        top = theta.max()
+        e = np.exp(theta - top)
+        q = e / e.sum()
+        return float(np.log(e.sum()) + top), np.r_[equal @ q, cross @ q]
+
+    bounds = [(None, None)] * k + [(0.0, None)] * cross.shape[0]
+    result = minimize(dual, np.zeros(len(bounds)), jac=True, method="L-BFGS-B", bounds=bounds,
+                      options={"ftol": 0.0, "gtol": 1e-13, "maxiter": 20000, "maxcor": 30})
+    theta = equal.T @ result.x[:k] + cross.T @ result.x[k:]
+    q = np.exp(theta - theta.max())
+    q /= q.sum()
+    violation = max(np.abs(equal @ q).max(), -(cross @ q).min(initial=0.0))
+    if violation > 1e-9:
+        raise RuntimeError(f"maximal-lotteries: maximum-entropy search stopped {violation:.1e} from feasible "
+                           f"({result.message})")
+    return q
+
+
+def _max_entropy_plain(cross: np.ndarray, bases: list, size: int) -> np.ndarray:
+    basis = np.zeros((size, sum(b.shape[1] for _, b in bases)))
     column = 0
     for members, block in bases:
         basis[members, column:column + block.shape[1]] = block
         column += block.shape[1]
     guard = cross @ basis
     total = basis.sum(axis=0)
-    start = np.linalg.lstsq(basis, np.full(len(inside), 1.0 / len(inside)), rcond=None)[0]
+    start = np.linalg.lstsq(basis, np.full(size, 1.0 / size), rcond=None)[0]
     start /= total @ start
 
     def entropy(y: np.ndarray) -> tuple[float, np.ndarray]:
@@ -120,7 +152,7 @@ def _max_entropy(margins: Matrix, inside: np.ndarray, square: Matrix, bases: lis
 
     constraints = [{"type": "eq", "fun": lambda y: total @ y - 1.0, "jac": lambda y: total[None, :]},
                    {"type": "ineq", "fun": lambda y: basis @ y, "jac": lambda y: basis}]
-    if len(outside):
+    if cross.shape[0]:
         constraints.append({"type": "ineq", "fun": lambda y: guard @ y, "jac": lambda y: guard})
     result = minimize(entropy, start, jac=True, method="SLSQP", constraints=constraints,
                       options={"ftol": 1e-15, "maxiter": 1000})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from voting_profiles import strict_ballots, weak_ballots
+from voting_profiles import mixed_profiles, strict_ballots
 
 from pipeline import methods
 from pipeline.methods.kemeny import ENUMERATE_MAX, components
@@ -12,9 +12,7 @@ from pipeline.stats.memory import profile
 
 
 def test_mip_equals_enumeration():
-    rng = np.random.default_rng(2)
-    for trial in range(25):
-        ballots = (strict_ballots if trial % 2 else weak_ballots)(rng, int(rng.integers(3, 7)), int(rng.integers(2, 10)))
+    for ballots in mixed_profiles(2, 25, most=6):
         stats = profile(ballots)[0]
         mip, enum = methods.run("kemeny", stats), methods.run("kemeny:algorithm=enumerate", stats)
         assert mip.info["kemeny_value"] == enum.info["kemeny_value"]

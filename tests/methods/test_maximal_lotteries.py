@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
-from voting_profiles import strict_ballots, weak_ballots
+from voting_profiles import mixed_profiles, weak_ballots
 
 from pipeline import methods
 from pipeline.methods.maximal_lotteries import essential_set, lottery
@@ -39,11 +39,21 @@ def _essential_by_linprog(margins: np.ndarray) -> np.ndarray:
 
 
 def test_essential_set_against_brute_force():
-    rng = np.random.default_rng(5)
-    for trial in range(20):
-        ballots = (strict_ballots if trial % 2 else weak_ballots)(rng, int(rng.integers(3, 6)), int(rng.integers(2, 8)))
+    for ballots in mixed_profiles(5, 20, most=5):
         margins = profile(ballots)[0].pairwise.margins
         np.testing.assert_array_equal(essential_set(margins), _essential_by_linprog(margins))
+
+
+def test_dual_max_entropy_equals_plain():
+    compared = 0
+    for ballots in mixed_profiles(7, 40, most=6):
+        margins = profile(ballots)[0].pairwise.margins
+        support = essential_set(margins)
+        fast, unique = lottery(margins, support)
+        plain, _ = lottery(margins, support, algorithm="plain")
+        np.testing.assert_allclose(fast, plain, atol=1e-7)
+        compared += not unique
+    assert compared >= 5  # weak and partial ballots often leave the lottery open
 
 
 def test_sparse_equals_dense_and_relabelling():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from voting_profiles import strict_ballots, weak_ballots
+from voting_profiles import mixed_profiles
 
 from pipeline import methods
 from pipeline.methods.ranked_pairs import _lock_plain, lock
@@ -11,9 +11,7 @@ from pipeline.stats.memory import profile
 
 
 def test_fast_equals_plain():
-    rng = np.random.default_rng(1)
-    for trial in range(30):
-        ballots = (strict_ballots if trial % 2 else weak_ballots)(rng, int(rng.integers(3, 8)), int(rng.integers(2, 12)))
+    for ballots in mixed_profiles(1, 30):
         margins = profile(ballots)[0].pairwise.margins
         np.testing.assert_array_equal(lock(margins), _lock_plain(margins))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from voting_profiles import strict_ballots, weak_ballots
+from voting_profiles import mixed_profiles
 
 from pipeline import methods
 from pipeline.methods.schulze import _strongest_paths_plain, layers, strongest_paths
@@ -12,9 +12,7 @@ from pipeline.stats.memory import profile
 
 
 def test_fast_equals_plain():
-    rng = np.random.default_rng(0)
-    for trial in range(30):
-        ballots = (strict_ballots if trial % 2 else weak_ballots)(rng, int(rng.integers(3, 8)), int(rng.integers(2, 12)))
+    for ballots in mixed_profiles(0, 30):
         wins = profile(ballots)[0].pairwise.wins
         np.testing.assert_array_equal(strongest_paths(wins), _strongest_paths_plain(wins))
 
