@@ -3,7 +3,7 @@
 KemenyValue(order) = sum over pairs i above j in the order of N(i, j); the method returns an
 order of maximum value. Exact, with two reductions:
 
-- Extended Condorcet criterion: if every agent of a set X beats every agent of Y head to head
+- Extended Condorcet criterion [Tru98]: if every agent of a set X beats every agent of Y head to head
   (M > 0), X is above Y in every optimal order. The strongly connected components of the graph
   a -> b when M(a, b) >= 0 are such sets, ordered; each is solved on its own.
 - Each component is an integer program over pairwise order variables x_ab (a above b), with the

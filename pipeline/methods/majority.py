@@ -4,6 +4,11 @@ No method is registered here. The Condorcet diagnostics follow [VasE] section 3.
 Condorcet winner beats every other agent head to head, M(a, b) > 0 for all b != a; a weak
 Condorcet winner loses to no one, M(a, b) >= 0. Pairs that never met have margin 0.
 
+Ballot logistics [VasE, appendix E]: these methods read only N and M, so a partial ballot counts
+for the pairs it ranks (an agent missing from a ballot is not assumed to be below the others), a
+tie inside a ballot adds to T and to neither N(a, b) nor N(b, a), weights are real, and agents may
+appear in any number of ballots; pairs that never met have margin 0.
+
 Methods whose outcome is an order (Kemeny, Schulze, ranked pairs, STV) take their rank from the
 order, as tie groups, and their score from the paper's appendix C definition, which describes the
 order but need not decrease along it; `ranked` builds such a `Ratings`.

@@ -4,7 +4,7 @@ A lottery p over the agents is maximal when p^T M >= 0 column by column: no agen
 a draw from p by a majority in expectation (M is antisymmetric, so the game has value 0).
 
 Exact and order-free, on dense or sparse margins, with HiGHS LPs (low-level API):
-1. One LP finds the *essential set* S, the union of the supports of all maximal lotteries:
+1. One LP finds the *essential set* S [DL99], the union of the supports of all maximal lotteries:
    maximise sum(u) over the cone p >= 0, M^T p >= 0, with 0 <= u_i <= p_i and u_i <= 1. A point of
    the cone can be scaled at will, so u_i = 1 exactly on S and 0 elsewhere.
 2. Every maximal lottery is supported on S and satisfies (M^T p)_j = 0 for j in S (complementary

@@ -1,4 +1,4 @@
-"""Single transferable vote with a Droop quota [VasE, appendix C.2.4].
+"""Single transferable vote with a Droop quota [Tid95]; [VasE, appendix C.2.4].
 
 n is the total ballot weight, k the number of winners (default floor(m/2), at least 1), the quota
 floor(n/(k+1) + 1). Each round every ballot counts for its most preferred continuing agents; an
@@ -7,7 +7,7 @@ Rounds go on until every agent is placed, as in OpenSpiel's `stv.py`, so the res
 order: winners in order of election, then losers from the last eliminated to the first.
 
 Deterministic and order-free where OpenSpiel is not:
-- surplus transfer is fractional (Gregory): every ballot counting for an elected agent with t
+- surplus transfer is fractional (Gregory [Tid95]): every ballot counting for an elected agent with t
   votes passes on (t - quota)/t of its weight, instead of whole ballots picked in input order;
 - agents tied (within 1e-9 of the total weight) for the most votes at or above the quota are
   elected together, and agents tied for the fewest votes are eliminated together; tied agents
