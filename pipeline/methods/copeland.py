@@ -7,8 +7,8 @@ margins. A pair that never met has margin 0 and counts as a tie, as in the paper
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
+from pipeline.methods.majority import wins_losses
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 from pipeline.stats.counts import PairwiseCounts
@@ -17,14 +17,7 @@ from pipeline.stats.counts import PairwiseCounts
 @method("copeland", needs=("pairwise",))
 def copeland(pairs: PairwiseCounts, *, tie_credit: float = 0.5) -> Ratings:
     """Copeland: head-to-head victories plus half a point per head-to-head tie."""
-    margins = pairs.margins
-    if sp.issparse(margins):
-        margins = sp.csr_array(margins)
-        margins.eliminate_zeros()
-        wins = np.asarray((margins > 0).sum(axis=1)).ravel()
-        losses = np.asarray((margins < 0).sum(axis=1)).ravel()
-    else:
-        wins, losses = (margins > 0).sum(axis=1), (margins < 0).sum(axis=1)
+    wins, losses = wins_losses(pairs)
     ties = pairs.n - 1 - wins - losses
     score = wins + tie_credit * ties
     return Ratings.from_scores("copeland", {"tie_credit": tie_credit}, pairs.agents, score,
