@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 import pytest
-from voting_profiles import strict_ballots
+from tests.voting_profiles import strict_ballots
 
 from pipeline import methods
 from pipeline.methods.stv import count_rounds

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from voting_profiles import mixed_profiles, strict_ballots
+from tests.voting_profiles import mixed_profiles, strict_ballots
 
 from pipeline import methods
 from pipeline.methods.kemeny import ENUMERATE_MAX, components

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
-from voting_profiles import mixed_profiles, weak_ballots
+from tests.voting_profiles import mixed_profiles, weak_ballots
 
 from pipeline import methods
 from pipeline.methods.maximal_lotteries import essential_set, lottery

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from voting_profiles import mixed_profiles
+from tests.voting_profiles import mixed_profiles
 
 from pipeline import methods
 from pipeline.methods.ranked_pairs import _lock_plain, lock

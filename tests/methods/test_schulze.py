@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from voting_profiles import mixed_profiles
+from tests.voting_profiles import mixed_profiles
 
 from pipeline import methods
 from pipeline.methods.schulze import _strongest_paths_plain, layers, strongest_paths

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from voting_profiles import weak_ballots
+from tests.voting_profiles import weak_ballots
 
 from pipeline import methods
 from pipeline.methods.stv import _count_rounds_plain, _fraction, count_rounds

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from voting_profiles import NAMES, strict_ballots
+from tests.voting_profiles import NAMES, strict_ballots
 
 from pipeline import methods
 from pipeline.stats.memory import profile
