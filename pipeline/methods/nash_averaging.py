@@ -11,9 +11,10 @@ no crossover), which converges to a strictly complementary pair (p, q) [GT56]: e
 p_i > 0 or a slack v - (A q)_i > 0, not both, and likewise each column; the larger of the two
 classifies it, giving both players' maximal supports; (2) the maximum-entropy strategy on each
 support (below); (3) a certificate: the two max-entropy strategies are optimal, positive on their
-supports, and strictly complementary off them (slack > margin). Any optimal p' then has
-p'_i <= tol / margin off the support, since p'^T (v - A q) = 0, so the supports are maximal. If the
-certificate fails, the supports are recomputed by the reference path.
+supports, and strictly complementary off them, by more than margin = 10 tol (times the payoff
+scale for slacks). Any optimal p' then has p'_i <= tol / margin off the support, since
+p'^T (v - A q) = 0, so the supports are maximal. If the certificate fails (wrong candidates, or an
+equilibrium probability below the margin), the supports are recomputed by the reference path.
 
 `algorithm="lp"` (reference): the game value v by simplex, then each strategy's membership of the
 maximal support by two LPs (`max_support`).
