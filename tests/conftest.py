@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 # Prefect in local mode, offline, with its state out of the home folder (ECOSYSTEM.md section 2b).
@@ -34,6 +35,20 @@ def pentathlon():
 def condorcet_cycle():
     """Rock-paper-scissors: each agent beats the next by 2 votes to 1."""
     return profile(["a>b>c", "b>c>a", "c>a>b"])
+
+
+@pytest.fixture
+def biased_shapley():
+    """[DevR] table 2a: the biased Shapley game (symmetric) with the augmented Nash strategy N.
+
+    The 3x3 game has the single mixed Nash equilibrium N = (87, 100, 54)/241, against which R, P and
+    S each get -680/241; N's row is that mixture of the R, P, S rows.
+    """
+    from pipeline.games import Game
+
+    n = [-680 / 241, -712 / 241, -920 / 241, -184 / 241]
+    g = np.array([[-8, -2, 4, n[0]], [2, -8, -1, n[0]], [-4, 1, -8, n[0]], [n[1], n[2], n[3], n[0]]])
+    return Game((g, g.T.copy()), ("row", "col"), (("R", "P", "S", "N"),) * 2)
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
@@ -46,3 +47,32 @@ def test_rate_rejects_bad_specs_and_kinds(tmp_path):
 def test_methods_lists_the_registry():
     result = runner.invoke(app, ["methods"])
     assert result.exit_code == 0 and "approval" in result.output and "k=2" in result.output
+
+
+# Rock-paper-scissors in Gambit's payoff form (joint strategies with the first player fastest).
+RPS_NFG = 'NFG 1 R "RPS" { "Row" "Col" }\n{ { "R" "P" "S" } { "R" "P" "S" } }\n""\n' \
+          "0 0 1 -1 -1 1 -1 1 0 0 1 -1 1 -1 -1 1 0 0\n"
+
+
+@pytest.mark.slow
+def test_rate_game_methods_on_livebench(tmp_path):
+    specs = ["deviation", "nash-averaging", "affinity-cce"]
+    args = ["rate", str(SAMPLES / "livebench"), "--kind", "scores", "--out", str(tmp_path / "out")]
+    result = runner.invoke(app, args + [a for s in specs for a in ("--method", s)])
+    assert result.exit_code == 0, result.output
+    records = json.loads((tmp_path / "out" / "ratings.json").read_text())
+    assert {r["method"].split(":")[0] for r in records} == set(specs)
+    assert all(sum(r["method"].startswith(s) for r in records) == 59 for s in specs)  # 59 models, each rated
+
+
+def test_rate_game_methods_on_an_nfg_file(tmp_path):
+    # Rock-paper-scissors: the unique equilibrium is uniform, so every strategy of both players is
+    # rated 0 by all three methods.
+    path = tmp_path / "rps.nfg"
+    path.write_text(RPS_NFG)
+    args = ["rate", str(path), "--kind", "nfg", "--out", str(tmp_path / "out")]
+    result = runner.invoke(app, args + ["-m", "deviation", "-m", "nash-averaging", "-m", "affinity-cce"])
+    assert result.exit_code == 0, result.output
+    records = json.loads((tmp_path / "out" / "ratings.json").read_text())
+    assert len(records) == 3 * 6
+    assert max(abs(r["score"]) for r in records) < 1e-6

@@ -57,8 +57,12 @@ def game_ratings(name: str, params: dict[str, object], game: Game, ratings: list
 
 
 def solve_lp(cost: np.ndarray, matrix: np.ndarray, row_lower: np.ndarray, row_upper: np.ndarray,
-        col_lower: np.ndarray, col_upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Minimise cost @ x subject to row bounds on matrix @ x and column bounds; (x, row duals)."""
+             col_lower: np.ndarray, col_upper: np.ndarray, *,
+             options: dict[str, object] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Minimise cost @ x subject to row bounds on matrix @ x and column bounds; (x, row duals).
+
+    `options` are HiGHS options, e.g. {"solver": "ipm", "run_crossover": "off"}.
+    """
     a = sp.csc_matrix(matrix)
     lp = highspy.HighsLp()
     lp.num_row_, lp.num_col_ = a.shape
@@ -68,6 +72,8 @@ def solve_lp(cost: np.ndarray, matrix: np.ndarray, row_lower: np.ndarray, row_up
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
+    for key, value in (options or {}).items():
+        h.setOptionValue(key, value)
     h.passModel(lp)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:

@@ -6,12 +6,23 @@ where (p*, q*) is the maximum-entropy Nash equilibrium. For agent vs task that i
 score against the adversarial task distribution q*, whose support is the set of tasks the
 adversary keeps ("adversarial task selection").
 
-Computation: (1) the game value v by LP (HiGHS); (2) each player's maximal equilibrium support,
-by one LP over the cone {y >= 0 : A^T y >= v 1^T y} maximising sum_i min(y_i, 1); (3) the
-maximum-entropy strategy on that support, by L-BFGS-B on the convex dual
+Computation, `algorithm="ipm"` (default): (1) one interior-point solve of the game LP (HiGHS,
+no crossover), which converges to a strictly complementary pair (p, q) [GT56]: each row i has
+p_i > 0 or a slack v - (A q)_i > 0, not both, and likewise each column; the larger of the two
+classifies it, giving both players' maximal supports; (2) the maximum-entropy strategy on each
+support (below); (3) a certificate: the two max-entropy strategies are optimal, positive on their
+supports, and strictly complementary off them, by more than margin = 10 tol (times the payoff
+scale for slacks). Any optimal p' then has p'_i <= tol / margin off the support, since
+p'^T (v - A q) = 0, so the supports are maximal. If the certificate fails (wrong candidates, or an
+equilibrium probability below the margin), the supports are recomputed by the reference path.
+
+`algorithm="lp"` (reference): the game value v by simplex, then each strategy's membership of the
+maximal support by two LPs (`max_support`).
+
+Maximum entropy on a support: L-BFGS-B on the convex dual
 min_beta log sum_i exp((A beta)_i) - v sum beta, with beta free on the opponent's support (those
 constraints hold with equality at every equilibrium, by strict complementarity) and beta >= 0
-elsewhere; the primal is the softmax of A beta.
+elsewhere; the primal is the softmax of A beta. A unique equilibrium strategy is solved for directly.
 """
 
 from __future__ import annotations
@@ -31,36 +42,56 @@ DEFAULT_GAMES = {"scores": "agent-task", "battles": "agent-agent"}
 INF = highspy.kHighsInf
 
 
-def game_value(a: np.ndarray) -> float:
-    """max_p min_b (p^T A)_b: min -v s.t. A^T p - v >= 0, sum p = 1, p >= 0."""
+ALGORITHMS = ("ipm", "lp")
+
+
+def _maximin_lp(a: np.ndarray) -> tuple:
+    """min -v s.t. A^T p - v >= 0, sum p = 1, p >= 0; variables (p, v). The n row duals are q."""
     m, n = a.shape
     matrix = np.block([[a.T, -np.ones((n, 1))], [np.ones((1, m)), np.zeros((1, 1))]])
-    x, _ = solve_lp(np.r_[np.zeros(m), -1.0], matrix, np.r_[np.zeros(n), 1.0], np.r_[np.full(n, INF), 1.0],
-               np.r_[np.zeros(m), -INF], np.full(m + 1, INF))
-    return float(x[m])
+    return (np.r_[np.zeros(m), -1.0], matrix, np.r_[np.zeros(n), 1.0], np.r_[np.full(n, INF), 1.0],
+            np.r_[np.zeros(m), -INF], np.full(m + 1, INF))
 
 
-def max_support(a: np.ndarray, v: float, tol: float, min_mass: float = 1e-5) -> np.ndarray:
-    """Rows given probability > `tol` by some maximin strategy of the row player.
+def game_value(a: np.ndarray) -> float:
+    """max_p min_b (p^T A)_b, by simplex."""
+    x, _ = solve_lp(*_maximin_lp(a))
+    return float(x[a.shape[0]])
 
-    Candidates from one LP: p in the equilibrium set {p >= 0, sum p <= 1, A^T p >= (v - tol) sum p},
-    s_i <= 1, s_i <= p_i m / min_mass, maximise sum s (the mean of the equilibria maximising each
-    p_i is feasible, so each row with max p_i >= min_mass gets s_i = 1). Each candidate is then
-    confirmed by the LP max p_i over the equilibrium set, since the scaling by m / min_mass
-    magnifies the LP's feasibility tolerance.
+
+def complementary_supports(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Candidate maximal supports (rows, columns) and the value, from one interior-point solve.
+
+    Without crossover, HiGHS IPM ends near the analytic centre of the optimal face, a strictly
+    complementary pair [GT56]; row i is in the support when p_i exceeds its slack v - (A q)_i,
+    column j when q_j exceeds its slack (A^T p)_j - v.
     """
     m, n = a.shape
-    eye = np.eye(m)
-    k = m / min_mass
-    matrix = np.block([[(a - (v - tol)).T, np.zeros((n, m))], [-k * eye, eye], [np.ones((1, m)), np.zeros((1, m))]])
-    x, _ = solve_lp(np.r_[np.zeros(m), -np.ones(m)], matrix, np.r_[np.zeros(n), np.full(m + 1, -INF)],
-               np.r_[np.full(n, INF), np.zeros(m), 1.0], np.zeros(2 * m), np.r_[np.full(m, INF), np.ones(m)])
-    support = x[m:] > 1e-3
-    equilibria = np.vstack([a.T, np.ones((1, m))])
-    for i in np.flatnonzero(support):
-        p, _ = solve_lp(-np.eye(m)[i], equilibria, np.r_[np.full(n, v - tol), 1.0], np.r_[np.full(n, INF), 1.0],
-                   np.zeros(m), np.full(m, INF))
-        support[i] = p[i] > 1e-7
+    x, duals = solve_lp(*_maximin_lp(a), options={"solver": "ipm", "run_crossover": "off"})
+    p, v, q = x[:m], float(x[m]), duals[:n]
+    return p > v - a @ q, q > a.T @ p - v, v
+
+
+def max_support(a: np.ndarray, v: float, tol: float) -> np.ndarray:
+    """Rows given positive probability by some maximin strategy of the row player (reference, 2 LPs a row).
+
+    By strict complementarity [GT56], each row i either has p_i > 0 in some maximin strategy p or a
+    slack v - (A q)_i > 0 under some minimax strategy q, never both. For each row, one LP finds the
+    largest p_i (over A^T p >= v - tol), another the largest slack (over A q <= v + tol); the row is
+    in the support when the first exceeds the second divided by the payoff scale. Comparing the two,
+    rather than thresholding one, keeps the answer clear of the LP's feasibility tolerance.
+    """
+    m, n = a.shape
+    scale = max(float(np.abs(a).max()), 1e-300)
+    maximin = np.vstack([a.T, np.ones((1, m))])
+    minimax = np.vstack([a, np.ones((1, n))])
+    support = np.zeros(m, bool)
+    for i in range(m):
+        p, _ = solve_lp(-np.eye(m)[i], maximin, np.r_[np.full(n, v - tol), 1.0], np.r_[np.full(n, INF), 1.0],
+                        np.zeros(m), np.full(m, INF))
+        q, _ = solve_lp(a[i], minimax, np.r_[np.full(m, -INF), 1.0], np.r_[np.full(m, v + tol), 1.0],
+                        np.zeros(n), np.full(n, INF))
+        support[i] = p[i] > (v - a[i] @ q) / scale
     return support
 
 
@@ -92,14 +123,39 @@ def max_entropy_strategy(a: np.ndarray, v: float, rows: np.ndarray, tight: np.nd
     return full
 
 
-def nash_average(a: np.ndarray, *, tol: float = 1e-7, max_iter: int = 10_000) -> tuple[np.ndarray, np.ndarray, float]:
+def _max_entropy_pair(a: np.ndarray, v: float, rows: np.ndarray, cols: np.ndarray, *, tol: float,
+                      max_iter: int) -> tuple[np.ndarray, np.ndarray]:
+    p = max_entropy_strategy(a, v, rows, cols, tol=tol, max_iter=max_iter)
+    q = max_entropy_strategy(-a.T, -v, cols, rows, tol=tol, max_iter=max_iter)
+    return p, q
+
+
+def certified(a: np.ndarray, v: float, p: np.ndarray, q: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+              margin: float, scale: float) -> bool:
+    """Positive on the supports and strictly slack off them, by more than `margin` (times `scale` for payoffs)."""
+    inf = float("inf")
+    return bool(min(p[rows].min(initial=inf), q[cols].min(initial=inf)) > margin
+                and min((v - a @ q)[~rows].min(initial=inf), (a.T @ p - v)[~cols].min(initial=inf)) > margin * scale)
+
+
+def nash_average(a: np.ndarray, *, tol: float = 1e-7, max_iter: int = 10_000,
+                 algorithm: str = "ipm") -> tuple[np.ndarray, np.ndarray, float]:
     """The maximum-entropy Nash equilibrium (p*, q*) of the zero-sum game with row payoffs A, and its value."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algorithm!r}; expected one of {ALGORITHMS}")
     scale = max(float(np.abs(a).max()), 1e-300)
+    if algorithm == "ipm":
+        rows, cols, v = complementary_supports(a)
+        try:
+            p, q = _max_entropy_pair(a, v, rows, cols, tol=tol * scale, max_iter=max_iter)
+            if certified(a, v, p, q, rows, cols, 10 * tol, scale):
+                return p, q, v
+        except ConvergenceError:
+            pass  # wrong candidate supports leave the entropy problem infeasible: take the reference path
     v = game_value(a)
     support_tol = 1e-9 * scale
     rows, cols = max_support(a, v, support_tol), max_support(-a.T, -v, support_tol)
-    p = max_entropy_strategy(a, v, rows, cols, tol=tol * scale, max_iter=max_iter)
-    q = max_entropy_strategy(-a.T, -v, cols, rows, tol=tol * scale, max_iter=max_iter)
+    p, q = _max_entropy_pair(a, v, rows, cols, tol=tol * scale, max_iter=max_iter)
     return p, q, v
 
 
@@ -114,13 +170,14 @@ def zero_sum_matrix(game: Game) -> np.ndarray:
 
 @method("nash-averaging", needs=("game_data",))
 def nash_averaging(data: GameData, *, game: str = "auto", norm: str = "minmax", tol: float = 1e-7,
-                   max_iter: int = 10_000) -> Ratings:
+                   max_iter: int = 10_000, algorithm: str = "ipm") -> Ratings:
     """Nash averaging: expected payoff against the maximum-entropy Nash equilibrium [Bal18]."""
     chosen = choose_game(data, game, norm, DEFAULT_GAMES)
     a = zero_sum_matrix(chosen)
-    p, q, v = nash_average(a, tol=tol, max_iter=max_iter)
+    p, q, v = nash_average(a, tol=tol, max_iter=max_iter, algorithm=algorithm)
     ratings = [a @ q, chosen.payoffs[1].T @ p]
     info = {"value": v} | {f"{name}_support": [s for s, m in zip(names, mass) if m > 0]
                            for name, names, mass, ids in zip(chosen.players, chosen.strategies, (p, q), chosen.ids) if ids is None}
-    params = {"game": chosen.info.get("game", "nfg"), "norm": norm, "tol": tol, "max_iter": max_iter}
+    params = {"game": chosen.info.get("game", "nfg"), "norm": norm, "tol": tol, "max_iter": max_iter,
+              "algorithm": algorithm}
     return game_ratings("nash-averaging", params, chosen, ratings, [p, q], info=info)

@@ -85,3 +85,14 @@ def test_a_new_file_in_a_watched_folder_is_the_only_one_ingested(tmp_path, dask_
     assert sorted(f["source"].split("/")[-1] for f in manifest["files"]) == ["day1.csv", "day2.csv"]
     run = json.loads((out / "latest" / "arena" / "run.json").read_text())
     assert run["rows"]["rows_accepted"] == 2137
+
+
+def test_ratings_flow_runs_a_game_method(tmp_path, dask_cluster):
+    from flows.ingest import ingest
+    from flows.ratings import ratings
+
+    ingest([str(SAMPLES / "livebench")], "scores", str(tmp_path / "store"))
+    ratings(str(tmp_path / "store"), "scores", ["nash-averaging"], str(tmp_path / "out"), scheduler=dask_cluster.scheduler_address)
+    records = json.loads((tmp_path / "out" / "ratings.json").read_text())
+    assert len(records) == 59 and {r["method"].split(":")[0] for r in records} == {"nash-averaging"}
+    assert min(r["rank"] for r in records) == 1

@@ -9,14 +9,6 @@ from pipeline.methods.deviation import deviation, deviation_ratings
 from pipeline.methods.nash_averaging import nash_average
 from pipeline.stats.games import ScoreTable
 
-N = [-680 / 241, -712 / 241, -920 / 241, -184 / 241]
-SHAPLEY = np.array([[-8, -2, 4, N[0]], [2, -8, -1, N[0]], [-4, 1, -8, N[0]], [N[1], N[2], N[3], N[0]]])
-
-
-def shapley() -> Game:
-    return Game((SHAPLEY, SHAPLEY.T.copy()), ("row", "col"), (("R", "P", "S", "N"),) * 2)
-
-
 def random_game(seed: int, shape=(3, 4, 2)) -> Game:
     rng = np.random.default_rng(seed)
     return Game(tuple(rng.integers(-3, 4, size=shape).astype(float) for _ in shape), tuple(f"p{i}" for i in range(len(shape))),
@@ -27,9 +19,9 @@ def ratings(game: Game) -> list[np.ndarray]:
     return deviation_ratings(game)[0]
 
 
-def test_biased_shapley_table_2():
+def test_biased_shapley_table_2(biased_shapley):
     # [DevR] table 2b: every strategy, the Nash mixture N included, is rated -2720/964.
-    r = ratings(shapley())
+    r = ratings(biased_shapley)
     np.testing.assert_allclose(np.concatenate(r), -2720 / 964, atol=1e-9)
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from pipeline.games import Game
+from pipeline.methods import nash_averaging as na
 from pipeline.methods.nash_averaging import max_support, game_value, nash_average, nash_averaging
 from pipeline.stats.games import ScoreTable
 
@@ -57,3 +58,48 @@ def test_rejects_games_that_are_not_zero_sum():
     game = Game((np.eye(2), np.eye(2)), ("x", "y"), (("a", "b"), ("a", "b")))
     with pytest.raises(ValueError, match="zero-sum"):
         nash_averaging(game)
+
+
+def _degenerate_games():
+    # Small integer payoffs (many ties, non-unique equilibria), a cloned row and column, and a
+    # random antisymmetric game (unique equilibrium, half support).
+    rng = np.random.default_rng(7)
+    for _ in range(6):
+        yield rng.integers(-2, 3, size=(6, 5)).astype(float)
+    a = rng.integers(-3, 4, size=(4, 4)).astype(float)
+    yield np.vstack([a, a[1]])[:, [0, 1, 2, 3, 3]]
+    x = rng.normal(size=(30, 30))
+    yield x - x.T
+
+
+@pytest.mark.parametrize("a", list(_degenerate_games()))
+def test_interior_point_path_agrees_with_the_reference(a):
+    p, q, v = nash_average(a)
+    p_ref, q_ref, v_ref = nash_average(a, algorithm="lp")
+    np.testing.assert_allclose(p, p_ref, atol=1e-6)
+    np.testing.assert_allclose(q, q_ref, atol=1e-6)
+    assert v == pytest.approx(v_ref, abs=1e-7)
+
+
+def test_wrong_candidate_supports_fall_back_to_the_reference(monkeypatch):
+    # If the interior point's candidates are wrong (here: every row and column), the certificate
+    # fails and the reference supports give the answer: rock-paper-scissors plus a row that loses
+    # to everything, which no equilibrium plays.
+    a = np.vstack([RPS, -np.ones(3)])
+    monkeypatch.setattr(na, "complementary_supports", lambda b: (np.ones(b.shape[0], bool), np.ones(b.shape[1], bool), 0.0))
+    p, q, v = nash_average(a)
+    np.testing.assert_allclose(p, nash_average(a, algorithm="lp")[0], atol=1e-7)
+    np.testing.assert_allclose(p, [1 / 3, 1 / 3, 1 / 3, 0.0], atol=1e-7)
+
+
+def test_certificate_rejects_a_support_that_is_too_small():
+    # Rock-paper-scissors: uniform is the only equilibrium; claiming rows {0, 1} leaves row 2 with
+    # zero slack against q, so the supports are not certified maximal.
+    p = q = np.full(3, 1 / 3)
+    assert na.certified(RPS, 0.0, p, q, np.ones(3, bool), np.ones(3, bool), 1e-6, 1.0)
+    assert not na.certified(RPS, 0.0, p, q, np.array([True, True, False]), np.ones(3, bool), 1e-6, 1.0)
+
+
+def test_unknown_algorithm_raises():
+    with pytest.raises(ValueError, match="unknown algorithm"):
+        nash_average(RPS, algorithm="simplex")
