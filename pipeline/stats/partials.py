@@ -239,6 +239,26 @@ class WeakOrders:
                 yield length, self.agents[idx], start, end - start + 1, units[sel]
 
 
+def _block_pairs(n: int, dense: bool, length: int, agents: np.ndarray, start: np.ndarray, size: np.ndarray,
+                 units: np.ndarray) -> PairCounter:
+    """Pair counts of a block of ballots of one length; members are sorted by level, so in a pair
+    (i, j) with i < j, i is ahead of j unless both start the same tie group."""
+    if dense and (size == 1).all() and (units == units[0]).all():
+        # The common case (strict ballots, equal weights): per position, one bincount of its pairs
+        # with every later position, on contiguous rows instead of gathered pair arrays.
+        cols = np.ascontiguousarray(agents.T)
+        ahead = cols * n
+        wins = np.zeros(n * n, np.int64)
+        for pos in range(length - 1):
+            wins += np.bincount((ahead[pos] + cols[pos + 1:]).ravel(), minlength=n * n)
+        return PairCounter(n, True, None, wins * units[0], np.zeros(n * n, np.int64))
+    i, j = np.triu_indices(length, 1)
+    a, b = agents[:, i], agents[:, j]
+    strict = start[:, i] != start[:, j]
+    w = np.broadcast_to(units[:, None], a.shape)
+    return PairCounter.count(n, dense, a[strict], b[strict], w[strict], a[~strict], b[~strict], w[~strict])
+
+
 def weak_order_partial(orders: WeakOrders, n: int, want: frozenset[str], dense: bool) -> Partial:
     appearances = np.bincount(orders.agents, minlength=n).astype(np.int64)
     pairs = PairCounter.empty(n, dense) if "pairwise" in want else None
@@ -246,11 +266,7 @@ def weak_order_partial(orders: WeakOrders, n: int, want: frozenset[str], dense: 
     histogram = HistogramCounter() if "histogram" in want else None
     for length, agents, start, size, units in orders.blocks():
         if pairs is not None and length > 1:
-            i, j = np.triu_indices(length, 1)
-            a, b = agents[:, i], agents[:, j]
-            strict = start[:, i] != start[:, j]  # members are sorted by level: i is ahead of j
-            w = np.broadcast_to(units[:, None], a.shape)
-            pairs = pairs + PairCounter.count(n, dense, a[strict], b[strict], w[strict], a[~strict], b[~strict], w[~strict])
+            pairs = pairs + _block_pairs(n, dense, length, agents, start, size, units)
         if positions is not None:
             w = np.broadcast_to(units[:, None], agents.shape)
             code = start * (length + 1) + size
