@@ -4,8 +4,9 @@
    vase (bincount to counts, Newton on the cells) against a FastChat-style fit (unique rows with
    their counts, ties as half a win each way, L-BFGS on the weighted logistic loss, as FastChat's
    `compute_mle_elo` describes it) and against evalica's Bradley-Terry.
-2. Bootstrap: vase's 1000 Poisson rounds (Dask, local threads) against FastChat-style 100
-   rounds (multinomial weights on the unique rows, one L-BFGS fit each).
+2. Bootstrap: vase's 1000 Poisson rounds (Dask, local threads; chunks fitted together by the
+   chord method) against FastChat-style 100 rounds (multinomial weights on the unique rows, one
+   L-BFGS fit each), and against vase's plain path (one Newton fit per round), per round.
 3. End to end (`--e2e`): 10^8 battle rows written as Parquet files of 10^7 rows, `Store.ingest`
    (timed separately), then `reduce_store` and `m-elo` with 1000 bootstrap rounds.
 
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import scipy.optimize as opt
 
-from pipeline.methods.m_elo import Cells, fit, m_elo
+from pipeline.methods.m_elo import Cells, bootstrap_intervals, fit, m_elo
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
 
@@ -110,8 +111,12 @@ def bench_bootstrap(results: dict) -> None:
         return np.array([fastchat_fit(MODELS, ra, rb, y, draw.astype(np.float64)) for draw in draws])
 
     t_fc, _ = timed(fastchat_bootstrap)
+    cells = Cells.from_counts(counts)
+    full, options = fit(cells), {"davidson": False, "prior": 0.0, "tol": 1e-10, "max_iter": 100}
+    t_plain, _ = timed(lambda: bootstrap_intervals(cells, full, options, 100, 1, 400.0, 1000.0, algorithm="newton"))
     results["bootstrap"] = {"vase_1000_rounds_s": t_vase, "fastchat_100_rounds_s": t_fc,
-                            "fastchat100_over_vase1000": t_fc / t_vase}
+                            "fastchat100_over_vase1000": t_fc / t_vase, "vase_plain_100_rounds_s": t_plain,
+                            "plain_over_chord_per_round": t_plain * 10 / t_vase}
 
 
 def bench_end_to_end(results: dict, rows: int = 100_000_000, per_file: int = 10_000_000) -> None:
