@@ -16,6 +16,7 @@ Run: `python -m benchmarks.bench_elo [--e2e]`; prints a table and writes benchma
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import tempfile
 import time
@@ -128,6 +129,7 @@ def bench_end_to_end(results: dict, rows: int = 100_000_000, per_file: int = 10_
 
     names = np.array([f"model-{i:03d}" for i in range(MODELS)], dtype=object)
     labels = np.array(["model_a", "model_b", "tie"], dtype=object)
+    per_file = min(per_file, rows)
     with tempfile.TemporaryDirectory(dir=Path(__file__).parent / "results") as tmp:
         tmp = Path(tmp)
         paths, t_write = [], 0.0
@@ -139,9 +141,14 @@ def bench_end_to_end(results: dict, rows: int = 100_000_000, per_file: int = 10_
                                      "winner": pa.array(labels[outcome], pa.string())}), path)
             paths.append(path)
             t_write += time.perf_counter() - start
-        store = Store(tmp / "store")
-        t_ingest, _ = timed(lambda: [store.ingest([p], "battles") for p in paths])
+        print(f"  generated {rows} rows in {t_write:.1f} s", flush=True)
+        store, t_ingest = Store(tmp / "store"), 0.0
+        for path in paths:
+            t_file, _ = timed(lambda: store.ingest([path], "battles"))
+            t_ingest += t_file
+            print(f"  ingested {path.name} in {t_file:.1f} s", flush=True)
         t_reduce, stats = timed(lambda: reduce_store(store, "battles", {"pairwise", "pairwise_per_game"}))
+        print(f"  reduced in {t_reduce:.1f} s", flush=True)
         t_rate, ratings = timed(lambda: m_elo(stats.pairwise, stats.extra["pairwise_per_game"], bootstrap=1000, seed=1))
     results["end_to_end"] = {"rows": rows, "files": len(paths), "generate_s": t_write, "ingest_s": t_ingest,
                              "reduce_s": t_reduce, "m_elo_1000_bootstrap_s": t_rate,
@@ -152,13 +159,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--e2e", action="store_true", help="also run the 10^8-row end-to-end benchmark")
     parser.add_argument("--e2e-only", action="store_true")
+    parser.add_argument("--e2e-rows", type=int, default=100_000_000, help="rows of the end-to-end benchmark (10^7 per file)")
     args = parser.parse_args()
     results: dict = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     steps = [] if args.e2e_only else [bench_fit, bench_bootstrap]
-    steps += [bench_end_to_end] if args.e2e or args.e2e_only else []
+    steps += [functools.partial(bench_end_to_end, rows=args.e2e_rows)] if args.e2e or args.e2e_only else []
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     for step in steps:
-        print(f"running {step.__name__}", flush=True)
+        print(f"running {getattr(step, 'func', step).__name__}", flush=True)
         step(results)
         RESULTS.write_text(json.dumps(results, indent=1) + "\n")  # each section as soon as it is done
     for section, values in results.items():
