@@ -4,8 +4,9 @@
    vase (bincount to counts, Newton on the cells) against a FastChat-style fit (unique rows with
    their counts, ties as half a win each way, L-BFGS on the weighted logistic loss, as FastChat's
    `compute_mle_elo` describes it) and against evalica's Bradley-Terry.
-2. Bootstrap: vase's 1000 Poisson rounds (Dask, local threads) against FastChat-style 100
-   rounds (multinomial weights on the unique rows, one L-BFGS fit each).
+2. Bootstrap: vase's 1000 Poisson rounds (Dask, local threads; chunks fitted together by the
+   chord method) against FastChat-style 100 rounds (multinomial weights on the unique rows, one
+   L-BFGS fit each), and against vase's plain path (one Newton fit per round), per round.
 3. End to end (`--e2e`): 10^8 battle rows written as Parquet files of 10^7 rows, `Store.ingest`
    (timed separately), then `reduce_store` and `m-elo` with 1000 bootstrap rounds.
 
@@ -15,6 +16,7 @@ Run: `python -m benchmarks.bench_elo [--e2e]`; prints a table and writes benchma
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import tempfile
 import time
@@ -23,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import scipy.optimize as opt
 
-from pipeline.methods.m_elo import Cells, fit, m_elo
+from pipeline.methods.m_elo import Cells, bootstrap_intervals, fit, m_elo
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
 
@@ -110,8 +112,12 @@ def bench_bootstrap(results: dict) -> None:
         return np.array([fastchat_fit(MODELS, ra, rb, y, draw.astype(np.float64)) for draw in draws])
 
     t_fc, _ = timed(fastchat_bootstrap)
+    cells = Cells.from_counts(counts)
+    full, options = fit(cells), {"davidson": False, "prior": 0.0, "tol": 1e-10, "max_iter": 100}
+    t_plain, _ = timed(lambda: bootstrap_intervals(cells, full, options, 100, 1, 400.0, 1000.0, algorithm="newton"))
     results["bootstrap"] = {"vase_1000_rounds_s": t_vase, "fastchat_100_rounds_s": t_fc,
-                            "fastchat100_over_vase1000": t_fc / t_vase}
+                            "fastchat100_over_vase1000": t_fc / t_vase, "vase_plain_100_rounds_s": t_plain,
+                            "plain_over_chord_per_round": t_plain * 10 / t_vase}
 
 
 def bench_end_to_end(results: dict, rows: int = 100_000_000, per_file: int = 10_000_000) -> None:
@@ -123,6 +129,7 @@ def bench_end_to_end(results: dict, rows: int = 100_000_000, per_file: int = 10_
 
     names = np.array([f"model-{i:03d}" for i in range(MODELS)], dtype=object)
     labels = np.array(["model_a", "model_b", "tie"], dtype=object)
+    per_file = min(per_file, rows)
     with tempfile.TemporaryDirectory(dir=Path(__file__).parent / "results") as tmp:
         tmp = Path(tmp)
         paths, t_write = [], 0.0
@@ -134,9 +141,14 @@ def bench_end_to_end(results: dict, rows: int = 100_000_000, per_file: int = 10_
                                      "winner": pa.array(labels[outcome], pa.string())}), path)
             paths.append(path)
             t_write += time.perf_counter() - start
-        store = Store(tmp / "store")
-        t_ingest, _ = timed(lambda: [store.ingest([p], "battles") for p in paths])
+        print(f"  generated {rows} rows in {t_write:.1f} s", flush=True)
+        store, t_ingest = Store(tmp / "store"), 0.0
+        for path in paths:
+            t_file, _ = timed(lambda: store.ingest([path], "battles"))
+            t_ingest += t_file
+            print(f"  ingested {path.name} in {t_file:.1f} s", flush=True)
         t_reduce, stats = timed(lambda: reduce_store(store, "battles", {"pairwise", "pairwise_per_game"}))
+        print(f"  reduced in {t_reduce:.1f} s", flush=True)
         t_rate, ratings = timed(lambda: m_elo(stats.pairwise, stats.extra["pairwise_per_game"], bootstrap=1000, seed=1))
     results["end_to_end"] = {"rows": rows, "files": len(paths), "generate_s": t_write, "ingest_s": t_ingest,
                              "reduce_s": t_reduce, "m_elo_1000_bootstrap_s": t_rate,
@@ -147,13 +159,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--e2e", action="store_true", help="also run the 10^8-row end-to-end benchmark")
     parser.add_argument("--e2e-only", action="store_true")
+    parser.add_argument("--e2e-rows", type=int, default=100_000_000, help="rows of the end-to-end benchmark (10^7 per file)")
     args = parser.parse_args()
     results: dict = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     steps = [] if args.e2e_only else [bench_fit, bench_bootstrap]
-    steps += [bench_end_to_end] if args.e2e or args.e2e_only else []
+    steps += [functools.partial(bench_end_to_end, rows=args.e2e_rows)] if args.e2e or args.e2e_only else []
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     for step in steps:
-        print(f"running {step.__name__}", flush=True)
+        print(f"running {getattr(step, 'func', step).__name__}", flush=True)
         step(results)
         RESULTS.write_text(json.dumps(results, indent=1) + "\n")  # each section as soon as it is done
     for section, values in results.items():

@@ -98,7 +98,8 @@ def write_board(store: Store, board: Board, ratings: list[Ratings], out: Path, t
     inputs = sorted((r for r in store.manifest.files.values() if r.kind == board.kind), key=lambda r: r.source)
     record = RunRecord(board.kind, list(board.methods), str(store.root), inputs,
                        parameters={"board": board.name, "sources": list(board.sources)}, timings=timings)
-    return publish(out, ratings, store.dictionary("agents").names, record, board.title or board.name)
+    return publish(out, ratings, store.dictionary("agents").names, record, board.title or board.name,
+                   judges=store.dictionary("judges").names)
 
 
 def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: int = 25) -> str:

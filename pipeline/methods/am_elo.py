@@ -25,9 +25,12 @@ Stable arena [AmElo, algorithm 3]: annotators with fewer than `min_records` vote
 left out; am-Elo is fitted on the others; those with ability theta_k <= `threshold` are flagged
 and the ratings are refitted without them. Scores are in Elo points for the average annotator:
 anchor + (scale / ln 10) * (R - mean R) / M, so `info["logistic_scale"]` gives the average
-annotator's win probabilities. Per-annotator results are in `info["annotators"]` (columns:
-judge name, judge store id, records, ability theta_k of the first fit, flagged, ability after
-the refit).
+annotator's win probabilities. Per-annotator results are the table `tables["annotators"]`, one
+row per annotator in store-id order: `judge` and `judge_id` (its store id in the judges
+dictionary, -1 for battles without a judge; `judge` is published as the name), `records` (vote
+weight), `ability` (theta_k of the first fit, null if it had too few records), `flagged`
+(ability <= threshold) and `ability_refit` (theta_k after the refit, null if left out); `info`
+keeps the counts and the threshold.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from scipy.special import expit
 
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
@@ -188,15 +192,18 @@ def am_elo(counts: AnnotatorCounts, *, threshold: float = 0.0, min_records: int 
     refit[np.setdiff1d(arena.eligible, arena.flagged)] = final.ability
     flagged = np.zeros(m, bool)
     flagged[arena.flagged] = True
-    annotators = {"judge": list(counts.names), "judge_id": counts.judges.tolist(), "records": counts.records.tolist(),
-                  "ability": ability.tolist(), "flagged": flagged.tolist(), "ability_refit": refit.tolist()}
+    annotators = pa.table({"judge": pa.array(counts.judges, pa.int64()), "judge_id": pa.array(counts.judges, pa.int64()),
+                           "records": pa.array(counts.records, pa.float64()),
+                           "ability": pa.array(ability, pa.float64(), mask=np.isnan(ability)), "flagged": pa.array(flagged),
+                           "ability_refit": pa.array(refit, pa.float64(), mask=np.isnan(refit))})
     params = {"threshold": threshold, "min_records": min_records, "prior": prior, "ability_prior": ability_prior,
               "scale": scale, "anchor": anchor, "tol": tol, "max_iter": max_iter}
     unrated = np.setdiff1d(np.arange(len(counts.agents)), final.agents)
     info = {"logistic_scale": scale, "anchor": f"mean rating = {anchor}", "iterations": final.iterations,
             "annotators_used": int(len(arena.eligible) - len(arena.flagged)), "annotators_flagged": int(flagged.sum()),
-            "annotators_too_few_records": int(m - len(arena.eligible)), "unrated_agents": counts.agents[unrated].tolist(),
-            "annotators": annotators}
+            "annotators_too_few_records": int(m - len(arena.eligible)), "annotators_flagged_at": f"ability <= {threshold}",
+            "unrated_agents": counts.agents[unrated].tolist()}
     score = elo_points(final.rating, scale, anchor)
-    return Ratings.from_scores("am-elo", params, counts.agents[final.agents], score, info=info)
+    return Ratings.from_scores("am-elo", params, counts.agents[final.agents], score, info=info,
+                               tables={"annotators": annotators})
 

@@ -26,11 +26,14 @@ Bootstrap (`bootstrap=R`, default 1000; 0 disables): each round redraws every co
 y, y beat x, tie) as Poisson(cell weight), the Poisson bootstrap: each battle of weight 1 gets a
 Poisson(1) weight, which approximates resampling battles with replacement (the multinomial) and
 costs one draw per cell instead of one per battle (a weighted cell is treated as that many
-battles). It refits from the full-data
-estimate, and reports 2.5% and 97.5% percentiles as `ci_low`, `ci_high`, and `rank_ci` = 1 +
-the number of agents whose lower bound is above the agent's upper bound. Rounds run on Dask in
-seeded chunks (`pipeline.methods.fanout`); rounds whose resample has no MLE are dropped and
-counted in `info["bootstrap_dropped"]`.
+battles; draws by `pipeline.methods.resample`). Every round refits from the full-data estimate
+and reports 2.5% and 97.5% percentiles as `ci_low`, `ci_high`, and `rank_ci` = 1 + the number
+of agents whose lower bound is above the agent's upper bound. Rounds run on Dask in seeded
+chunks (`pipeline.methods.fanout`); rounds whose resample has no MLE are dropped and counted in
+`info["bootstrap_dropped"]`. With ties=half and at most DENSE_MAX_AGENTS agents, the rounds of
+a chunk are fitted together by the chord method [OR70, 10.1]: Newton steps that reuse the
+full-data Hessian, with the same stopping rule (largest step below `tol`) and the plain Newton
+fit as the fallback (`bootstrap_intervals`); it gives the plain path's intervals to about `tol`.
 
 Games: `games=pairs` fits the pairs of each game with the game's weight (a 7-player game is 21
 comparisons); `games=player` weights each pair 1/(L-1) (see `pipeline.stats.game_pairs`).
@@ -50,6 +53,7 @@ from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
+from pipeline.methods.resample import poisson_draws
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
 from pipeline.stats.partials import DENSE_MAX_AGENTS, _sum_by_key
@@ -226,29 +230,104 @@ class _Resample:
     cells: Cells
     full: Fit
     options: dict
-    scale: float
-    anchor: float
+    chord: tuple[np.ndarray, np.ndarray] | None  # `_chord_operator`, or None for the plain path
+
+
+def _draw(cells: Cells, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Poisson(weight) redraws of every cell, (cells, rounds) each: x's wins, y's wins, ties."""
+    draws = poisson_draws(np.concatenate([cells.x_wins, cells.y_wins, cells.ties]), size, rng).T
+    c = len(cells.x)
+    return draws[:c], draws[c: 2 * c], draws[2 * c:]
+
+
+def _resampled(cells: Cells, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> Cells:
+    return replace(cells, x_wins=x_wins, y_wins=y_wins, ties=ties)
+
+
+def _fit_or_nan(job: _Resample, sample: Cells) -> np.ndarray:
+    """One resample by the plain path: existence check (prior = 0), then Newton from the full-data fit."""
+    if job.options["prior"] == 0 and existence_problems(sample, job.options["davidson"]) is not None:
+        return np.full(sample.n, np.nan)
+    return fit(sample, start=job.full, **job.options).beta
 
 
 def _bootstrap_chunk(job: _Resample, size: int, rng: np.random.Generator) -> np.ndarray:
-    cells = job.cells
-    values = np.concatenate([cells.x_wins, cells.y_wins, cells.ties])
-    draws = rng.poisson(values, size=(size, len(values))).astype(np.float64)
-    out = np.full((size, cells.n), np.nan)
-    c = len(cells.x)
-    for row, draw in enumerate(draws):
-        sample = replace(cells, x_wins=draw[:c], y_wins=draw[c: 2 * c], ties=draw[2 * c:])
-        if job.options["prior"] == 0 and existence_problems(sample, job.options["davidson"]) is not None:
-            continue
-        out[row] = elo_points(fit(sample, start=job.full, **job.options).beta, job.scale, job.anchor)
-    return out
+    """Natural-unit estimates of `size` resamples (NaN rows where the MLE does not exist)."""
+    cells, draws = job.cells, _draw(job.cells, size, rng)
+    if job.chord is None:
+        return np.array([_fit_or_nan(job, _resampled(cells, *(d[:, k] for d in draws))) for k in range(size)])
+    return _chord_rounds(job, *draws)
+
+
+def _chord_rounds(job: _Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """All rounds of a chunk at once by the chord method [OR70, 10.1]: Newton steps with the full-data Hessian.
+
+    Every round starts at the full-data estimate and iterates b <- b + H0^-1 g(b), H0 the
+    (penalised) Hessian at that estimate, inverted once: the resamples' Hessians differ from it by
+    a few per cent, so each step shrinks the error by about that factor, and the convergence test
+    is the plain path's (largest step below `tol`). A round whose steps do not shrink by half goes
+    through the plain path (`_fit_or_nan`). Existence (prior = 0) is checked once per chunk on the
+    "x beat y" edges present in every round of it: if they connect strongly, so does each round's
+    graph; otherwise each round is checked alone.
+    """
+    cells, full, prior, tol = job.cells, job.full, job.options["prior"], job.options["tol"]
+    wx, wy = x_wins + ties / 2, y_wins + ties / 2
+    rounds = wx.shape[1]
+    beta = np.full((cells.n, rounds), np.nan)
+    plain = np.zeros(rounds, dtype=bool)
+    fit_it, no_ties = np.ones(rounds, dtype=bool), np.zeros(len(cells.x))
+    if prior == 0 and existence_problems(_resampled(cells, wx.min(axis=1), wy.min(axis=1), no_ties)) is not None:
+        fit_it = np.array([existence_problems(_resampled(cells, wx[:, k], wy[:, k], no_ties)) is None for k in range(rounds)])
+    inverse, p0 = job.chord
+    index = np.arange(len(cells.x))
+    incidence = sp.csr_array((np.r_[np.ones(len(index)), -np.ones(len(index))], (np.r_[cells.x, cells.y], np.r_[index, index])),
+                             shape=(cells.n, len(index)))
+    active = np.flatnonzero(fit_it)
+    b, cx, cc = np.repeat(full.beta[:, None], len(active), axis=1), wx[:, active], wx[:, active] + wy[:, active]
+    previous = np.full(len(active), np.inf)
+    for iteration in range(job.options["max_iter"]):
+        if len(active) == 0:
+            break
+        p = p0[:, None] if iteration == 0 else 0.5 + 0.5 * np.tanh((b[cells.x] - b[cells.y]) / 2)  # expit, 2x faster
+        step = inverse @ (incidence @ (cx - cc * p) - prior * b)
+        b += step
+        size = np.abs(step).max(axis=0)
+        done, stalled = size < tol, size > previous / 2
+        if (finished := done | stalled).any():
+            beta[:, active[finished]] = b[:, finished]
+            plain[active[stalled & ~done]] = True
+            keep = ~finished
+            active, b, cx, cc, previous = active[keep], b[:, keep], cx[:, keep], cc[:, keep], size[keep]
+        else:
+            previous = size
+    plain[active] = True
+    for k in np.flatnonzero(plain):
+        beta[:, k] = _fit_or_nan(job, _resampled(cells, x_wins[:, k], y_wins[:, k], ties[:, k]))
+    beta = beta.T
+    return beta - beta.mean(axis=1, keepdims=True) if prior == 0 else beta
+
+
+def _chord_operator(cells: Cells, full: Fit, prior: float) -> tuple[np.ndarray, np.ndarray]:
+    """The inverse of the full-data (penalised) Hessian, and P(x beats y) per cell at the full-data estimate."""
+    _, _, h, _ = _evaluate(cells, full.beta, None, prior)
+    return _laplacian_solve(cells, h, prior, np.eye(cells.n)), expit(full.beta[cells.x] - full.beta[cells.y])
 
 
 def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, seed: int, scale: float,
-                        anchor: float) -> tuple[dict[str, np.ndarray], dict[str, object]]:
-    """95% percentile intervals and interval-respecting ranks from `rounds` Poisson resamples."""
-    samples = fan_out(_bootstrap_chunk, _Resample(cells, full, options, scale, anchor), rounds, seed)
-    kept = samples[~np.isnan(samples).any(axis=1)]
+                        anchor: float, algorithm: str = "chord") -> tuple[dict[str, np.ndarray], dict[str, object]]:
+    """95% percentile intervals and interval-respecting ranks from `rounds` Poisson resamples.
+
+    `algorithm="chord"` fits the rounds of a chunk together (`_chord_rounds`) where it applies
+    (ties=half, at most DENSE_MAX_AGENTS agents), else each round alone; "newton" always fits
+    each round alone (the reference). Both draw the same resamples and stop at the same `tol`.
+    """
+    if algorithm not in ("chord", "newton"):
+        raise ValueError(f"bootstrap algorithm must be chord or newton, not {algorithm!r}")
+    chord = None
+    if algorithm == "chord" and not options["davidson"] and cells.n <= DENSE_MAX_AGENTS:
+        chord = _chord_operator(cells, full, options["prior"])
+    beta = fan_out(_bootstrap_chunk, _Resample(cells, full, options, chord), rounds, seed)
+    kept = elo_points(beta[~np.isnan(beta).any(axis=1)], scale, anchor)
     if len(kept) == 0:
         raise NoEstimate("no bootstrap resample has a maximum-likelihood estimate; use a prior")
     low, high = np.percentile(kept, [2.5, 97.5], axis=0)

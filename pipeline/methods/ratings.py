@@ -24,7 +24,9 @@ class Ratings:
 
     `params` are the effective parameters (defaults included), so `spec` round-trips; `info`
     holds method-level diagnostics (JSON-serialisable values); `tables` are further results a
-    method publishes beside its ratings (a column `agent` or `*_agent` holds store ids).
+    method publishes beside its ratings (a column `agent` or `*_agent` holds store ids of the
+    agents dictionary, a column `judge` or `*_judge` store ids of the judges dictionary, -1 for
+    battles without a judge; `pipeline.report.publish` turns both into names).
     """
 
     name: str
@@ -47,10 +49,10 @@ class Ratings:
     @classmethod
     def from_scores(cls, name: str, params: dict[str, object], agents: np.ndarray, score: np.ndarray, *,
                     extras: dict[str, np.ndarray] | None = None, info: dict[str, object] | None = None,
-                    higher_is_better: bool = True) -> Ratings:
+                    tables: dict[str, pa.Table] | None = None, higher_is_better: bool = True) -> Ratings:
         score = np.asarray(score, dtype=np.float64)
         return cls(name, dict(params), np.asarray(agents, dtype=np.int64), score,
-                   competition_ranks(score, higher_is_better), dict(extras or {}), dict(info or {}))
+                   competition_ranks(score, higher_is_better), dict(extras or {}), dict(info or {}), dict(tables or {}))
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
         """Row of each store id in these ratings (-1 where the agent was not rated)."""

@@ -1,6 +1,6 @@
 """Publishing: ratings.parquet, ratings.json, leaderboard.md and run.json (DESIGN.md, "Ratings").
 
-Names come back here, from the store's dictionary; every file is written atomically. Rows are
+Names come back here, from the store's dictionaries (agents, and judges for method tables); every file is written atomically. Rows are
 ordered by method (in the order given), then rank, then agent name, so equal inputs give equal
 bytes. A method's further tables (`Ratings.tables`) are written beside them as
 `<method>.<table>.parquet` and `.md`, and listed in run.json's outputs.
@@ -20,6 +20,7 @@ import pyarrow as pa
 
 import pipeline
 from pipeline.methods.ratings import Ratings
+from pipeline.stats.annotators import judge_name
 from pipeline.store import IngestReport
 from pipeline.store.files import write_json, write_parquet, write_text
 
@@ -76,18 +77,22 @@ def leaderboard_markdown(ratings: list[Ratings], names: list[str], title: str, t
     return "\n".join(lines)
 
 
-def method_tables(ratings: list[Ratings], names: list[str]) -> dict[str, pa.Table]:
+def method_tables(ratings: list[Ratings], names: list[str], judges: list[str] | None = None) -> dict[str, pa.Table]:
     """Each method's extra tables as `<method>.<table>` (`<method>-2.<table>` for a second spec of
-    the same method), with store ids in `agent` / `*_agent` columns replaced by names."""
+    the same method), with store ids replaced by names: `agent` / `*_agent` columns from the
+    agents dictionary, `judge` / `*_judge` columns from the judges dictionary (-1, battles without a
+    judge, is "(none)"; ids stay as text where no judges dictionary is given)."""
+    label = {"agent": lambda a: names[a], "judge": lambda j: judge_name(j, judges)}
     tables, seen = {}, {}
     for r in ratings:
         seen[r.name] = seen.get(r.name, 0) + 1
         stem = r.name if seen[r.name] == 1 else f"{r.name}-{seen[r.name]}"
         for name, table in r.tables.items():
             for i, column in enumerate(table.column_names):
-                if column == "agent" or column.endswith("_agent"):
+                key = column.rpartition("_")[2]
+                if key in label:
                     ids = table.column(column).to_pylist()
-                    table = table.set_column(i, column, pa.array([None if a is None else names[a] for a in ids], pa.string()))
+                    table = table.set_column(i, column, pa.array([None if a is None else label[key](a) for a in ids], pa.string()))
             tables[f"{stem}.{name}"] = table
     return tables
 
@@ -137,8 +142,11 @@ class RunRecord:
         }
 
 
-def publish(out: str | Path, ratings: list[Ratings], names: list[str], run: RunRecord, title: str) -> list[Path]:
-    """Write the standard outputs of one leaderboard into `out`; returns the paths written."""
+def publish(out: str | Path, ratings: list[Ratings], names: list[str], run: RunRecord, title: str, *,
+            judges: list[str] | None = None) -> list[Path]:
+    """Write the standard outputs of one leaderboard into `out`; returns the paths written.
+
+    `names` are the agents dictionary's names, `judges` the judges dictionary's (for method tables)."""
     out = Path(out)
     records = ratings_records(ratings, names)
     written = {
@@ -146,7 +154,7 @@ def publish(out: str | Path, ratings: list[Ratings], names: list[str], run: RunR
         "ratings.json": lambda p: write_text(p, json.dumps(records, indent=1, allow_nan=False) + "\n"),
         "leaderboard.md": lambda p: write_text(p, leaderboard_markdown(ratings, names, title)),
     }
-    for stem, table in method_tables(ratings, names).items():
+    for stem, table in method_tables(ratings, names, judges).items():
         written[f"{stem}.parquet"] = lambda p, table=table: write_parquet(p, table)
         written[f"{stem}.md"] = lambda p, stem=stem, table=table: write_text(p, table_markdown(f"{title}: {stem}", table))
     for filename, write in written.items():

@@ -19,6 +19,13 @@ from pipeline.stats.partials import UNIT, _sum_by_key, to_units
 NO_JUDGE = -1
 
 
+def judge_name(judge: int, names: list[str] | tuple[str, ...] | None) -> str:
+    """The name of a judge store id: "(none)" for battles without one, the id as text without a dictionary."""
+    if judge == NO_JUDGE:
+        return "(none)"
+    return names[judge] if names is not None else str(judge)
+
+
 @dataclass(frozen=True, eq=False)
 class AnnotatorCounts:
     """Cells (annotator `judge`, agents `x` < `y`) with weights `x_wins`, `y_wins`, `ties`.
@@ -100,9 +107,8 @@ def _finalize(cells: _Cells, present: np.ndarray, store: object) -> AnnotatorCou
     judge, x, y = cells.keys // (n * n) - 1, cells.keys // n % n, cells.keys % n
     judges, index = np.unique(judge, return_inverse=True)
     names = store.dictionary("judges").names if store is not None else None
-    label = lambda j: "(none)" if j == NO_JUDGE else (names[j] if names is not None else str(j))  # noqa: E731
     v = cells.values / UNIT
-    return AnnotatorCounts(present, judges, tuple(label(int(j)) for j in judges), index.astype(np.int64),
+    return AnnotatorCounts(present, judges, tuple(judge_name(int(j), names) for j in judges), index.astype(np.int64),
                            np.searchsorted(present, x), np.searchsorted(present, y), v[:, 0].copy(), v[:, 1].copy(),
                            v[:, 2].copy())
 

@@ -97,6 +97,15 @@ def _encode_lists(lists: pa.ChunkedArray, idmap: IdMap) -> pa.ListArray:
     return pa.ListArray.from_arrays(offsets, idmap.encode(lists.flatten()))
 
 
+def _winner_codes(winners: pa.ChunkedArray) -> pa.Array:
+    """WINNER_CODES of each winner label, vectorised; the reader has rejected other labels."""
+    labels = sorted(WINNER_CODES, key=WINNER_CODES.get)
+    codes = pc.index_in(winners.combine_chunks(), value_set=pa.array(labels, pa.string()))
+    if codes.null_count:
+        raise ValueError(f"winner labels outside {labels}")
+    return codes.cast(pa.int8())
+
+
 def _encode(kind: str, table: pa.Table, maps: dict[str, IdMap]) -> pa.Table:
     """Names to dictionary ids; the battle winner to its code (WINNER_CODES).
 
@@ -105,12 +114,11 @@ def _encode(kind: str, table: pa.Table, maps: dict[str, IdMap]) -> pa.Table:
     """
     agents = maps["agents"]
     if kind == "battles":
-        codes = [WINNER_CODES[w] for w in table.column("winner").to_pylist()]
         return _replace(
             table,
             model_a=agents.encode(table.column("model_a")),
             model_b=agents.encode(table.column("model_b")),
-            winner=pa.array(codes, pa.int8()),
+            winner=_winner_codes(table.column("winner")),
             judge=maps["judges"].encode(table.column("judge")),
             prompt=maps["prompts"].encode(table.column("prompt")),
         )
@@ -128,12 +136,23 @@ def _encode(kind: str, table: pa.Table, maps: dict[str, IdMap]) -> pa.Table:
     raise ValueError(f"unknown kind {kind!r}")
 
 
-def _partition_keys(kind: str, table: pa.Table) -> np.ndarray:
+def _partition_keys(kind: str, table: pa.Table) -> pa.Array:
     """`date=YYYY-MM-DD` per row where a timestamp is known, else '' (partitioned by source)."""
     if "timestamp" not in table.column_names:
-        return np.full(table.num_rows, "", dtype=object)
-    dates = pc.strftime(table.column("timestamp"), format="%Y-%m-%d").to_numpy(zero_copy_only=False)
-    return np.array(["" if d is None else f"date={d}" for d in dates], dtype=object)
+        return pa.array(np.full(table.num_rows, ""), pa.string())
+    dates = pc.strftime(table.column("timestamp"), format="%Y-%m-%d").combine_chunks()
+    return pc.fill_null(pc.binary_join_element_wise("date=", dates, ""), "")
+
+
+def _split(table: pa.Table, keys: pa.Array) -> list[tuple[str, pa.Table]]:
+    """The rows of each distinct key, keys in sorted order, rows in their order within a key."""
+    distinct = pc.unique(keys).sort()
+    if len(distinct) == 1:
+        return [(distinct[0].as_py(), table)]
+    codes = pc.index_in(keys, value_set=distinct).to_numpy()
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(distinct) + 1))
+    return [(key, table.take(order[lo:hi])) for key, lo, hi in zip(distinct.to_pylist(), bounds[:-1], bounds[1:])]
 
 
 class Store:
@@ -193,10 +212,8 @@ class Store:
     def _write(self, result: ReadResult, sha: str, maps: dict[str, IdMap]) -> IngestReport:
         short = sha[:16]
         table = _encode(result.kind, result.table, maps)
-        keys = _partition_keys(result.kind, table)
         partitions = []
-        for key in sorted(set(keys)):
-            rows = table.filter(pa.array(keys == key))
+        for key, rows in _split(table, _partition_keys(result.kind, table)):
             rel = f"{result.kind}/{key}/{short}.parquet" if key else f"{result.kind}/source={short}/part.parquet"
             write_parquet(self.root / rel, rows)
             partitions.append(Partition(rel, rows.num_rows))

@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from pipeline.backtest.stability import perturbation_experiment, simulate_votes
-from pipeline.methods import run
 from pipeline.methods.am_elo import am_elo, fit_am_elo
 from pipeline.methods.convergence import NoEstimate
 from tests.conftest import SAMPLES
@@ -21,9 +20,10 @@ def test_abilities_sum_to_one_and_a_contrarian_is_flagged():
     assert first.ability.sum() == pytest.approx(1.0)
     assert np.flatnonzero(first.ability <= 0).tolist() == [3]
     ratings = am_elo(noisy)
-    info = ratings.info["annotators"]
-    assert info["flagged"] == [k == 3 for k in range(10)]
-    assert np.isnan(info["ability_refit"][3]) and ratings.info["annotators_used"] == 9
+    table = ratings.tables["annotators"].to_pydict()
+    assert table["flagged"] == [k == 3 for k in range(10)]
+    assert table["ability_refit"][3] is None and ratings.info["annotators_used"] == 9
+    assert ratings.info["annotators_flagged"] == 1 and ratings.info["annotators_flagged_at"] == "ability <= 0.0"
     refit = fit_am_elo(noisy.select(np.array([0, 1, 2, 4, 5, 6, 7, 8, 9])))
     assert ratings.score - ratings.score.mean() == pytest.approx(400 / np.log(10) * refit.rating, abs=1e-6)
 
@@ -51,14 +51,26 @@ def test_unbounded_abilities_are_reported_without_a_prior():
     assert np.all(np.isfinite(am_elo(counts, prior=0.1).score))
 
 
-def test_runs_on_the_llmfao_crowd_with_abilities_in_the_output(log_stats, tmp_path):
-    import polars as pl
+def test_runs_on_the_llmfao_crowd_and_publishes_the_annotator_table(tmp_path):
+    import json
 
-    rows = pl.read_csv(SAMPLES / "llmfao" / "crowd_battles.csv", infer_schema=False).to_dicts()
-    stats, store = log_stats(rows, {"annotators"})
-    ratings = run("am-elo", stats)
-    annotators = ratings.info["annotators"]
-    assert len(annotators["judge"]) == 124 and len(stats.agents) == 59
-    assert sorted(annotators["judge"]) == sorted(store.dictionary("judges").names)
+    import pyarrow.parquet as pq
+
+    from pipeline.board import Board, run_board
+    from pipeline.store import Store
+
+    board = Board("crowd", "battles", (str(SAMPLES / "llmfao" / "crowd_battles.csv"),), ("am-elo",))
+    out, store = tmp_path / "out", Store(tmp_path / "store")
+    ratings = run_board(board, store, out).ratings[0]
     assert len(ratings.agents) == 59 and np.all(np.isfinite(ratings.score))
-    assert sum(np.nan_to_num(annotators["ability"])) == pytest.approx(1.0)
+    table = pq.read_table(out / "am-elo.annotators.parquet")
+    assert table.column_names == ["judge", "judge_id", "records", "ability", "flagged", "ability_refit"]
+    judges = store.dictionary("judges").names
+    assert table.num_rows == 124 and sorted(table.column("judge").to_pylist()) == sorted(judges)
+    # the name column is the judges dictionary's entry for the store id beside it
+    assert all(judges[i] == name for i, name in zip(table.column("judge_id").to_pylist(), table.column("judge").to_pylist()))
+    assert sum(a for a in table.column("ability").to_pylist() if a is not None) == pytest.approx(1.0)
+    assert sum(table.column("flagged").to_pylist()) == ratings.info["annotators_flagged"]
+    assert (out / "am-elo.annotators.md").read_text().startswith("# crowd: am-elo.annotators\n")
+    assert "ability_refit" not in (out / "leaderboard.md").read_text()  # the table is not in the leaderboard's info
+    assert "am-elo.annotators.parquet" in json.loads((out / "run.json").read_text())["outputs"]

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
-from pipeline.methods.m_elo import Cells, fit, m_elo
+from pipeline.methods.m_elo import Cells, bootstrap_intervals, fit, m_elo
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
 
@@ -124,3 +124,21 @@ def test_bootstrap_does_not_depend_on_the_workers(dask_client):
     with dask.config.set(scheduler="sync"):
         local = m_elo(counts(wins), NONE, bootstrap=120, seed=9)
     assert on_cluster.extras["ci_low"].tobytes() == local.extras["ci_low"].tobytes()
+
+
+@pytest.mark.parametrize("prior, wins", [
+    (0.0, random_counts(n=10, battles=600, seed=6)[0]),  # some resamples lose a thin edge
+    (0.0, [[0, 1, 5], [4, 0, 1], [1, 6, 0]]),  # many resamples have no MLE: dropped in both paths
+    (0.3, [[0, 1, 5], [4, 0, 1], [1, 6, 0]]),
+])
+def test_the_chord_bootstrap_agrees_with_newton_round_by_round(prior, wins):
+    cells = Cells.from_counts(counts(wins))
+    options = {"davidson": False, "prior": prior, "tol": 1e-10, "max_iter": 100}
+    full = fit(cells, prior=prior)
+    chord, chord_info = bootstrap_intervals(cells, full, options, 120, 3, 400.0, 1000.0, algorithm="chord")
+    newton, newton_info = bootstrap_intervals(cells, full, options, 120, 3, 400.0, 1000.0, algorithm="newton")
+    assert chord_info == newton_info
+    for key in ("ci_low", "ci_high"):
+        assert np.abs(chord[key] - newton[key]).max() < 1e-6
+    with pytest.raises(ValueError, match="chord or newton"):
+        bootstrap_intervals(cells, full, options, 10, 3, 400.0, 1000.0, algorithm="lbfgs")

@@ -106,3 +106,12 @@ def test_ballots_are_stored_as_sorted_id_lists(tmp_path):
     names = store.dictionary("agents").names
     assert [names[i] for i in row["agents"]] == ["z", "x", "y", "w"]  # within a tie: by id
     assert row["levels"] == [0, 1, 1, 2] and row["ranking"] == "z>x=y>w"
+
+
+def test_winner_codes_follow_winner_codes_and_unknown_labels_raise():
+    import pyarrow as pa
+
+    labels = pa.chunked_array([["tie (bothbad)", "model_a"], ["tie", "model_b", "model_a"]])
+    assert store_module._winner_codes(labels).to_pylist() == [3, 0, 2, 1, 0]
+    with pytest.raises(ValueError, match="winner labels"):
+        store_module._winner_codes(pa.chunked_array([["model_a", "draw"]]))
