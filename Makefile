@@ -37,6 +37,7 @@ worker: $(VENV)/.installed
 	PREFECT_API_URL=$(LOCAL_API) VASE_HOME=$(CURDIR) $(VENV)/bin/prefect worker start --pool vase-process --type process
 
 bench: $(VENV)/.installed
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev,bench]"
 	for b in benchmarks/bench_*.py; do $(PY) -m benchmarks.$$(basename $$b .py) || exit 1; done
 
 clean:
