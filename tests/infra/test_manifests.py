@@ -46,3 +46,5 @@ def test_deployment_file_names_real_entrypoints():
         assert f"def {function}(" in (ROOT / module).read_text()
     nightly = next(d for d in config["deployments"] if d["name"] == "nightly")
     assert nightly["schedules"][0]["cron"] == "0 3 * * *" and nightly["work_pool"]["name"] == "vase-process"
+    backtest = next(d for d in config["deployments"] if d["name"] == "backtest")
+    assert "schedules" not in backtest and set(backtest["parameters"]) >= {"store", "kind", "methods", "out", "splits"}

@@ -1,7 +1,7 @@
 """The nightly deployment on a real Prefect server (loopback, SQLite), with a process worker.
 
-Starts `prefect server start`, creates the work pool, deploys from infra/prefect.yaml, starts a
-worker, triggers `nightly` on data-samples and waits for it to complete; then checks the
+Starts `prefect server start`, creates the work pool, deploys from infra/prefect.yaml (nightly
+with its cron, backtest manual), starts a worker, triggers `nightly` on data-samples and waits for it to complete; then checks the
 published outputs and that the cron schedule produced upcoming runs.
 """
 
@@ -92,3 +92,9 @@ def test_cron_schedule_produces_upcoming_runs(deployed):
     wait_until(lambda: len(scheduled()) >= 3, 120, "three scheduled runs")
     times = sorted(run["expected_start_time"] for run in scheduled())
     assert all(t.endswith("03:00:00Z") or "T03:00:00" in t for t in times), times
+
+
+def test_backtest_is_deployed_for_manual_runs(deployed):
+    url, _, _ = deployed
+    [deployment] = api(url, "/deployments/filter", {"deployments": {"name": {"any_": ["backtest"]}}})
+    assert deployment["schedules"] == [] and deployment["parameters"]["kind"] == "games"
