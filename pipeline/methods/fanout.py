@@ -13,6 +13,8 @@ from collections.abc import Callable
 import dask
 import numpy as np
 
+from pipeline.methods.threads import one_blas_thread
+
 CHUNK = 50
 
 
@@ -29,4 +31,5 @@ def fan_out(work: Callable[[object, int, np.random.Generator], np.ndarray], payl
 
 
 def _run(work: Callable, payload: object, size: int, child: np.random.SeedSequence) -> np.ndarray:
-    return work(payload, size, np.random.default_rng(child))
+    with one_blas_thread():  # the chunk may run on any worker: same bits everywhere
+        return work(payload, size, np.random.default_rng(child))

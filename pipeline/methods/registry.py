@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pipeline.methods.ratings import Ratings
+from pipeline.methods.threads import one_blas_thread
 from pipeline.stats.counts import Statistics
 
 
@@ -103,4 +104,5 @@ def run(spec: str | Spec, stats: Statistics) -> Ratings:
         if value is None:
             raise ValueError(f"{spec.name} needs the {name} statistic, which was not computed")
         inputs.append(value)
-    return chosen.fn(*inputs, **spec.params)
+    with one_blas_thread():
+        return chosen.fn(*inputs, **spec.params)

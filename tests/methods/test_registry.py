@@ -69,3 +69,21 @@ def test_relabelling_agents_permutes_the_result(name):
         inverse = {v: k for k, v in mapping.items()}
         by_name.append({inverse[names[a]]: (s, r) for a, s, r in zip(ratings.agents, ratings.score, ratings.rank)})
     assert by_name[0] == by_name[1]
+
+
+def test_methods_run_with_one_blas_thread(pentathlon):
+    """Threaded BLAS sums dot products in a machine-dependent order; methods must not see it."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from pipeline.methods.registry import method
+
+    @method("probe-blas-threads", needs=("pairwise",))
+    def probe(pairs):
+        seen = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+        return Ratings.from_scores("probe-blas-threads", {}, pairs.agents, np.zeros(pairs.n), info={"threads": seen})
+
+    try:
+        with threadpool_limits(limits=2, user_api="blas"):  # what the flow process may have
+            assert run("probe-blas-threads", pentathlon[0]).info["threads"] == 1
+    finally:
+        del REGISTRY["probe-blas-threads"]
