@@ -229,7 +229,9 @@ def check_and_fit(cells: Cells, agents: np.ndarray, name: str, **options) -> Fit
 
 
 def elo_points(beta: np.ndarray, scale: float, anchor: float) -> np.ndarray:
-    return anchor + scale / LN10 * (beta - beta.mean(axis=-1, keepdims=True))
+    """Elo points, rounded to 1e-9: agents with the same record get the same rating (and rank),
+    not two ratings that differ in the solver's last bits."""
+    return np.round(anchor + scale / LN10 * (beta - beta.mean(axis=-1, keepdims=True)), 9)
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,10 +10,12 @@ from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from pipeline.logs.ballots import parse_rankings
 from pipeline.logs.records import LINE
 from pipeline.stats.counts import Statistics
+from pipeline.stats.extras import EXTRAS
 from pipeline.stats.partials import DENSE_MAX_AGENTS, WeakOrders, finalize, weak_order_partial
 from pipeline.stats.reduce import STATISTICS
 
@@ -35,4 +37,13 @@ def profile(rankings: Sequence[str], weights: Sequence[float] | None = None, *, 
     w = np.rint(w * 2.0**24) / 2.0**24  # the store's weight grid
     orders = WeakOrders.from_rows(ballot, agent, level, w[ballot])
     dense = len(names) <= DENSE_MAX_AGENTS if dense is None else dense
-    return finalize(kind, weak_order_partial(orders, len(names), frozenset(want), dense), frozenset(want)), names
+    want = frozenset(want)
+    partial = weak_order_partial(orders, len(names), want, dense)
+    if extras := sorted(want & EXTRAS.keys()):
+        # Registered statistics read the store's columns: the ballots as the store keeps them.
+        offsets = pa.array(orders.offsets.astype(np.int32))
+        table = pa.table({"agents": pa.ListArray.from_arrays(offsets, pa.array(orders.agents, pa.int32())),
+                          "levels": pa.ListArray.from_arrays(offsets, pa.array(orders.levels.astype(np.int16))),
+                          "weight": pa.array(orders.weights)})
+        partial.extra = {name: EXTRAS[name].partial(table, "ballots", len(names)) for name in extras}
+    return finalize(kind, partial, want), names
