@@ -232,6 +232,9 @@ class WeakOrders:
                 pos = np.broadcast_to(np.arange(length), lv.shape)
                 first = np.ones(lv.shape, bool)
                 first[:, 1:] = lv[:, 1:] != lv[:, :-1]
+                if first.all():  # no ties in the block: every member is its own group
+                    yield length, self.agents[idx], pos, np.ones(lv.shape, np.int64), units[sel]
+                    continue
                 last = np.ones(lv.shape, bool)
                 last[:, :-1] = lv[:, :-1] != lv[:, 1:]
                 start = np.maximum.accumulate(np.where(first, pos, 0), axis=1)

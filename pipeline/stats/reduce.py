@@ -30,6 +30,7 @@ from pipeline.store import Store
 
 STATISTICS = frozenset({"pairwise", "positions", "histogram"})
 TARGET_ROWS = 2_000_000  # rows per unit of work
+_TARGET_ROWS_OF = {"ballots": 250_000}  # a ballot row holds a whole ranking
 _ROW_KINDS = ("battles", "ballots")  # rows are independent: big files may be split by row group
 _COLUMNS = {
     "battles": ["model_a", "model_b", "winner", "weight"],
@@ -190,7 +191,7 @@ def reduce_store(store: Store, kind: str, want: set[str] | frozenset[str] = STAT
         raise ValueError(f"unknown statistics {sorted(unknown)}; expected some of {sorted(STATISTICS | EXTRAS.keys())}")
     if wrong := sorted(name for name in want & EXTRAS.keys() if kind not in EXTRAS[name].kinds):
         raise ValueError(f"statistics {wrong} cannot be computed from {kind} logs")
-    units = plan_units(store, kind, target_rows)
+    units = plan_units(store, kind, min(target_rows, _TARGET_ROWS_OF.get(kind, target_rows)))
     if not units:
         raise ValueError(f"the store at {store.root} holds no {kind}")
     n = len(store.dictionary("agents"))

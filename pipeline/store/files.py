@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-ROW_GROUP_ROWS = 1_000_000
+ROW_GROUP_ROWS = 250_000  # big files can be split into units of work by row group
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
