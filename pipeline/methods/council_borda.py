@@ -198,8 +198,12 @@ def leaderboard(results: QueryResults, window_days: int) -> tuple[pa.Table, dict
 
 @method("council-borda", needs=("council_reviews",), kinds=("reviews",))
 def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True, window_days: int = 30,
-                  compare: str = "copeland+maximal-lotteries+m-elo") -> Ratings:
-    """Council Borda: mean N-1-position points per query, self-votes and abstentions skipped [Council]."""
+                  compare: str = "copeland+iterative-maximal-lotteries+m-elo") -> Ratings:
+    """Council Borda: mean N-1-position points per query, self-votes and abstentions skipped [Council].
+
+    The comparison uses maximal lotteries through their iterated form [VasE, C.2.9]: a single
+    maximal lottery gives its support rank 1 and ties everyone else, so its ranks would "differ"
+    from any full ranking for reasons that say nothing about Borda."""
     params = {"exclude_self_votes": exclude_self_votes, "window_days": window_days, "compare": compare}
     results = QueryResults(reviews, exclude_self_votes)
     agents = np.unique(results.agent)
