@@ -30,9 +30,8 @@ def dask_client(scheduler: str | None = None, workers: int = 2) -> Iterator[Clie
         with Client(scheduler) as client:
             yield client
         return
-    # One thread per worker and BLAS pinned to one thread: the work is already split in tasks.
-    env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    # One thread per worker (the nanny's defaults also pin BLAS to one): the work is already split in tasks.
     with dask.config.set(WORKER_CONFIG), LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.WARNING, env=env,
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.WARNING,
     ) as cluster, Client(cluster) as client:
         yield client
