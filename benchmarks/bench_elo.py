@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import scipy.optimize as opt
 
+from benchmarks.common import best_of
 from pipeline.methods.m_elo import Cells, bootstrap_intervals, fit, m_elo
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
@@ -70,25 +71,18 @@ def fastchat_fit(n: int, ra: np.ndarray, rb: np.ndarray, y: np.ndarray, w: np.nd
     return result.x - result.x.mean()
 
 
-def timed(fn, repeat: int = 1):
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
 
 
 def bench_fit(results: dict) -> None:
     a, b, outcome = battles(MODELS, BATTLES, SEED)
-    t_vase, ours_fit = timed(lambda: fit(Cells.from_counts(vase_counts(MODELS, a, b, outcome))), 3)
-    t_fc, beta_fc = timed(lambda: fastchat_fit(MODELS, *fastchat_rows(MODELS, a, b, outcome)), 3)
+    t_vase, ours_fit = best_of(lambda: fit(Cells.from_counts(vase_counts(MODELS, a, b, outcome))), 3)
+    t_fc, beta_fc = best_of(lambda: fastchat_fit(MODELS, *fastchat_rows(MODELS, a, b, outcome)), 3)
     import evalica
 
     names = np.array([f"m{i:03d}" for i in range(MODELS)])
     winners = [evalica.Winner.X, evalica.Winner.Y, evalica.Winner.Draw]
     xs, ys, ws = names[a].tolist(), names[b].tolist(), [winners[o] for o in outcome.tolist()]
-    t_ev, ev = timed(lambda: evalica.bradley_terry(xs, ys, ws, tolerance=1e-10, limit=1000), 1)
+    t_ev, ev = best_of(lambda: evalica.bradley_terry(xs, ys, ws, tolerance=1e-10, limit=1000), 1)
     ev_beta = np.log(ev.scores.reindex(names).to_numpy())
     ours = ours_fit.beta
     results["fit"] = {
@@ -103,7 +97,7 @@ def bench_fit(results: dict) -> None:
 def bench_bootstrap(results: dict) -> None:
     a, b, outcome = battles(MODELS, BATTLES, SEED)
     counts = vase_counts(MODELS, a, b, outcome)
-    t_vase, _ = timed(lambda: m_elo(counts, PerGameCounts(None), bootstrap=1000, seed=1))
+    t_vase, _ = best_of(lambda: m_elo(counts, PerGameCounts(None), bootstrap=1000, seed=1), 1)
     ra, rb, y, w = fastchat_rows(MODELS, a, b, outcome)
     rng = np.random.default_rng(1)
 
@@ -111,10 +105,10 @@ def bench_bootstrap(results: dict) -> None:
         draws = rng.multinomial(int(w.sum()), w / w.sum(), size=rounds)
         return np.array([fastchat_fit(MODELS, ra, rb, y, draw.astype(np.float64)) for draw in draws])
 
-    t_fc, _ = timed(fastchat_bootstrap)
+    t_fc, _ = best_of(fastchat_bootstrap, 1)
     cells = Cells.from_counts(counts)
     full, options = fit(cells), {"davidson": False, "prior": 0.0, "tol": 1e-10, "max_iter": 100}
-    t_plain, _ = timed(lambda: bootstrap_intervals(cells, full, options, 100, 1, 400.0, 1000.0, algorithm="newton"))
+    t_plain, _ = best_of(lambda: bootstrap_intervals(cells, full, options, 100, 1, 400.0, 1000.0, algorithm="newton"), 1)
     results["bootstrap"] = {"vase_1000_rounds_s": t_vase, "fastchat_100_rounds_s": t_fc,
                             "fastchat100_over_vase1000": t_fc / t_vase, "vase_plain_100_rounds_s": t_plain,
                             "plain_over_chord_per_round": t_plain * 10 / t_vase}
@@ -144,12 +138,12 @@ def bench_end_to_end(results: dict, rows: int = 100_000_000, per_file: int = 10_
         print(f"  generated {rows} rows in {t_write:.1f} s", flush=True)
         store, t_ingest = Store(tmp / "store"), 0.0
         for path in paths:
-            t_file, _ = timed(lambda: store.ingest([path], "battles"))
+            t_file, _ = best_of(lambda: store.ingest([path], "battles"), 1)
             t_ingest += t_file
             print(f"  ingested {path.name} in {t_file:.1f} s", flush=True)
-        t_reduce, stats = timed(lambda: reduce_store(store, "battles", {"pairwise", "pairwise_per_game"}))
+        t_reduce, stats = best_of(lambda: reduce_store(store, "battles", {"pairwise", "pairwise_per_game"}), 1)
         print(f"  reduced in {t_reduce:.1f} s", flush=True)
-        t_rate, ratings = timed(lambda: m_elo(stats.pairwise, stats.extra["pairwise_per_game"], bootstrap=1000, seed=1))
+        t_rate, ratings = best_of(lambda: m_elo(stats.pairwise, stats.extra["pairwise_per_game"], bootstrap=1000, seed=1), 1)
     results["end_to_end"] = {"rows": rows, "files": len(paths), "generate_s": t_write, "ingest_s": t_ingest,
                              "reduce_s": t_reduce, "m_elo_1000_bootstrap_s": t_rate,
                              "store_to_ratings_s": t_reduce + t_rate, "agents": int(len(ratings.agents))}

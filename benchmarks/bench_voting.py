@@ -27,7 +27,6 @@ import argparse
 import json
 import math
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ import scipy.sparse as sp
 from open_spiel.python.voting import base, copeland, kemeny_young, ranked_pairs, schulze
 from scipy.optimize import linprog
 
+from benchmarks.common import best_of
 from pipeline import methods
 from pipeline.methods.maximal_lotteries import essential_set, lottery
 from pipeline.stats.counts import PairwiseCounts, Statistics
@@ -64,13 +64,6 @@ def rankings(orders: np.ndarray) -> list[str]:
     return pl.DataFrame(labels).select(pl.concat_str(pl.all(), separator=">")).to_series().to_list()
 
 
-def clock(fn, repeat: int = 1) -> tuple[float, object]:
-    best, out = math.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
 
 
 def open_spiel_profile(orders: np.ndarray) -> base.PreferenceProfile:
@@ -84,15 +77,15 @@ def store_to_ratings(ballots: int, rng: np.random.Generator) -> dict:
         csv = Path(tmp) / "ballots.csv"
         pl.DataFrame({"ranking": rankings(orders)}).write_csv(csv)
         store = Store(Path(tmp) / "store")
-        ingest, _ = clock(lambda: store.ingest([csv], "ballots"))
-        reduce, stats = clock(lambda: reduce_store(store, "ballots", {"pairwise"}))
-        per_method = {spec: clock(lambda s=spec: methods.run(s, stats))[0] for spec in PAIRWISE}
+        ingest, _ = best_of(lambda: store.ingest([csv], "ballots"), 1)
+        reduce, stats = best_of(lambda: reduce_store(store, "ballots", {"pairwise"}), 1)
+        per_method = {spec: best_of(lambda s=spec: methods.run(s, stats), 1)[0] for spec in PAIRWISE}
     ours_compared = reduce + sum(per_method[s] for s in COMPARED)
     theirs = {}
     for spec, rule in COMPARED.items():
         small, large = 5_000, 10_000
-        t_small, _ = clock(lambda r=rule: r().run_election(open_spiel_profile(orders[:small])))
-        t_large, _ = clock(lambda r=rule: r().run_election(open_spiel_profile(orders[:large])))
+        t_small, _ = best_of(lambda r=rule: r().run_election(open_spiel_profile(orders[:small])), 1)
+        t_large, _ = best_of(lambda r=rule: r().run_election(open_spiel_profile(orders[:large])), 1)
         slope = (t_large - t_small) / (large - small)
         theirs[spec] = max(t_large + slope * (ballots - large), t_large)
     total_theirs = sum(theirs.values())
@@ -105,7 +98,7 @@ def store_to_ratings(ballots: int, rng: np.random.Generator) -> dict:
 def maximal_lotteries_50(rng: np.random.Generator) -> dict:
     stats, _ = profile(rankings(plackett_luce(rng, 50, 501, spread=1.0)))
     margins = stats.pairwise.margins
-    ours, _ = clock(lambda: lottery(margins, essential_set(margins)), repeat=5)
+    ours, _ = best_of(lambda: lottery(margins, essential_set(margins)), repeat=5)
     m = len(margins)
 
     def scipy_maximin():
@@ -114,7 +107,7 @@ def maximal_lotteries_50(rng: np.random.Generator) -> dict:
         return linprog(np.r_[np.zeros(m), -1.0], A_ub=a_ub, b_ub=np.zeros(m), A_eq=np.r_[np.ones(m), 0.0][None, :],
                        b_eq=[1.0], bounds=[(0, None)] * m + [(None, None)], method="highs")
 
-    theirs, res = clock(scipy_maximin, repeat=5)
+    theirs, res = best_of(scipy_maximin, repeat=5)
     p, _ = lottery(margins, essential_set(margins))
     result = {"agents": m, "ours_s": ours, "scipy_linprog_s": theirs, "ratio": theirs / ours,
               "same_lottery": bool(np.allclose(p, res.x[:m], atol=1e-6)), "support": int((p > 0).sum())}
@@ -122,7 +115,7 @@ def maximal_lotteries_50(rng: np.random.Generator) -> dict:
         from open_spiel.python.voting import maximal_lotteries as spiel
 
         solver = spiel.MaximalLotteriesVoting(iterative=False)
-        spiel_s, spiel_p = clock(lambda: solver._solve_game(margins), repeat=5)
+        spiel_s, spiel_p = best_of(lambda: solver._solve_game(margins), repeat=5)
         result |= {"open_spiel_s": spiel_s, "open_spiel_ratio": spiel_s / ours,
                    "open_spiel_max_abs_difference": float(np.abs(np.asarray(spiel_p) - p).max())}
     except ImportError as missing:
@@ -139,19 +132,19 @@ def kemeny_scaling(rng: np.random.Generator) -> dict:
     open_spiel = {}
     for m in (8, 9):
         _, orders = stats_for(m)
-        open_spiel[m], _ = clock(lambda o=orders: kemeny_young.KemenyYoungVoting().run_election(open_spiel_profile(o)))
+        open_spiel[m], _ = best_of(lambda o=orders: kemeny_young.KemenyYoungVoting().run_election(open_spiel_profile(o)), 1)
     cost = lambda m: math.factorial(m) * m * (m - 1) / 2  # noqa: E731
     predicted_9 = open_spiel[8] * cost(9) / cost(8)
     theirs_10 = open_spiel[9] * cost(10) / cost(9)
     stats10, _ = stats_for(10)
-    ours_10, r10 = clock(lambda: methods.run("kemeny", stats10), repeat=3)
+    ours_10, r10 = best_of(lambda: methods.run("kemeny", stats10), repeat=3)
     out["m10"] = {"ours_s": ours_10, "open_spiel_extrapolated_s": theirs_10, "speedup": theirs_10 / ours_10,
                   "open_spiel_m8_s": open_spiel[8], "open_spiel_m9_s": open_spiel[9],
                   "m9_prediction_error": predicted_9 / open_spiel[9] - 1,
                   "largest_component": max(r10.info["component_sizes"])}
     for m in (20, 30, 40):
         stats, _ = stats_for(m)
-        t, r = clock(lambda s=stats: methods.run("kemeny", s))
+        t, r = best_of(lambda s=stats: methods.run("kemeny", s), 1)
         out[f"m{m}"] = {"ours_s": t, "ratio_to_m10": t / ours_10, "unique": r.info["kemeny_unique"],
                         "largest_component": max(r.info["component_sizes"])}
     return out
@@ -169,8 +162,8 @@ def sparse_pool(rng: np.random.Generator, players: int = 20_000, games: int = 60
     wins.sum_duplicates()
     pairs = PairwiseCounts(np.arange(players), wins, sp.csr_array((players, players)))
     stats = Statistics("battles", np.arange(players), np.ones(players, dtype=np.int64), pairwise=pairs)
-    ml, r = clock(lambda: methods.run("maximal-lotteries", stats))
-    cop, _ = clock(lambda: methods.run("copeland", stats))
+    ml, r = best_of(lambda: methods.run("maximal-lotteries", stats), 1)
+    cop, _ = best_of(lambda: methods.run("copeland", stats), 1)
     return {"players": players, "games": int(len(a)), "ml_s": ml, "copeland_s": cop, "ratio_to_copeland": ml / cop,
             "support": len(r.info["support_agents"]), "unique": r.info["unique"]}
 
