@@ -19,7 +19,20 @@ SCHEDULER_ENV = "VASE_DASK_SCHEDULER"
 # all turns off its adaptive mmap threshold: every large numpy array is then a fresh mmap, paid in
 # page faults. That made a Diplomacy-scale backtest 1.3x slower; leave the variable unset
 # (infra/dask-workers.yaml does the same for external clusters).
-WORKER_CONFIG = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
+TRIM = "MALLOC_TRIM_THRESHOLD_"
+WORKER_CONFIG = {f"distributed.nanny.pre-spawn-environ.{TRIM}": None}
+
+
+@contextmanager
+def local_cluster(workers: int = 2) -> Iterator[LocalCluster]:
+    """A LocalCluster of single-threaded worker processes (the nanny's defaults pin BLAS to one thread)."""
+    # A nanny writes its variables into this process's environment before spawning, so an earlier
+    # cluster's may still be here for our workers to inherit.
+    os.environ.pop(TRIM, None)
+    with dask.config.set(WORKER_CONFIG), LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.WARNING,
+    ) as cluster:
+        yield cluster
 
 
 @contextmanager
@@ -30,8 +43,5 @@ def dask_client(scheduler: str | None = None, workers: int = 2) -> Iterator[Clie
         with Client(scheduler) as client:
             yield client
         return
-    # One thread per worker (the nanny's defaults also pin BLAS to one): the work is already split in tasks.
-    with dask.config.set(WORKER_CONFIG), LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0", silence_logs=logging.WARNING,
-    ) as cluster, Client(cluster) as client:
+    with local_cluster(workers) as cluster, Client(cluster) as client:
         yield client

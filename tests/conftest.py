@@ -53,10 +53,10 @@ def biased_shapley():
 
 @pytest.fixture(scope="session")
 def dask_cluster():
-    """One real LocalCluster per test process: two single-threaded worker processes."""
-    from distributed import LocalCluster
+    """One real LocalCluster per test process, as the flows start it: two single-threaded workers."""
+    from flows.cluster import local_cluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster:
+    with local_cluster(2) as cluster:
         yield cluster
 
 
