@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from pipeline.logs import KINDS, is_log_file
-from pipeline.methods import Ratings, Spec, needs, run
+from pipeline.methods import Ratings, Spec, apply, needs, run
 from pipeline.report import RunRecord, leaderboard_markdown, publish
 from pipeline.stats import Statistics, reduce_store
 from pipeline.store import IngestReport, Store
@@ -76,12 +76,24 @@ def reduce(store: Store, kind: str, specs: list[str] | tuple[str, ...], client=N
 
 
 def rate(stats: Statistics, specs: list[str] | tuple[str, ...]) -> tuple[list[Ratings], dict[str, float]]:
+    return _rate_each(specs, lambda spec: run(spec, stats))
+
+
+def _rate_each(specs, rate_one) -> tuple[list[Ratings], dict[str, float]]:
     ratings, timings = [], {}
     for spec in specs:
         start = time.perf_counter()
-        ratings.append(run(spec, stats))
+        ratings.append(rate_one(spec))
         timings[f"rate {spec}"] = time.perf_counter() - start
     return ratings, timings
+
+
+def _rate_game(game, text: str) -> Ratings:
+    spec = Spec.parse(text)
+    if spec.method.needs != ("game_data",):
+        raise ValueError(f"{spec.name} does not rate normal-form games (game methods: deviation, nash-averaging, "
+                         "affinity-cce, affinity-ne, uniform)")
+    return apply(spec, game)
 
 
 @dataclass
@@ -112,11 +124,7 @@ def rate_game(path: str | Path, specs: list[str] | tuple[str, ...], out: Path, t
     from pipeline.logs.nfg import read_nfg
 
     game = read_nfg(path)
-    ratings, timings = [], {}
-    for spec in map(Spec.parse, specs):
-        start = time.perf_counter()
-        ratings.append(spec.method.fn(game, **spec.params))
-        timings[f"rate {spec.name}"] = time.perf_counter() - start
+    ratings, timings = _rate_each(specs, lambda spec: _rate_game(game, spec))
     record = RunRecord("nfg", list(specs), "", [], parameters={"game": str(path)}, timings=timings)
     publish(out, ratings, game.labels, record, title or Path(path).name)
     return ratings

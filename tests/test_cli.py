@@ -76,3 +76,10 @@ def test_rate_game_methods_on_an_nfg_file(tmp_path):
     records = json.loads((tmp_path / "out" / "ratings.json").read_text())
     assert len(records) == 3 * 6
     assert max(abs(r["score"]) for r in records) < 1e-6
+
+
+def test_rate_nfg_refuses_methods_that_do_not_rate_games(tmp_path):
+    path = tmp_path / "rps.nfg"
+    path.write_text(RPS_NFG)
+    result = runner.invoke(app, ["rate", str(path), "--kind", "nfg", "-m", "borda", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "borda does not rate normal-form games" in result.output

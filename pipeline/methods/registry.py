@@ -104,5 +104,10 @@ def run(spec: str | Spec, stats: Statistics) -> Ratings:
         if value is None:
             raise ValueError(f"{spec.name} needs the {name} statistic, which was not computed")
         inputs.append(value)
+    return apply(spec, *inputs)
+
+
+def apply(spec: Spec, *inputs: object) -> Ratings:
+    """Call a method on inputs already in hand, with one BLAS thread (see `pipeline.methods.threads`)."""
     with one_blas_thread():
-        return chosen.fn(*inputs, **spec.params)
+        return spec.method.fn(*inputs, **spec.params)
