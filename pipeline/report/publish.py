@@ -65,8 +65,7 @@ def leaderboard_markdown(ratings: list[Ratings], names: list[str], title: str, t
         extras = list(r.extras)
         lines += [f"## {r.spec}", ""]
         if r.info:
-            info = {k: _json_safe(_named(k, v, names)) for k, v in sorted(r.info.items())}
-            lines += [f"- {k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in info.items()] + [""]
+            lines += [f"- {k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in published_info(r, names).items()] + [""]
         header = ["rank", "agent", "score", *extras]
         lines.append("| " + " | ".join(header) + " |")
         lines.append("|" + "---|" * len(header))
@@ -160,9 +159,14 @@ def publish(out: str | Path, ratings: list[Ratings], names: list[str], run: RunR
     for filename, write in written.items():
         write(out / filename)
     run.outputs = sorted(set(run.outputs) | set(written) | {"run.json"})
-    run.diagnostics = {r.spec: {k: _json_safe(_named(k, v, names)) for k, v in r.info.items()} for r in ratings}
+    run.diagnostics = {r.spec: published_info(r, names) for r in ratings}
     write_json(out / "run.json", run.to_json())
     return [out / name for name in run.outputs]
+
+
+def published_info(ratings: Ratings, names: list[str]) -> dict[str, object]:
+    """A method's diagnostics as published: JSON-safe, store ids as names, keys in order."""
+    return {k: _json_safe(_named(k, v, names)) for k, v in sorted(ratings.info.items())}
 
 
 def _named(key: str, value: object, names: list[str]) -> object:
