@@ -74,14 +74,6 @@ class PairwiseCounts:
             return self
         return PairwiseCounts(self.agents, self.wins.toarray(), self.ties.toarray())
 
-    def restrict(self, local: np.ndarray) -> PairwiseCounts:
-        """The counts among a subset of agents (local indices, increasing)."""
-        local = np.asarray(local)
-        pick = np.ix_(local, local)
-        if self.is_sparse:
-            return PairwiseCounts(self.agents[local], self.wins[local][:, local], self.ties[local][:, local])
-        return PairwiseCounts(self.agents[local], self.wins[pick], self.ties[pick])
-
 
 @dataclass(frozen=True, eq=False)
 class PositionCounts:
@@ -109,14 +101,6 @@ class PositionCounts:
         for key in sorted(self.groups):
             length, start, size = key
             total += self.groups[key] * float(np.mean(points(length, np.arange(start, start + size))))
-        return total
-
-    def at(self, length: int, position: int) -> np.ndarray:
-        """Weight of each agent at `position` among ballots of `length` (tie groups shared evenly)."""
-        total = np.zeros(len(self.agents))
-        for (l, s, g), weights in sorted(self.groups.items()):
-            if l == length and s <= position < s + g:
-                total += weights / g
         return total
 
     @property
