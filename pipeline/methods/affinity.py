@@ -138,11 +138,10 @@ def _regret_ratings(game: Game, sigma: np.ndarray, tol: float) -> list[np.ndarra
     return [np.where(np.abs(r) <= cut, 0.0, r) for r in game.gains(sigma)]
 
 
-def _finish(name: str, params: dict[str, object], game: Game, sigma: np.ndarray, tol: float, targets) -> Ratings:
+def _finish(game: Game, sigma: np.ndarray, tol: float, targets) -> Ratings:
     contributions = game.contributions(sigma, 0, game.n_players - 1) if game.n_players > 1 else None
     info = {"targets": {p: t.tolist() for p, t in zip(game.players, targets)}} if game.ids[0] is None else {}
-    return game_ratings(name, params | {"game": game.info.get("game", "nfg")}, game, _regret_ratings(game, sigma, tol),
-                        marginals(sigma), contributions=contributions, info=info)
+    return game_ratings(game, _regret_ratings(game, sigma, tol), marginals(sigma), contributions=contributions, info=info)
 
 
 @method("affinity-cce", needs=("game_data",))
@@ -152,8 +151,7 @@ def affinity_cce(data: GameData, *, game: str = "auto", norm: str = "minmax", ke
     chosen = choose_game(data, game, norm, DEFAULT_GAMES)
     targets = _targets(chosen, kernel_variance)
     sigma = max_relative_entropy_cce(chosen, targets, tol=tol, max_iter=max_iter)
-    params = {"norm": norm, "kernel_variance": kernel_variance, "tol": tol, "max_iter": max_iter}
-    return _finish("affinity-cce", params, chosen, sigma, tol, targets)
+    return _finish(chosen, sigma, tol, targets)
 
 
 @method("affinity-ne", needs=("game_data",))
@@ -164,6 +162,4 @@ def affinity_ne(data: GameData, *, game: str = "auto", norm: str = "minmax", ker
     chosen = choose_game(data, game, norm, DEFAULT_GAMES)
     targets = _targets(chosen, kernel_variance)
     xs = limiting_logit_equilibrium(chosen, targets, tau=tau, tau_min=tau_min, decay=decay, tol=tol, max_iter=max_iter)
-    params = {"norm": norm, "kernel_variance": kernel_variance, "tau": tau, "tau_min": tau_min, "decay": decay,
-              "tol": tol, "max_iter": max_iter}
-    return _finish("affinity-ne", params, chosen, product(xs), tol, targets)
+    return _finish(chosen, product(xs), tol, targets)

@@ -196,14 +196,11 @@ def am_elo(counts: AnnotatorCounts, *, threshold: float = 0.0, min_records: int 
                            "records": pa.array(counts.records, pa.float64()),
                            "ability": pa.array(ability, pa.float64(), mask=np.isnan(ability)), "flagged": pa.array(flagged),
                            "ability_refit": pa.array(refit, pa.float64(), mask=np.isnan(refit))})
-    params = {"threshold": threshold, "min_records": min_records, "prior": prior, "ability_prior": ability_prior,
-              "scale": scale, "anchor": anchor, "tol": tol, "max_iter": max_iter}
     unrated = np.setdiff1d(np.arange(len(counts.agents)), final.agents)
     info = {"logistic_scale": scale, "anchor": f"mean rating = {anchor}", "iterations": final.iterations,
             "annotators_used": int(len(arena.eligible) - len(arena.flagged)), "annotators_flagged": int(flagged.sum()),
             "annotators_too_few_records": int(m - len(arena.eligible)), "annotators_flagged_at": f"ability <= {threshold}",
             "unrated_agents": counts.agents[unrated].tolist()}
     score = elo_points(final.rating, scale, anchor)
-    return Ratings.from_scores("am-elo", params, counts.agents[final.agents], score, info=info,
-                               tables={"annotators": annotators})
+    return Ratings.from_scores(counts.agents[final.agents], score, info=info, tables={"annotators": annotators})
 

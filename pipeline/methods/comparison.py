@@ -42,9 +42,11 @@ def comparable_needs(specs: Sequence[str], kind: str) -> frozenset[str]:
     return frozenset(n for n in wanted if n in STATISTICS or (n in EXTRAS and kind in EXTRAS[n].kinds))
 
 
-def compare_ranks(base: Ratings, specs: Sequence[str], stats: Statistics, places: int = MISMATCH_PLACES) -> Comparison:
-    """Rate `stats` with each spec and line its ranks up with `base` (agents of `base`, in its row order)."""
-    columns: dict[str, list] = {"agent": base.agents.tolist(), base.name: base.rank.tolist()}
+def compare_ranks(base: Ratings, label: str, specs: Sequence[str], stats: Statistics,
+                  places: int = MISMATCH_PLACES) -> Comparison:
+    """Rate `stats` with each spec and line its ranks up with `base` (agents of `base`, in its row order),
+    whose rank column is named `label`."""
+    columns: dict[str, list] = {"agent": base.agents.tolist(), label: base.rank.tolist()}
     unavailable: dict[str, str] = {}
     flagged: list[list[str]] = [[] for _ in base.agents]
     gap = np.zeros(len(base.agents), np.int64)

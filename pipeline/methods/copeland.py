@@ -20,5 +20,4 @@ def copeland(pairs: PairwiseCounts, *, tie_credit: float = 0.5) -> Ratings:
     wins, losses = wins_losses(pairs)
     ties = pairs.n - 1 - wins - losses
     score = wins + tie_credit * ties
-    return Ratings.from_scores("copeland", {"tie_credit": tie_credit}, pairs.agents, score,
-                               extras={"wins": wins.astype(np.int64), "ties": ties.astype(np.int64)})
+    return Ratings.from_scores(pairs.agents, score, extras={"wins": wins.astype(np.int64), "ties": ties.astype(np.int64)})

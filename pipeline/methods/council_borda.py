@@ -33,6 +33,8 @@ differs by more than two places are flagged (pipeline.methods.comparison).
 
 from __future__ import annotations
 
+import dataclasses
+
 import datetime as dt
 from collections import defaultdict
 from fractions import Fraction
@@ -204,7 +206,6 @@ def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True, w
     The comparison uses maximal lotteries through their iterated form [VasE, C.2.9]: a single
     maximal lottery gives its support rank 1 and ties everyone else, so its ranks would "differ"
     from any full ranking for reasons that say nothing about Borda."""
-    params = {"exclude_self_votes": exclude_self_votes, "window_days": window_days, "compare": compare}
     results = QueryResults(reviews, exclude_self_votes)
     agents = np.unique(results.agent)
     cells = np.arange(len(results.agent))
@@ -212,7 +213,7 @@ def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True, w
     col = _columns(groups, agents.tolist(), agents, reviews.names, np.zeros(len(agents), np.int64))
     board, window = leaderboard(results, window_days)
     ratings = Ratings(
-        "council-borda", params, agents, col["score"], col["rank"],
+        agents, col["score"], col["rank"],
         extras={"votes": col["votes"], "wins": col["wins"], "queries": col["queries"], "confidence": col["confidence"]},
         info={"queries": reviews.n_queries, "reviews": len(reviews.query), "abstentions": int(reviews.abstained.sum()),
               "self_votes_excluded": results.self_votes, "rankings_from_scores": int(reviews.from_scores.sum()),
@@ -225,11 +226,10 @@ def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True, w
         return ratings
     if "council-borda" in (s.partition(":")[0] for s in specs):
         raise ValueError("council-borda: compare cannot include council-borda itself")
-    comparison = compare_ranks(ratings, specs, reviews.statistics(STATISTICS | comparable_needs(specs, "reviews")))
+    comparison = compare_ranks(ratings, "council-borda", specs, reviews.statistics(STATISTICS | comparable_needs(specs, "reviews")))
     flagged = np.array([", ".join(f) for f in comparison.flagged_by], dtype=object)
-    return Ratings(
-        ratings.name, ratings.params, ratings.agents, ratings.score, ratings.rank,
-        extras=ratings.extras | {"rank_mismatch": flagged},
+    return dataclasses.replace(
+        ratings, extras=ratings.extras | {"rank_mismatch": flagged},
         info=ratings.info | {"compared_with": [s for s in specs if s not in comparison.unavailable],
                              "comparison_unavailable": comparison.unavailable,
                              "rank_mismatch_agents": [int(a) for a, f in zip(agents, flagged) if f]},

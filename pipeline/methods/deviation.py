@@ -152,6 +152,5 @@ def deviation(data: GameData, *, game: str = "auto", norm: str = "minmax", decim
     ratings, sigma, info = deviation_ratings(chosen, decimals=decimals, symmetries=symmetries)
     info.pop("first_lp_s"), info.pop("solve_s")  # timings vary between runs; results must not
     contributions = chosen.contributions(sigma, 0, chosen.n_players - 1) if chosen.n_players > 1 else None
-    params = {"game": chosen.info.get("game", "nfg"), "norm": norm, "decimals": decimals, "symmetries": symmetries}
     marg = [sigma.sum(axis=tuple(a for a in range(sigma.ndim) if a != p)) for p in range(sigma.ndim)]
-    return game_ratings("deviation", params, chosen, ratings, marg, contributions=contributions, info=info)
+    return game_ratings(chosen, ratings, marg, contributions=contributions, info=info)

@@ -97,11 +97,10 @@ def elo(seq: ComparisonSequence, *, k: float = 4.0, scale: float = 400.0, initia
     """Online Elo in timestamp order (or averaged over seeded shuffles of the order)."""
     if k <= 0 or scale <= 0 or shuffles < 0:
         raise ValueError("elo: k and scale must be positive and shuffles non-negative")
-    params = {"k": k, "scale": scale, "initial": initial, "shuffles": shuffles, "seed": seed, "games": games}
     info: dict[str, object] = {"logistic_scale": scale, "comparisons": len(seq),
                                "order": f"mean over {shuffles} shuffles" if shuffles else "timestamp, then id"}
     if not shuffles:
         score = run_elo(len(seq.agents), seq.a, seq.b, seq.score, _steps(seq, k, games), seq.group, scale, initial)
-        return Ratings.from_scores("elo", params, seq.agents, score, info=info)
+        return Ratings.from_scores(seq.agents, score, info=info)
     runs = shuffled_elo(seq, k=k, scale=scale, initial=initial, shuffles=shuffles, seed=seed, games=games)
-    return Ratings.from_scores("elo", params, seq.agents, runs.mean(axis=0), extras={"sd": runs.std(axis=0)}, info=info)
+    return Ratings.from_scores(seq.agents, runs.mean(axis=0), extras={"sd": runs.std(axis=0)}, info=info)

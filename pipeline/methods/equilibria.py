@@ -33,7 +33,7 @@ def choose_game(data: GameData, game: str, norm: str, defaults: dict[str, str]) 
     return build(data, game, norm=norm)
 
 
-def game_ratings(name: str, params: dict[str, object], game: Game, ratings: list[np.ndarray],
+def game_ratings(game: Game, ratings: list[np.ndarray],
                  marginals: list[np.ndarray], *, contributions: np.ndarray | None = None,
                  info: dict[str, object] | None = None) -> Ratings:
     """`Ratings` from one rating vector and one equilibrium marginal per player (see module doc)."""
@@ -43,7 +43,7 @@ def game_ratings(name: str, params: dict[str, object], game: Game, ratings: list
                   "marginal": np.concatenate(marginals)}
         if contributions is not None:
             info["contributions"] = contributions.tolist()
-        return Ratings.from_scores(name, params, np.arange(sum(game.shape)), np.concatenate(ratings) + 0.0, extras=extras, info=info)
+        return Ratings.from_scores(np.arange(sum(game.shape)), np.concatenate(ratings) + 0.0, extras=extras, info=info)
     extras = {"marginal": marginals[0]}
     for p in range(1, game.n_players):
         if game.ids[p] is not None and np.array_equal(game.ids[p], game.ids[0]):
@@ -53,7 +53,7 @@ def game_ratings(name: str, params: dict[str, object], game: Game, ratings: list
             info[f"{game.players[p]}_marginal"] = dict(zip(game.strategies[p], marginals[p].tolist()))
     if contributions is not None:
         extras |= {f"c[{s}]": contributions[:, j] for j, s in enumerate(game.strategies[-1])}
-    return Ratings.from_scores(name, params, game.ids[0], ratings[0] + 0.0, extras=extras, info=info)
+    return Ratings.from_scores(game.ids[0], ratings[0] + 0.0, extras=extras, info=info)
 
 
 def solve_lp(cost: np.ndarray, matrix: np.ndarray, row_lower: np.ndarray, row_upper: np.ndarray,

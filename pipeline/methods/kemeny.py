@@ -149,7 +149,7 @@ def kemeny(pairs: PairwiseCounts, *, algorithm: str = "mip") -> Ratings:
         sizes.append(len(part))
     order = np.array(order, dtype=np.int64)
     groups = [[i] for i in order.tolist()]
-    return ranked("kemeny", {"algorithm": algorithm}, pairs.agents, groups, kemeny_scores(wins, order),
+    return ranked(pairs.agents, groups, kemeny_scores(wins, order),
                   info={**condorcet_info(pairs), **order_info(pairs.agents, groups),
                         "kemeny_value": kemeny_value(wins, order), "kemeny_unique": bool(unique),
                         "component_sizes": sizes})

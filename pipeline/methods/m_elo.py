@@ -358,8 +358,6 @@ def m_elo(pairs: PairwiseCounts, per_game: PerGameCounts, *, ties: str = "half",
     cells = Cells.from_counts(counts)
     options = {"davidson": ties == "davidson", "prior": prior, "tol": tol, "max_iter": max_iter}
     full = check_and_fit(cells, counts.agents, "m-elo", **options)
-    params = {"ties": ties, "prior": prior, "bootstrap": bootstrap, "seed": seed, "scale": scale, "anchor": anchor,
-              "games": games, "tol": tol, "max_iter": max_iter}
     info: dict[str, object] = {"logistic_scale": scale, "anchor": f"mean rating = {anchor}",
                                "iterations": full.iterations, "log_likelihood": full.log_likelihood}
     if full.log_nu is not None:
@@ -368,4 +366,4 @@ def m_elo(pairs: PairwiseCounts, per_game: PerGameCounts, *, ties: str = "half",
     if bootstrap:
         extras, summary = bootstrap_intervals(cells, full, options, bootstrap, seed, scale, anchor)
         info |= summary
-    return Ratings.from_scores("m-elo", params, counts.agents, elo_points(full.beta, scale, anchor), extras=extras, info=info)
+    return Ratings.from_scores(counts.agents, elo_points(full.beta, scale, anchor), extras=extras, info=info)

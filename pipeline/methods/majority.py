@@ -56,8 +56,7 @@ def condorcet_info(pairs: PairwiseCounts) -> dict[str, object]:
     }
 
 
-def ranked(name: str, params: dict[str, object], agents: np.ndarray, groups: Sequence[Sequence[int]],
-           score: np.ndarray, *, extras: dict[str, np.ndarray] | None = None,
+def ranked(agents: np.ndarray, groups: Sequence[Sequence[int]], score: np.ndarray, *, extras: dict[str, np.ndarray] | None = None,
            info: dict[str, object] | None = None) -> Ratings:
     """Ratings whose ranks come from an order of tie groups (best first, local indices)."""
     rank = np.zeros(len(agents), dtype=np.int64)
@@ -66,9 +65,9 @@ def ranked(name: str, params: dict[str, object], agents: np.ndarray, groups: Seq
         rank[np.asarray(group, dtype=np.int64)] = placed + 1
         placed += len(group)
     if placed != len(agents) or np.any(rank == 0):
-        raise ValueError(f"{name}: the order must place every agent exactly once")
-    return Ratings(name, dict(params), np.asarray(agents, dtype=np.int64), np.asarray(score, dtype=np.float64),
-                   rank, dict(extras or {}), dict(info or {}))
+        raise ValueError("the order must place every agent exactly once")
+    return Ratings(np.asarray(agents, dtype=np.int64), np.asarray(score, dtype=np.float64), rank, dict(extras or {}),
+                   dict(info or {}))
 
 
 def order_info(agents: np.ndarray, groups: Sequence[Sequence[int]]) -> dict[str, object]:

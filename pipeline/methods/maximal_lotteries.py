@@ -173,7 +173,7 @@ def maximal_lotteries(pairs: PairwiseCounts) -> Ratings:
     support = essential_set(pairs.margins)
     p, unique = lottery(pairs.margins, support)
     return Ratings.from_scores(
-        "maximal-lotteries", {}, pairs.agents, p, extras={"probability": p},
+        pairs.agents, p, extras={"probability": p},
         info={**condorcet_info(pairs), "support_agents": pairs.agents[p > 0].tolist(), "unique": unique,
               "choice": "unique" if unique else "maximum-entropy maximal lottery"})
 
@@ -196,7 +196,7 @@ def iterative_maximal_lotteries(pairs: PairwiseCounts) -> Ratings:
         probability[members] = p
     non_unique = [depth for depth, (_, _, unique) in enumerate(levels) if not unique]
     return Ratings.from_scores(
-        "iterative-maximal-lotteries", {}, pairs.agents, level + probability,
+        pairs.agents, level + probability,
         extras={"level": level, "probability": probability},
         info={**condorcet_info(pairs), "levels": len(levels),
               "level_agents": [pairs.agents[members].tolist() for members, _, _ in levels],

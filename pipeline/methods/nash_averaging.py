@@ -178,6 +178,4 @@ def nash_averaging(data: GameData, *, game: str = "auto", norm: str = "minmax", 
     ratings = [a @ q, chosen.payoffs[1].T @ p]
     info = {"value": v} | {f"{name}_support": [s for s, m in zip(names, mass) if m > 0]
                            for name, names, mass, ids in zip(chosen.players, chosen.strategies, (p, q), chosen.ids) if ids is None}
-    params = {"game": chosen.info.get("game", "nfg"), "norm": norm, "tol": tol, "max_iter": max_iter,
-              "algorithm": algorithm}
-    return game_ratings("nash-averaging", params, chosen, ratings, [p, q], info=info)
+    return game_ratings(chosen, ratings, [p, q], info=info)

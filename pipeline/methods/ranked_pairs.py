@@ -120,6 +120,6 @@ def ranked_pairs(pairs: PairwiseCounts, *, algorithm: str = "fast") -> Ratings:
     if algorithm == "plain":
         graph = _lock_plain(margins)
     groups, score = peel(graph, margins)
-    return ranked("ranked-pairs", {"algorithm": algorithm}, pairs.agents, groups, score,
+    return ranked(pairs.agents, groups, score,
                   info={**condorcet_info(pairs), **order_info(pairs.agents, groups),
                         "locked_edges": int(graph.sum()), "tied_edges_dropped": dropped})

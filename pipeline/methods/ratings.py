@@ -1,7 +1,11 @@
-"""`Ratings`: the output of every method (DESIGN.md, "Ratings").
+"""`Ratings`: the output of every method.
 
 One tie rule for every method, in `Ratings.from_scores`: equal scores get equal ranks (standard
-competition ranking, 1, 2, 2, 4), agents listed by store id, never a random tie-break.
+competition ranking, 1, 2, 2, 4), agents listed by store id, never a random tie-break. A method
+whose scores come out of an iterative or LP solver passes `tie_tolerance`, the solver's accuracy:
+scores closer than that to the next better one share its rank, so solver noise never orders
+agents that are equal. A method returns its ratings without naming itself: the registry records
+the method's name and effective parameters (`pipeline.methods.registry.apply`).
 """
 
 from __future__ import annotations
@@ -12,31 +16,37 @@ import numpy as np
 import pyarrow as pa
 
 
-def competition_ranks(score: np.ndarray, higher_is_better: bool = True) -> np.ndarray:
-    """1 + the number of agents with a strictly better score."""
+def competition_ranks(score: np.ndarray, higher_is_better: bool = True, tolerance: float = 0.0) -> np.ndarray:
+    """1 + the number of agents in better tie groups. Sorted best first, a score starts a new tie
+    group when it is more than `tolerance` worse than the score before it (0: only equal scores tie)."""
     key = -np.asarray(score, dtype=np.float64) if higher_is_better else np.asarray(score, dtype=np.float64)
-    return np.searchsorted(np.sort(key), key, side="left").astype(np.int64) + 1
+    order = np.argsort(key, kind="stable")
+    starts = np.r_[True, np.diff(key[order]) > tolerance]
+    ranks = np.empty(len(key), np.int64)
+    ranks[order] = np.maximum.accumulate(np.where(starts, np.arange(len(key)), 0)) + 1
+    return ranks
 
 
 @dataclass(frozen=True, eq=False)
 class Ratings:
     """Per agent (store ids): rank (1 is best), score and method-specific extras.
 
-    `params` are the effective parameters (defaults included), so `spec` round-trips; `info`
+    `name` and `params` (the effective parameters, defaults included, so `spec` round-trips) are
+    filled in by the registry when the method returns; `info`
     holds method-level diagnostics (JSON-serialisable values); `tables` are further results a
     method publishes beside its ratings (a column `agent` or `*_agent` holds store ids of the
     agents dictionary, a column `judge` or `*_judge` store ids of the judges dictionary, -1 for
     battles without a judge; `pipeline.report.publish` turns both into names).
     """
 
-    name: str
-    params: dict[str, object]
     agents: np.ndarray
     score: np.ndarray
     rank: np.ndarray
     extras: dict[str, np.ndarray] = field(default_factory=dict)
     info: dict[str, object] = field(default_factory=dict)
     tables: dict[str, pa.Table] = field(default_factory=dict)
+    name: str = ""
+    params: dict[str, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         k = len(self.agents)
@@ -47,12 +57,12 @@ class Ratings:
                 raise ValueError(f"extra {key!r} must have one value per agent")
 
     @classmethod
-    def from_scores(cls, name: str, params: dict[str, object], agents: np.ndarray, score: np.ndarray, *,
-                    extras: dict[str, np.ndarray] | None = None, info: dict[str, object] | None = None,
-                    tables: dict[str, pa.Table] | None = None, higher_is_better: bool = True) -> Ratings:
+    def from_scores(cls, agents: np.ndarray, score: np.ndarray, *, extras: dict[str, np.ndarray] | None = None,
+                    info: dict[str, object] | None = None, tables: dict[str, pa.Table] | None = None,
+                    higher_is_better: bool = True, tie_tolerance: float = 0.0) -> Ratings:
         score = np.asarray(score, dtype=np.float64)
-        return cls(name, dict(params), np.asarray(agents, dtype=np.int64), score,
-                   competition_ranks(score, higher_is_better), dict(extras or {}), dict(info or {}), dict(tables or {}))
+        return cls(np.asarray(agents, dtype=np.int64), score, competition_ranks(score, higher_is_better, tie_tolerance),
+                   dict(extras or {}), dict(info or {}), dict(tables or {}))
 
     def positions(self, ids: np.ndarray) -> np.ndarray:
         """Row of each store id in these ratings (-1 where the agent was not rated)."""

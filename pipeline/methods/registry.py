@@ -9,6 +9,7 @@ function's defaults. Unknown names and parameters raise with the list of valid o
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -87,6 +88,11 @@ class Spec:
     def method(self) -> Method:
         return REGISTRY[self.name]
 
+    @property
+    def effective_params(self) -> dict[str, object]:
+        """Every parameter of the method: the spec's, and the defaults of the others."""
+        return self.method.parameters | self.params
+
 
 def needs(specs: Iterable[str]) -> frozenset[str]:
     """The statistics a list of specs reads, so a reduction computes only those."""
@@ -108,6 +114,8 @@ def run(spec: str | Spec, stats: Statistics) -> Ratings:
 
 
 def apply(spec: Spec, *inputs: object) -> Ratings:
-    """Call a method on inputs already in hand, with one BLAS thread (see `pipeline.methods.threads`)."""
+    """Call a method on inputs already in hand, with one BLAS thread (see `pipeline.methods.threads`);
+    the ratings are labelled with the method's name and effective parameters."""
     with one_blas_thread():
-        return spec.method.fn(*inputs, **spec.params)
+        ratings = spec.method.fn(*inputs, **spec.params)
+    return dataclasses.replace(ratings, name=spec.name, params=spec.effective_params)

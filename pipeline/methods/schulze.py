@@ -77,7 +77,7 @@ def schulze(pairs: PairwiseCounts, *, algorithm: str = "fast") -> Ratings:
     paths = strongest_paths(wins) if algorithm == "fast" else _strongest_paths_plain(wins)
     above = paths > paths.T
     groups = layers(above)
-    return ranked("schulze", {"algorithm": algorithm}, pairs.agents, groups, cumulative_score(wins, groups),
+    return ranked(pairs.agents, groups, cumulative_score(wins, groups),
                   extras={"schulze_wins": above.sum(axis=1).astype(np.int64)},
                   info={**condorcet_info(pairs), **order_info(pairs.agents, groups),
                         **({"strongest_paths": paths.tolist()} if pairs.n <= SHOW_PATHS else {})})

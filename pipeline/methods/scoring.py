@@ -22,15 +22,14 @@ from pipeline.stats.counts import PositionCounts
 Points = Callable[[int, np.ndarray], np.ndarray]
 
 
-def _scoring(name: str, params: dict[str, object], positions: PositionCounts, points: Points) -> Ratings:
-    return Ratings.from_scores(name, params, positions.agents, positions.score(points),
-                               info={"ballot_lengths": positions.lengths})
+def _scoring(positions: PositionCounts, points: Points) -> Ratings:
+    return Ratings.from_scores(positions.agents, positions.score(points), info={"ballot_lengths": positions.lengths})
 
 
 @method("plurality", needs=("positions",))
 def plurality(positions: PositionCounts) -> Ratings:
     """Plurality: one point for the top place of each ballot."""
-    return _scoring("plurality", {}, positions, lambda length, pos: (pos == 0).astype(float))
+    return _scoring(positions, lambda length, pos: (pos == 0).astype(float))
 
 
 @method("approval", needs=("positions",))
@@ -38,7 +37,7 @@ def approval(positions: PositionCounts, *, k: int = 2) -> Ratings:
     """Approval: one point for each of the top k places of each ballot."""
     if k < 1:
         raise ValueError("approval: k must be at least 1")
-    return _scoring("approval", {"k": k}, positions, lambda length, pos: (pos < k).astype(float))
+    return _scoring(positions, lambda length, pos: (pos < k).astype(float))
 
 
 @method("borda", needs=("positions",))
@@ -49,4 +48,4 @@ def borda(positions: PositionCounts, *, normalise: bool = False) -> Ratings:
         raw = (length - 1 - pos).astype(float)
         return raw / (length - 1) if normalise and length > 1 else raw
 
-    return _scoring("borda", {"normalise": normalise}, positions, points)
+    return _scoring(positions, points)

@@ -131,7 +131,7 @@ def stv(histogram: BallotHistogram, *, winners: int = 0) -> Ratings:
             votes_at[agents] = votes
             base -= len(agents)
     groups = [agents for agents, _ in elected + eliminated]
-    return ranked("stv", {"winners": k}, histogram.agents, groups, score,
+    return ranked(histogram.agents, groups, score,
                   extras={"votes": votes_at, "elected": np.isin(np.arange(m), sum((a for a, _ in elected), []))},
-                  info={"quota": q, "winner_agents": histogram.agents[sum((a for a, _ in elected), [])].tolist(),
+                  info={"winners": k, "quota": q, "winner_agents": histogram.agents[sum((a for a, _ in elected), [])].tolist(),
                         "rounds": len(rounds), "unique_votes": len(histogram)})

@@ -22,4 +22,4 @@ def uniform(data: GameData, *, game: str = "auto", norm: str = "minmax") -> Rati
     axes = range(chosen.n_players)
     ratings = [g.mean(axis=tuple(a for a in axes if a != p)) for p, g in enumerate(chosen.payoffs)]
     marginals = [np.full(k, 1.0 / k) for k in chosen.shape]
-    return game_ratings("uniform", {"game": chosen.info.get("game", "nfg"), "norm": norm}, chosen, ratings, marginals)
+    return game_ratings(chosen, ratings, marginals)

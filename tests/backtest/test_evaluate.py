@@ -16,10 +16,10 @@ def test_true_skills_beat_a_random_ranking(small_games):
     log = load_log(store, "games")
     names = store.dictionary("agents").names
     agents = np.arange(len(names))
-    oracle = Ratings.from_scores("oracle", {}, agents, games.skill_of(names))
+    oracle = Ratings.from_scores(agents, games.skill_of(names))
     rng = np.random.default_rng(0)
     for split in random_splits(log.units, 5, 60, seed=1):
-        guess = Ratings.from_scores("random", {}, agents, rng.permutation(len(agents)).astype(float))
+        guess = Ratings.from_scores(agents, rng.permutation(len(agents)).astype(float))
         known, noise = score_split(log, split, oracle), score_split(log, split, guess)
         assert known["unseen_pairs"] == 0
         # A random order gets about half of each game's 21 pairs wrong (less with the game's ties).
@@ -67,7 +67,7 @@ def probe_method(monkeypatch):
 
     def probe(pairs, rows, *, seed: int = -1) -> Ratings:
         wins = np.asarray(pairs.wins.sum(axis=1)).ravel()
-        return Ratings.from_scores("probe", {"seed": seed}, pairs.agents, 400 * np.log10((wins + 1) / (rows + 1)),
+        return Ratings.from_scores(pairs.agents, 400 * np.log10((wins + 1) / (rows + 1)),
                                    info={"logistic_scale": 400, "seed": seed, "rows": int(rows.sum())})
 
     monkeypatch.setitem(REGISTRY, "probe", Method("probe", probe, ("pairwise", "probe_rows"), None))

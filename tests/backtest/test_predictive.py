@@ -29,7 +29,7 @@ def test_auc_matches_mann_whitney_and_brute_force():
 
 def test_metrics_of_elo_style_ratings():
     # Agents 0, 1, 2 rated 400 apart (logistic scale 400): P(0 beats 1) = 10/11.
-    ratings = Ratings.from_scores("toy", {}, np.array([0, 1, 2]), np.array([800.0, 400.0, 0.0]), info={"logistic_scale": 400})
+    ratings = Ratings.from_scores(np.array([0, 1, 2]), np.array([800.0, 400.0, 0.0]), info={"logistic_scale": 400})
     # Two battles: 0 beats 1; 2 beats 1 (an upset). Agent 7 is unseen in a third battle.
     ballot = np.array([0, 0, 1, 1, 2, 2])
     agent = np.array([0, 1, 2, 1, 0, 7])
@@ -48,6 +48,6 @@ def test_metrics_of_elo_style_ratings():
 
 
 def test_methods_without_probabilities_raise():
-    ratings = Ratings.from_scores("borda", {}, np.array([0, 1]), np.array([1.0, 0.0]))
+    ratings = Ratings.from_scores(np.array([0, 1]), np.array([1.0, 0.0]))
     with pytest.raises(ValueError, match="win probabilities"):
         ratings.win_probability(np.array([0]), np.array([1]))

@@ -34,7 +34,7 @@ def logistic_winrate(monkeypatch):
     def winrate(pairs) -> Ratings:
         wins = np.asarray(pairs.wins.sum(axis=1)).ravel() + np.asarray(pairs.ties.sum(axis=1)).ravel() / 2
         games = wins + np.asarray(pairs.wins.sum(axis=0)).ravel() + np.asarray(pairs.ties.sum(axis=0)).ravel() / 2
-        return Ratings.from_scores("winrate", {}, pairs.agents, 400 * np.log10((wins + 1) / (games - wins + 1)),
+        return Ratings.from_scores(pairs.agents, 400 * np.log10((wins + 1) / (games - wins + 1)),
                                    info={"logistic_scale": 400})
 
     monkeypatch.setitem(REGISTRY, "winrate", Method("winrate", winrate, ("pairwise",), None))

@@ -116,10 +116,10 @@ def test_stv_against_open_spiel():
     compared = 0
     for ballots, stats_names in _profiles(11, count=1500, most=5):
         ours, result = _ours("stv", stats_names)
-        rounds, _ = count_rounds(stats_names[0].histogram, result.params["winners"])
+        rounds, _ = count_rounds(stats_names[0].histogram, result.info["winners"])
         if not _strictly_ordered(ours) or not _transfers_are_whole(stats_names[0].histogram, rounds):
             continue
-        theirs = _open_spiel(stv.STVVoting(num_winners=result.params["winners"]), ballots)
+        theirs = _open_spiel(stv.STVVoting(num_winners=result.info["winners"]), ballots)
         assert ours == pytest.approx(theirs), (ballots, ours, theirs)
         compared += 1
     assert compared >= 200, f"stv: only {compared} profiles were comparable"

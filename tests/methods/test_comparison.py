@@ -21,8 +21,8 @@ def test_compare_flags_agents_and_names_unavailable_specs():
     # copeland: a 1, b 2, c 3, d 4, e 5 -> differences 4, 2, 0, 2, 4: a and e flagged, b and d (exactly 2) not.
     # plurality: a 1 (one first place), b..e 0 points -> rank 2 -> differences 4, 2, 1, 0, 1: a flagged.
     stats, names = profile(["a>b>c>d>e"])
-    base = Ratings.from_scores("base", {}, stats.agents, np.arange(5.0))
-    got = compare_ranks(base, ["copeland", "plurality", "m-elo-not-here"], stats)
+    base = Ratings.from_scores(stats.agents, np.arange(5.0))
+    got = compare_ranks(base, "base", ["copeland", "plurality", "m-elo-not-here"], stats)
     assert dict(zip(names, got.flagged_by)) == {"a": ["copeland", "plurality"], "b": [], "c": [], "d": [], "e": ["copeland"]}
     table = got.table.to_pydict()
     assert table["copeland"] == [1, 2, 3, 4, 5] and table["plurality"] == [1, 2, 2, 2, 2]
@@ -33,7 +33,7 @@ def test_compare_flags_agents_and_names_unavailable_specs():
 def test_compare_reports_a_method_that_fails():
     # approval:k=0 raises on these statistics: it is reported, and the other specs still run.
     stats, _ = profile(["a>b>c"])
-    base = Ratings.from_scores("base", {}, stats.agents, np.array([3.0, 2.0, 1.0]))
-    got = compare_ranks(base, ["approval:k=0", "borda"], stats)
+    base = Ratings.from_scores(stats.agents, np.array([3.0, 2.0, 1.0]))
+    got = compare_ranks(base, "base", ["approval:k=0", "borda"], stats)
     assert "k must be at least 1" in got.unavailable["approval:k=0"]
     assert "borda" in got.table.column_names and "approval:k=0" not in got.table.column_names

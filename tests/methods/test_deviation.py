@@ -107,7 +107,7 @@ def test_agent_agent_task_contributions_sum_to_ratings():
     total = sum(r.extras[f"c[{t}]"] for t in table.tasks)
     np.testing.assert_allclose(total, r.score, atol=1e-9)
     assert r.rank[2] == 1 and r.agents[2] == 7
-    assert r.params["game"] == "agent-agent-task" and r.info["norm"] == "minmax"
+    assert r.info["game"] == "agent-agent-task" and r.info["norm"] == "minmax"
 
 
 def test_registry_runs_on_score_statistics():

@@ -27,7 +27,7 @@ def test_condorcet_sparse_equals_dense():
 
 def test_ranks_from_groups():
     # Groups {2}, {0, 3}, {1}: ranks 1, 2, 2, 4 (competition ranking), whatever the scores.
-    r = ranked("x", {}, np.arange(4), [[2], [0, 3], [1]], np.array([5.0, 0.0, 1.0, 5.0]))
+    r = ranked(np.arange(4), [[2], [0, 3], [1]], np.array([5.0, 0.0, 1.0, 5.0]))
     np.testing.assert_array_equal(r.rank, [2, 4, 1, 2])
     with pytest.raises(ValueError, match="every agent"):
-        ranked("x", {}, np.arange(4), [[2], [0, 3]], np.zeros(4))
+        ranked(np.arange(4), [[2], [0, 3]], np.zeros(4))

@@ -51,7 +51,7 @@ def test_agent_task_reports_the_tasks_the_adversary_keeps():
     r = nash_averaging(table, norm="none")
     assert r.info["task_support"] == ["t0", "t1"]
     np.testing.assert_allclose(r.score, [0.5, 0.5], atol=1e-7)
-    assert r.params["game"] == "agent-task"
+    assert r.info["game"] == "agent-task"
 
 
 def test_rejects_games_that_are_not_zero_sum():

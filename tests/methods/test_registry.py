@@ -39,6 +39,18 @@ def test_competition_ranks():
     assert competition_ranks(np.array([3.0, 5.0, 5.0, 1.0]), higher_is_better=False).tolist() == [2, 3, 3, 1]
 
 
+def test_competition_ranks_tie_scores_within_the_tolerance():
+    # Solver noise (1e-16) must not order equal agents; a real gap (0.5) must.
+    noisy = np.array([1 / 3, 1 / 3 + 1e-16, 1 / 3 - 2e-16, -0.5, 1 / 3 + 0.5])
+    assert competition_ranks(noisy, tolerance=1e-9).tolist() == [2, 2, 2, 5, 1]
+    assert competition_ranks(noisy).tolist() == [3, 2, 4, 5, 1]
+
+
+def test_the_registry_names_the_ratings_with_every_parameter(pentathlon):
+    ratings = run("approval", pentathlon[0])
+    assert (ratings.name, ratings.params) == ("approval", {"k": 2})
+
+
 CORE = {"pairwise", "positions", "histogram"}
 
 
@@ -80,7 +92,7 @@ def test_methods_run_with_one_blas_thread(pentathlon):
     @method("probe-blas-threads", needs=("pairwise",))
     def probe(pairs):
         seen = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
-        return Ratings.from_scores("probe-blas-threads", {}, pairs.agents, np.zeros(pairs.n), info={"threads": seen})
+        return Ratings.from_scores(pairs.agents, np.zeros(pairs.n), info={"threads": seen})
 
     try:
         with threadpool_limits(limits=2, user_api="blas"):  # what the flow process may have
