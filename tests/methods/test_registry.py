@@ -99,3 +99,13 @@ def test_methods_run_with_one_blas_thread(pentathlon):
             assert run("probe-blas-threads", pentathlon[0]).info["threads"] == 1
     finally:
         del REGISTRY["probe-blas-threads"]
+
+
+def test_rating_errors_name_agents_by_name_where_names_are_known():
+    from pipeline.methods.convergence import NoEstimate
+
+    error = NoEstimate("m-elo: agents without a win: {agents}", agents=[2, 0])
+    assert str(error) == "m-elo: agents without a win: 2, 0"
+    assert error.named(["alpha", "beta", "gamma"]) == "m-elo: agents without a win: gamma, alpha"
+    many = NoEstimate("{agents}", agents=range(12))
+    assert many.named([f"a{i}" for i in range(12)]).endswith("a9, and 2 more")
