@@ -82,4 +82,4 @@ def test_rate_nfg_refuses_methods_that_do_not_rate_games(tmp_path):
     path = tmp_path / "rps.nfg"
     path.write_text(RPS_NFG)
     result = runner.invoke(app, ["rate", str(path), "--kind", "nfg", "-m", "borda", "--out", str(tmp_path / "out")])
-    assert result.exit_code == 2 and "borda does not rate normal-form games" in result.output
+    assert result.exit_code == 2 and "borda does not rate nfg files" in result.output

@@ -30,7 +30,7 @@ from pipeline.games import normalise
 from pipeline.methods import run
 from pipeline.stats import Statistics
 from pipeline.stats.game_pairs import PerGameCounts
-from pipeline.stats.games import ScoreTable
+from pipeline.stats.game_data import ScoreTable
 from pipeline.stats.partials import WeakOrders, weak_order_partial
 from pipeline.stats.sequence import ComparisonSequence
 

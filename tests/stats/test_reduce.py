@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipeline.stats import STATISTICS, reduce_store
+from pipeline.stats import CORE_STATISTICS, reduce_store
 from pipeline.store import Store
 
 AGENTS = [f"p{i}" for i in range(7)]
@@ -127,7 +127,7 @@ def test_reduction_equals_reference(tmp_path, kind, files, target_rows, dense):
     if kind == "scores":  # ties in a score table are equal scores, so every group is a level
         orders = [(groups, w) for groups, w in orders]
     store = build_store(tmp_path, kind, orders, files)
-    stats = reduce_store(store, kind, STATISTICS, dense=dense, target_rows=target_rows)
+    stats = reduce_store(store, kind, CORE_STATISTICS, dense=dense, target_rows=target_rows)
     assert stats.pairwise.is_sparse == (not dense)
     got = named(stats, store.dictionary().names)
     for name, mine, theirs in zip(("N", "T", "positions", "histogram"), got, reference(orders)):
@@ -146,7 +146,7 @@ def test_bit_identical_for_one_and_two_workers(tmp_path, kind):
     for workers in (1, 2):
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
                 Client(cluster) as client:
-            results.append(reduce_store(store, kind, STATISTICS, client=client, target_rows=50))
+            results.append(reduce_store(store, kind, CORE_STATISTICS, client=client, target_rows=50))
     one, two = results
     assert one.pairwise.wins.tobytes() == two.pairwise.wins.tobytes()
     assert one.pairwise.ties.tobytes() == two.pairwise.ties.tobytes()

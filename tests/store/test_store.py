@@ -108,10 +108,12 @@ def test_ballots_are_stored_as_sorted_id_lists(tmp_path):
     assert row["levels"] == [0, 1, 1, 2] and row["ranking"] == "z>x=y>w"
 
 
-def test_winner_codes_follow_winner_codes_and_unknown_labels_raise():
+def test_winner_labels_become_their_codes_and_unknown_labels_raise():
     import pyarrow as pa
 
+    from pipeline.logs.battles import WINNERS
+
     labels = pa.chunked_array([["tie (bothbad)", "model_a"], ["tie", "model_b", "model_a"]])
-    assert store_module._winner_codes(labels).to_pylist() == [3, 0, 2, 1, 0]
-    with pytest.raises(ValueError, match="winner labels"):
-        store_module._winner_codes(pa.chunked_array([["model_a", "draw"]]))
+    assert store_module.label_codes(labels, WINNERS).to_pylist() == [3, 0, 2, 1, 0]
+    with pytest.raises(ValueError, match="labels outside"):
+        store_module.label_codes(pa.chunked_array([["model_a", "draw"]]), WINNERS)

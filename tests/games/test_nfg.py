@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pipeline.logs.nfg import read_nfg
+from pipeline.games.nfg import read_nfg
 from pipeline.logs.records import UnreadableFile
 
 PD = 'NFG 1 R "PD" { "Row" "Col" }\n{ { "C" "D" } { "C" "D" } }\n""\n3 3 5 0 0 5 1 1\n'
