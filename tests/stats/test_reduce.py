@@ -199,3 +199,29 @@ def test_weighted_sums_are_exact_and_order_free():
     forward = to_units(w).sum()
     for perm in itertools.islice(itertools.permutations(range(3)), 3):
         assert to_units(w[np.r_[perm, 3:1000]]).sum() == forward
+
+
+def test_agent_keys_order_agents_by_name_whatever_ids_the_store_gave(tmp_path):
+    # The same battles in two stores; in the second, another file gave the names other ids first.
+    battles = tmp_path / "battles.csv"
+    battles.write_text("model_a,model_b,winner\ncat,ant,model_a\nbee,cat,tie\nant,bee,model_b\n")
+    other = tmp_path / "other.csv"
+    other.write_text("model_a,model_b,winner\nzoo,cat,model_a\nbee,zoo,model_a\n")
+    plain, rotated = Store(tmp_path / "plain"), Store(tmp_path / "rotated")
+    plain.ingest([battles], "battles")
+    rotated.ingest([other, battles], "battles")
+    orders = []
+    for store in (plain, rotated):
+        stats = reduce_store(store, "battles", {"pairwise"})
+        names = store.dictionary("agents").names
+        by_key = stats.agents[np.argsort(stats.agent_keys)]
+        orders.append([names[a] for a in by_key])
+    assert orders[0] == ["ant", "bee", "cat"] and orders[1] == ["ant", "bee", "cat", "zoo"]
+
+
+def test_agent_keys_default_to_id_order_and_are_checked():
+    from pipeline.stats import Statistics
+
+    assert Statistics("ballots", np.array([2, 5]), np.ones(2)).agent_keys.tolist() == [0, 1]
+    with pytest.raises(ValueError, match="agent_keys must be a permutation"):
+        Statistics("ballots", np.array([2, 5]), np.ones(2), agent_keys=np.array([0, 0]))
