@@ -70,12 +70,12 @@ def load_units(store: Store, kind: str, statistics: frozenset[str] = frozenset()
     if not parts:
         raise ValueError(f"the store at {store.root} holds no {kind}")
     unit = [chosen.unit_column] if chosen.unit_column else []
-    wanted = list(dict.fromkeys([*chosen.columns, *unit, *extra_columns(kind, statistics), TIMESTAMP]))
+    columns = list(dict.fromkeys([*chosen.columns, *unit, *extra_columns(kind, statistics), TIMESTAMP]))
     tables = []
     for i, part in enumerate(parts):  # a game lies in one partition file: the same id in two files is two games
         path = store.path(part)
         names = pq.read_schema(path).names
-        table = pq.read_table(path, columns=[c for c in wanted if c in names])
+        table = pq.read_table(path, columns=[c for c in columns if c in names])
         tables.append(table.append_column(SOURCE, pa.array(np.full(table.num_rows, i, np.int32))))
     table = pa.concat_tables(tables, promote_options="default")
     row_unit, orders = chosen.unit_orders(table)
