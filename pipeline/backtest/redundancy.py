@@ -13,7 +13,7 @@ make the table with c copies, so the tables are nested. Copies are appended afte
 tasks, named `<task>#copy<i>`.
 
 Elo and m-Elo read a pairwise view of the table, each task a voter ranking the agents by score
-(the reduction of score logs, `pipeline.stats.reduce.weak_orders`): a task is a multi-player game
+(the reduction of score logs, `pipeline.logs.scores.task_orders`): a task is a multi-player game
 (kind `games`), online Elo updates the pairs of one task at once, tasks in table order (so the
 copies come last, as newly submitted prompts would).
 """

@@ -49,12 +49,16 @@ class IdMap:
             self._index[name] = len(self.names)
             self.names.append(name)
 
-    def encode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
-        """Ids of `values` (nulls stay null), adding unseen names."""
-        self.add(values)
+    def lookup(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """Ids of `values`; nulls, and names not in the dictionary, are null."""
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
         return pc.index_in(values, value_set=pa.array(self.names, pa.string())).cast(pa.int32())
+
+    def encode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """Ids of `values` (nulls stay null), adding unseen names."""
+        self.add(values)
+        return self.lookup(values)
 
     def name_order(self) -> np.ndarray:
         """Each id's position among the names sorted by Unicode code point: a key that orders ids by

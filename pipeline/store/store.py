@@ -85,12 +85,12 @@ def _names(values: pa.ChunkedArray) -> pa.Array:
 
 
 def _ids(values: pa.ChunkedArray, idmap: IdMap) -> pa.Array:
-    """Ids of a column of names (a list column element-wise)."""
+    """Ids of a column of names already in the dictionary (a list column element-wise)."""
     values = values.combine_chunks()
     if not pa.types.is_list(values.type):
-        return idmap.encode(values)
+        return idmap.lookup(values)
     offsets = pc.subtract(values.offsets, values.offsets[0])
-    return pa.ListArray.from_arrays(offsets, idmap.encode(values.flatten()))
+    return pa.ListArray.from_arrays(offsets, idmap.lookup(values.flatten()))
 
 
 def label_codes(values: pa.ChunkedArray | pa.Array, labels: tuple[str, ...]) -> pa.Array:
