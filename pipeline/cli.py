@@ -38,7 +38,8 @@ def _report_table(reports: list[IngestReport]) -> Table:
 
 def _check_kind(kind: str, *, stored: bool = False) -> None:
     if kind not in KINDS:
-        raise typer.BadParameter(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}", param_hint="--kind")
+        known = "; ".join(f"{name} ({k.holds})" for name, k in KINDS.items())
+        raise typer.BadParameter(f"unknown kind {kind!r}; expected one of: {known}", param_hint="--kind")
     if stored and not KINDS[kind].stored:
         raise typer.BadParameter(f"{kind} files are rated directly, not stored: use `vase rate`", param_hint="--kind")
 

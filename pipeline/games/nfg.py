@@ -144,6 +144,6 @@ def game_statistics(path: str | Path) -> tuple[Statistics, list[str]]:
 
 
 NFG = register_kind(LogKind(
-    "nfg", row="a whole normal-form game (Gambit .nfg or .npz payoff tensors)", unit="game",
+    "nfg", holds="one normal-form game per file: Gambit .nfg, or .npz payoff tensors", unit="game",
     suffixes=NFG_SUFFIXES, load=game_statistics, statistics=("game_data",),
 ))

@@ -120,7 +120,7 @@ def ballot_orders(table: pa.Table) -> WeakOrders:
 
 
 BALLOTS = register_kind(LogKind(
-    "ballots", row="one ranked ballot", unit="ballot",
+    "ballots", holds="one ranked ballot per row", unit="ballot",
     read=read_ballots, schema=SCHEMA, suffixes=TABULAR_SUFFIXES + PREFLIB_SUFFIXES,
     formats=dict.fromkeys(PREFLIB_SUFFIXES, read_preflib), ids={"agents": "agents"}, canonical=members_by_level,
     columns=("agents", "levels", "weight"), weak_orders=ballot_orders, independent_rows=True,

@@ -93,7 +93,7 @@ def battle_comparisons(table: pa.Table) -> Comparisons:
 
 
 BATTLES = register_kind(LogKind(
-    "battles", row="one pairwise comparison", unit="battle",
+    "battles", holds="one pairwise comparison per row", unit="battle",
     read=read_battles, schema=SCHEMA,
     ids={"model_a": "agents", "model_b": "agents", "judge": "judges", "prompt": "prompts"}, codes={"winner": WINNERS},
     columns=("model_a", "model_b", "winner", "weight"), comparisons=battle_comparisons, independent_rows=True,

@@ -98,7 +98,7 @@ def game_orders(table: pa.Table) -> WeakOrders:
 
 
 GAMES = register_kind(LogKind(
-    "games", row="one player's result in one game", unit="game",
+    "games", holds="one player's result in one game per row", unit="game",
     read=read_games, schema=SCHEMA, ids={"player": "agents"},
     columns=("game_id", "player", "score", "place", "weight"), weak_orders=game_orders, unit_column="game_id",
 ))

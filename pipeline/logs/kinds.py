@@ -38,7 +38,7 @@ class LogKind:
     (`weak_orders` or `comparisons`); kinds rated directly give `load` instead."""
 
     name: str
-    row: str  # what one row of a file is, for help texts
+    holds: str  # what a file of this kind holds, for help texts
     unit: str  # the independent record that statistics count and backtests split: "a battle", "a game", ...
     # Reading: raw records of one file -> canonical columns (names, not ids) and the quarantine.
     read: Callable[[RawRecords, str], ReadResult] | None = None

@@ -243,7 +243,7 @@ def review_orders(table: pa.Table) -> WeakOrders:
 
 
 REVIEWS = register_kind(LogKind(
-    "reviews", row="one council reviewer's ranking of anonymised answers", unit="review",
+    "reviews", holds="one council reviewer's ranking of anonymised answers per row", unit="review",
     read=read_reviews, schema=SCHEMA, ids={"reviewer": "agents", "models": "agents", "order": "agents"},
     columns=("reviewer", "order"), weak_orders=review_orders,
 ))

@@ -116,7 +116,7 @@ def task_orders(table: pa.Table) -> WeakOrders:
 
 
 SCORES = register_kind(LogKind(
-    "scores", row="one agent's score on one task", unit="task",
+    "scores", holds="one agent's score on one task per row", unit="task",
     read=read_scores, schema=SCHEMA, ids={"agent": "agents"},
     columns=("task", "agent", "score", "higher_is_better", "task_weight"), weak_orders=task_orders, unit_column="task",
 ))

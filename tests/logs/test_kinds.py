@@ -40,7 +40,7 @@ def podium_orders(table: pa.Table) -> WeakOrders:
     return WeakOrders(np.arange(0, 3 * rows + 1, 3), agents, np.tile([0.0, 1.0, 2.0], rows), column(table, "weight"))
 
 
-PODIUMS = dict(name="podiums", row="the podium of one race", unit="race", read=read_podiums, schema=SCHEMA,
+PODIUMS = dict(name="podiums", holds="the podium of one race per row", unit="race", read=read_podiums, schema=SCHEMA,
                ids=dict.fromkeys(PLACES, "agents"), columns=(*PLACES, "weight"), weak_orders=podium_orders,
                independent_rows=True)
 RACES = [("r1", "ann", "bob", "cid"), ("r2", "bob", "ann", "dan"), ("r3", "cid", "ann", "bob"),
@@ -96,7 +96,7 @@ def test_declarations_are_checked():
     with pytest.raises(ValueError, match="unknown dictionaries"):
         LogKind(**PODIUMS | {"ids": {"first": "drivers"}})
     with pytest.raises(ValueError, match="needs a reader"):
-        LogKind("half", row="?", unit="?", weak_orders=podium_orders)
+        LogKind("half", holds="?", unit="?", weak_orders=podium_orders)
     with pytest.raises(ValueError, match="unknown log kind 'podium'; expected one of"):
         log_kind("podium")
 
