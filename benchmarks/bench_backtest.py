@@ -20,11 +20,11 @@ from pathlib import Path
 
 from flows.cluster import dask_client
 from pipeline.backtest.evaluate import run_backtest
-from pipeline.backtest.log import load_log
+from pipeline.backtest.units import load_units
 from pipeline.backtest.splits import random_splits
 from pipeline.backtest.summary import summarise
 from pipeline.backtest.synthetic import diplomacy_games, write_games
-from pipeline.methods import REGISTRY, needs
+from pipeline.methods import REGISTRY, needed_statistics
 from pipeline.store import Store
 from pipeline.store.files import write_json
 
@@ -53,19 +53,19 @@ def main() -> None:
         store.ingest([path], "games")
         timings["ingest"] = time.perf_counter() - start
         start = time.perf_counter()
-        log = load_log(store, "games", needs(present))
+        log = load_units(store, "games", needed_statistics(present))
         splits = random_splits(log.units, args.splits, args.test_size, args.seed)
         timings["load + split"] = time.perf_counter() - start
 
         start = time.perf_counter()
-        serial = run_backtest(log, splits, present, store=store)
+        serial = run_backtest(log, splits, present)
         timings["backtest, one process"] = time.perf_counter() - start
         tables = {}
         for workers in (1, 2):
             with dask_client(None, workers) as client:
                 client.wait_for_workers(workers)
                 start = time.perf_counter()
-                tables[workers] = run_backtest(log, splits, present, client=client, store=store)
+                tables[workers] = run_backtest(log, splits, present, client=client)
                 timings[f"backtest, {workers} worker{'s' * (workers > 1)}"] = time.perf_counter() - start
     identical = serial.equals(tables[1]) and serial.equals(tables[2])
     base = timings["backtest, 1 worker"]

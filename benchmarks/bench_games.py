@@ -19,7 +19,7 @@ from benchmarks.common import best_of, save
 from pipeline.games import build
 from pipeline.methods.deviation import _solve_full, constraint_matrix, deviation_ratings
 from pipeline.methods.nash_averaging import nash_average
-from pipeline.stats.games import ScoreTable
+from pipeline.stats.game_data import ScoreTable
 
 
 def main() -> None:

@@ -1,30 +1,35 @@
-"""Build the bundled samples from ../shared/datasets (run once by a developer; outputs are committed).
+"""Build the bundled samples from the original data sets (run once by a developer; outputs are committed).
 
-Each sample folder gets a PROVENANCE.md: the data set's provenance plus what was done here.
+    python data-samples/make_samples.py DATASETS
+
+DATASETS is a folder with one sub-folder per original data set (`llmfao`, `f1_race_results`,
+`livebench`, `arena_hard_auto`), each with its files and its PROVENANCE.md. Each sample folder
+gets a PROVENANCE.md: what was done here, then the data set's own provenance, verbatim.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import polars as pl
 
 HERE = Path(__file__).resolve().parent
-SHARED = HERE.parent.parent / "shared" / "datasets"
+DATASETS = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("datasets")
 
 
 def provenance(folder: str, source: str, done: str) -> None:
-    original = (SHARED / source / "PROVENANCE.md").read_text(encoding="utf-8")
+    original = (DATASETS / source / "PROVENANCE.md").read_text(encoding="utf-8")
     (HERE / folder / "PROVENANCE.md").write_text(
         f"# Sample: {folder}\n\n## What was done for vase\n{done.strip()}\n\n"
-        f"## Provenance of the source data set (verbatim from shared/datasets/{source}/PROVENANCE.md)\n\n{original}",
+        f"## Provenance of the source data set (verbatim from the data set's own PROVENANCE.md, `{source}`)\n\n{original}",
         encoding="utf-8",
     )
 
 
 def llmfao() -> None:
-    crowd = pl.read_csv(SHARED / "llmfao" / "crowd_comparisons.csv")
+    crowd = pl.read_csv(DATASETS / "llmfao" / "crowd_comparisons.csv")
     battles = crowd.select(
         (pl.col("id").cast(pl.String) + ":" + pl.col("worker").cast(pl.String)).alias("battle_id"),
         pl.col("left").alias("model_a"),
@@ -43,8 +48,8 @@ model_a/model_b/tie, `judge` = `worker` (the crowd annotator), `prompt` = prompt
 
 
 def f1() -> None:
-    results = pl.read_csv(SHARED / "f1_race_results" / "race_results.csv", infer_schema_length=None)
-    drivers = pl.read_csv(SHARED / "f1_race_results" / "drivers.csv").select(
+    results = pl.read_csv(DATASETS / "f1_race_results" / "race_results.csv", infer_schema_length=None)
+    drivers = pl.read_csv(DATASETS / "f1_race_results" / "drivers.csv").select(
         "driverId", (pl.col("forename") + " " + pl.col("surname")).alias("player"))
     games = (
         results.filter(pl.col("year").is_between(2021, 2023)).join(drivers, on="driverId")
@@ -62,7 +67,7 @@ multi-player games: `game_id` = `raceId`, `player` = driver forename + surname (
 
 
 def livebench() -> None:
-    long = pl.read_csv(SHARED / "livebench" / "livebench_task_scores_long.csv")
+    long = pl.read_csv(DATASETS / "livebench" / "livebench_task_scores_long.csv")
     release = long.filter(pl.col("release") == "2024-08-31")
     wide = release.pivot(on="model", index="task", values="score", aggregate_function=None).sort("task")
     (HERE / "livebench").mkdir(exist_ok=True)
@@ -75,7 +80,7 @@ score. Each task is a voter ranking the models by score. Log kind: scores.
 
 
 def arena_bench() -> None:
-    scores = pl.read_csv(SHARED / "arena_hard_auto" / "arena_bench_v1_gpt4_single_scores.csv").drop_nulls("score")
+    scores = pl.read_csv(DATASETS / "arena_hard_auto" / "arena_bench_v1_gpt4_single_scores.csv").drop_nulls("score")
     lines = []
     for (question,), group in scores.sort("question_id").group_by("question_id", maintain_order=True):
         levels = group.sort("score", "model", descending=[True, False])
@@ -91,7 +96,7 @@ left out (a partial ballot). Log kind: ballots.
 `arena_hard_battles.csv`: `arena_hard_battles_20240907.csv` verbatim (Chatbot Arena column names:
 `question_id`, `model_a`, `model_b`, `winner`). Log kind: battles.
 """)
-    (HERE / "arena_bench" / "arena_hard_battles.csv").write_bytes((SHARED / "arena_hard_auto" / "arena_hard_battles_20240907.csv").read_bytes())
+    (HERE / "arena_bench" / "arena_hard_battles.csv").write_bytes((DATASETS / "arena_hard_auto" / "arena_hard_battles_20240907.csv").read_bytes())
 
 
 if __name__ == "__main__":

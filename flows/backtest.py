@@ -20,8 +20,8 @@ def load(store: str, config: runner.BacktestConfig):
 
 
 @task(cache_policy=NO_CACHE)
-def evaluate(store: str, config: runner.BacktestConfig, log, splits, client):
-    return run_backtest(log, splits, config.methods, client=client, unseen=config.unseen, store=Store(store))
+def evaluate(config: runner.BacktestConfig, log, splits, client):
+    return run_backtest(log, splits, config.methods, client=client, unseen=config.unseen)
 
 
 @task(cache_policy=NO_CACHE)
@@ -38,6 +38,6 @@ def backtest(store: str, kind: str, methods: list[str], out: str, splits: int = 
     log, split_list = load(store, config)
     timings = {"load": time.perf_counter() - start}
     with dask_client(scheduler, workers) as client:
-        results = evaluate(store, config, log, split_list, client)
+        results = evaluate(config, log, split_list, client)
     timings["evaluate"] = time.perf_counter() - start - timings["load"]
     return publish(store, config, results, out, timings)

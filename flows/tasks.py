@@ -25,7 +25,7 @@ def ingest(store: str, board: boards.Board) -> list[IngestReport]:
 @task(cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5)
 def reduce(store: str, board: boards.Board, client, use_cache: bool = True) -> Statistics:
     # Cached per-unit partials make the nightly incremental: only new files are read.
-    return boards.reduce(Store(store), board.kind, board.methods, client, use_cache)
+    return boards.reduce(Store(store), board, client, use_cache)
 
 
 @task(cache_policy=NO_CACHE)

@@ -2,31 +2,36 @@
 
 A board has its own store (`<stores>/<name>`) so that two unrelated arenas never share counts.
 The nightly flow, the demo and `vase rate` all go through these functions; the flows only add
-orchestration around them.
+orchestration around them. A board of a kind that is rated directly (`nfg`: a game file) has no
+store: it rates the one file its sources name.
 
 Config file (YAML), paths relative to the file:
 ```yaml
 boards:
   - name: llmfao-crowd
     kind: battles
-    sources: [llmfao]            # files or folders (folders are scanned for log files)
+    sources: [llmfao]            # files or folders (folders are scanned for the kind's files)
     methods: [borda, copeland]
 ```
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from pipeline.logs import KINDS, is_log_file
-from pipeline.methods import Ratings, Spec, apply, needs, run
+import pipeline.games  # noqa: F401  (registers the nfg kind)
+from pipeline.logs import KINDS, log_kind
+from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.report import RunRecord, leaderboard_markdown, publish
 from pipeline.stats import Statistics, reduce_store
+from pipeline.stats.game_data import PromptCounts
 from pipeline.store import IngestReport, Store
+from pipeline.store.files import sha256_file
 
 
 @dataclass(frozen=True)
@@ -40,8 +45,12 @@ class Board:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"board {self.name}: unknown kind {self.kind!r}; expected one of {', '.join(KINDS)}")
-        for spec in self.methods:
-            Spec.parse(spec)
+        kind = KINDS[self.kind]
+        for text in self.methods:
+            spec = Spec.parse(text)
+            if not kind.stored and not set(spec.method.needs) <= set(kind.statistics):
+                able = sorted(name for name, m in REGISTRY.items() if set(m.needs) <= set(kind.statistics))
+                raise ValueError(f"{spec.name} does not rate {kind.name} files (methods that do: {', '.join(able)})")
 
 
 def load_boards(path: str | Path) -> list[Board]:
@@ -56,44 +65,70 @@ def load_boards(path: str | Path) -> list[Board]:
     return boards
 
 
-def source_files(sources: tuple[str, ...] | list[str]) -> list[Path]:
-    """Log files named by `sources`: files as given, folders scanned recursively in sorted order."""
+def source_files(board: Board) -> list[Path]:
+    """The files a board's sources name: files as given, folders scanned recursively (in sorted
+    order) for the files of the board's kind."""
+    suffixes = log_kind(board.kind).suffixes
     files: list[Path] = []
-    for source in map(Path, sources):
+    for source in map(Path, board.sources):
         if source.is_dir():
-            files += sorted(p for p in source.rglob("*") if is_log_file(p))
+            files += sorted(p for p in source.rglob("*") if p.is_file() and p.suffix.lower() in suffixes)
         else:
             files.append(source)
     return files
 
 
 def ingest(store: Store, board: Board) -> list[IngestReport]:
-    return store.ingest(source_files(board.sources), board.kind)
+    """Store the board's new files; a kind rated directly stores nothing (its file is read when rated)."""
+    if not log_kind(board.kind).stored:
+        return []
+    return store.ingest(source_files(board), board.kind)
 
 
-def reduce(store: Store, kind: str, specs: list[str] | tuple[str, ...], client=None, use_cache: bool = False) -> Statistics:
-    return reduce_store(store, kind, needs(specs), client=client, use_cache=use_cache)
+def _game_file(board: Board) -> Path:
+    files = source_files(board)
+    if len(files) != 1:
+        raise ValueError(f"board {board.name}: a {board.kind} board rates one file, and its sources name {len(files)}; "
+                         "give each file its own board")
+    return files[0]
+
+
+def reduce(store: Store, board: Board, client=None, use_cache: bool = False) -> Statistics:
+    """The statistics the board's methods need: reduced from its store, or read from its file
+    for a kind rated directly. Prompts of battles are named here, for the games built from them."""
+    kind = log_kind(board.kind)
+    if not kind.stored:
+        return kind.load(_game_file(board))[0]
+    stats = reduce_store(store, board.kind, needed_statistics(board.methods), client=client, use_cache=use_cache)
+    data = stats.extra.get("game_data")
+    if isinstance(data, PromptCounts):
+        named = dataclasses.replace(data, prompt_names=tuple(store.dictionary("prompts").names))
+        stats = dataclasses.replace(stats, extra=stats.extra | {"game_data": named})
+    return stats
 
 
 def rate(stats: Statistics, specs: list[str] | tuple[str, ...]) -> tuple[list[Ratings], dict[str, float]]:
-    return _rate_each(specs, lambda spec: run(spec, stats))
-
-
-def _rate_each(specs, rate_one) -> tuple[list[Ratings], dict[str, float]]:
+    """Each spec's ratings of `stats`, and the time each took."""
     ratings, timings = [], {}
     for spec in specs:
         start = time.perf_counter()
-        ratings.append(rate_one(spec))
+        ratings.append(run(spec, stats))
         timings[f"rate {spec}"] = time.perf_counter() - start
     return ratings, timings
 
 
-def _rate_game(game, text: str) -> Ratings:
-    spec = Spec.parse(text)
-    if spec.method.needs != ("game_data",):
-        raise ValueError(f"{spec.name} does not rate normal-form games (game methods: deviation, nash-averaging, "
-                         "affinity-cce, affinity-ne, uniform)")
-    return apply(spec, game)
+def agent_names(store: Store, board: Board) -> list[str]:
+    """The names of the board's agent ids: the store's agents dictionary, or the strategies of its game file."""
+    kind = log_kind(board.kind)
+    return store.dictionary("agents").names if kind.stored else kind.load(_game_file(board))[1]
+
+
+def inputs(store: Store, board: Board) -> list[IngestReport]:
+    """The files behind a board's ratings, with their content hashes and row accounting."""
+    if log_kind(board.kind).stored:
+        return sorted((r for r in store.manifest.files.values() if r.kind == board.kind), key=lambda r: r.source)
+    path = _game_file(board)
+    return [IngestReport(str(path), board.kind, sha256_file(path), "read")]
 
 
 @dataclass
@@ -106,28 +141,17 @@ class BoardResult:
 
 
 def write_board(store: Store, board: Board, ratings: list[Ratings], out: Path, timings: dict[str, float]) -> list[Path]:
-    """Publish a board's ratings with the row accounting of every file in its store."""
-    inputs = sorted((r for r in store.manifest.files.values() if r.kind == board.kind), key=lambda r: r.source)
-    record = RunRecord(board.kind, list(board.methods), str(store.root), inputs,
+    """Publish a board's ratings with the row accounting of every file behind them."""
+    stored = log_kind(board.kind).stored
+    record = RunRecord(board.kind, list(board.methods), str(store.root) if stored else "", inputs(store, board),
                        parameters={"board": board.name, "sources": list(board.sources)}, timings=timings)
-    return publish(out, ratings, store.dictionary("agents").names, record, board.title or board.name,
-                   judges=store.dictionary("judges").names)
+    return publish(out, ratings, agent_names(store, board), record, board.title or board.name,
+                   judges=store.dictionary("judges").names if stored else None)
 
 
 def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: int = 25) -> str:
     """The board's leaderboards cut to the top agents, e.g. for a Prefect artifact."""
-    return leaderboard_markdown(ratings, store.dictionary("agents").names, board.title or board.name, top=top)
-
-
-def rate_game(path: str | Path, specs: list[str] | tuple[str, ...], out: Path, title: str = "") -> list[Ratings]:
-    """Rate the strategies of an nfg file (no store): names published as `player:strategy`."""
-    from pipeline.logs.nfg import read_nfg
-
-    game = read_nfg(path)
-    ratings, timings = _rate_each(specs, lambda spec: _rate_game(game, spec))
-    record = RunRecord("nfg", list(specs), "", [], parameters={"game": str(path)}, timings=timings)
-    publish(out, ratings, game.labels, record, title or Path(path).name)
-    return ratings
+    return leaderboard_markdown(ratings, agent_names(store, board), board.title or board.name, top=top)
 
 
 def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult:
@@ -137,7 +161,7 @@ def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult
     reports = ingest(store, board)
     timings["ingest"] = time.perf_counter() - start
     start = time.perf_counter()
-    stats = reduce(store, board.kind, board.methods, client)
+    stats = reduce(store, board, client)
     timings["reduce"] = time.perf_counter() - start
     ratings, rate_timings = rate(stats, board.methods)
     timings |= rate_timings

@@ -1,4 +1,4 @@
-"""The `vase` command (DESIGN.md, "Command line").
+"""The `vase` command.
 
 `ingest`, `rate` and `methods` use the library directly and need no Prefect server; `demo`
 runs the nightly Prefect flow over data-samples/ in Prefect's local mode.
@@ -16,8 +16,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from pipeline.board import Board, rate_game, run_board
-from pipeline.logs import KINDS
+from pipeline.board import Board, run_board
+from pipeline.logs import KINDS, UnreadableFile
 from pipeline.methods import REGISTRY
 from pipeline.store import IngestReport, Store
 
@@ -25,7 +25,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ratings of a
 console = Console()
 SAMPLES = Path(__file__).resolve().parent.parent / "data-samples"
 
-KindOption = Annotated[str, typer.Option("--kind", "-k", help=f"log kind: {', '.join(KINDS)}, or nfg (rate)")]
+KindOption = Annotated[str, typer.Option("--kind", "-k", help=f"log kind: {', '.join(KINDS)}")]
 SchedulerOption = Annotated[Optional[str], typer.Option("--scheduler", help="address of an existing Dask scheduler")]
 
 
@@ -36,9 +36,12 @@ def _report_table(reports: list[IngestReport]) -> Table:
     return table
 
 
-def _check_kind(kind: str) -> None:
+def _check_kind(kind: str, *, stored: bool = False) -> None:
     if kind not in KINDS:
-        raise typer.BadParameter(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}", param_hint="--kind")
+        known = "; ".join(f"{name} ({k.holds})" for name, k in KINDS.items())
+        raise typer.BadParameter(f"unknown kind {kind!r}; expected one of: {known}", param_hint="--kind")
+    if stored and not KINDS[kind].stored:
+        raise typer.BadParameter(f"{kind} files are rated directly, not stored: use `vase rate`", param_hint="--kind")
 
 
 @contextmanager
@@ -59,7 +62,7 @@ def ingest(
     store: Annotated[Path, typer.Option("--store", help="store folder (created if missing)")],
 ) -> None:
     """Validate logs and write them into the store; files already ingested are skipped."""
-    _check_kind(kind)
+    _check_kind(kind, stored=True)
     board = Board("ingest", kind, tuple(map(str, sources)), ())
     from pipeline.board import ingest as ingest_board
 
@@ -82,18 +85,9 @@ def rate(
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
-    if kind == "nfg":
-        if len(sources or ()) != 1 or store is not None:
-            raise typer.BadParameter("--kind nfg rates one game file (.npz or .nfg), without --store", param_hint="SOURCES")
-        try:
-            rated = rate_game(sources[0], tuple(method), out, title)
-        except ValueError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--method") from None
-        for r in rated:
-            console.print(f"[bold]{r.spec}[/bold]: {len(r.agents)} strategies")
-        console.print(f"leaderboard: {out / 'leaderboard.md'}")
-        return
     _check_kind(kind)
+    if not KINDS[kind].stored and (store is not None or len(sources or ()) != 1):
+        raise typer.BadParameter(f"{kind} files are rated directly: give one file, without --store", param_hint="SOURCES")
     if store is None and not sources:
         raise typer.BadParameter("give log files or --store", param_hint="SOURCES")
     try:
@@ -101,7 +95,11 @@ def rate(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--method") from None
     with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, _client(scheduler) as client:
-        result = run_board(board, Store(store or scratch), out, client)
+        try:
+            result = run_board(board, Store(store or scratch), out, client)
+        except UnreadableFile as exc:  # a file rated directly (stored kinds quarantine or report theirs)
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(1) from None
     if result.reports:
         console.print(_report_table(result.reports))
     for r in result.ratings:
@@ -127,7 +125,7 @@ def backtest(
     workers: Annotated[int, typer.Option(help="local Dask workers when no --scheduler is given")] = 2,
 ) -> None:
     """Which method best predicts held-out games: rate training splits, score test games by Kendall tau."""
-    _check_kind(kind)
+    _check_kind(kind, stored=True)
     from pipeline.backtest import BacktestConfig
     from pipeline.backtest import backtest as run_backtest
 

@@ -13,7 +13,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
-from pipeline.stats.memory import profile  # noqa: E402
+from pipeline.stats.in_memory import profile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data-samples"
@@ -76,7 +76,7 @@ def log_stats(tmp_path):
     from pipeline.stats import reduce_store
     from pipeline.store import Store
 
-    def make(rows: list[dict], want: set[str], kind: str = "battles", files: int = 1, **options):
+    def make(rows: list[dict], statistics: set[str], kind: str = "battles", files: int = 1, **options):
         store = Store(tmp_path / f"store-{len(list(tmp_path.iterdir()))}")
         paths = []
         for part in range(files):
@@ -84,6 +84,6 @@ def log_stats(tmp_path):
             pl.DataFrame(rows[part::files]).write_csv(path)
             paths.append(path)
         store.ingest(paths, kind)
-        return reduce_store(store, kind, want, **options), store
+        return reduce_store(store, kind, statistics, **options), store
 
     return make

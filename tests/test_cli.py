@@ -82,4 +82,16 @@ def test_rate_nfg_refuses_methods_that_do_not_rate_games(tmp_path):
     path = tmp_path / "rps.nfg"
     path.write_text(RPS_NFG)
     result = runner.invoke(app, ["rate", str(path), "--kind", "nfg", "-m", "borda", "--out", str(tmp_path / "out")])
-    assert result.exit_code == 2 and "borda does not rate normal-form games" in result.output
+    assert result.exit_code == 2 and "borda does not rate nfg files" in result.output
+
+
+def test_nfg_files_are_rated_not_ingested_and_a_bad_one_is_named(tmp_path):
+    path = tmp_path / "rps.nfg"
+    path.write_text(RPS_NFG)
+    ingest = runner.invoke(app, ["ingest", str(path), "--kind", "nfg", "--store", str(tmp_path / "s")])
+    assert ingest.exit_code == 2 and "rated directly" in ingest.output
+    bad = tmp_path / "bad.nfg"
+    bad.write_text("NFG 1 R \"x\" { \"a\" } { 2 }\n1\n")
+    result = runner.invoke(app, ["rate", str(bad), "--kind", "nfg", "-m", "deviation", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1 and "bad.nfg" in result.output and "payoffs" in result.output
+    assert "Traceback" not in result.output

@@ -20,14 +20,14 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.backtest.kendall import game_distances
-from pipeline.backtest.log import UnitLog, select
 from pipeline.backtest.predictive import predictive_metrics
 from pipeline.backtest.splits import Split
-from pipeline.methods import Ratings, Spec, needs, run
+from pipeline.backtest.units import UnitLog
+from pipeline.logs import log_kind
+from pipeline.methods import Ratings, Spec, needed_statistics, run
 from pipeline.stats.counts import Statistics
-from pipeline.stats.extras import EXTRAS
-from pipeline.stats.partials import DENSE_MAX_AGENTS, battle_partial, finalize, weak_order_partial
-from pipeline.stats.reduce import _numpy
+from pipeline.stats.extras import EXTRAS, extra_partials
+from pipeline.stats.partials import DENSE_MAX_AGENTS, comparison_partial, finalize, weak_order_partial
 
 RESULT_SCHEMA = pa.schema([
     ("split", pa.int32()), ("label", pa.string()), ("method", pa.string()), ("seed", pa.int64()),
@@ -44,17 +44,17 @@ def task_seed(split: Split, spec: str) -> int:
     return int(state[0] >> np.uint64(1))
 
 
-def training_statistics(log: UnitLog, split: Split, want: frozenset[str], store: object = None) -> Statistics:
-    """The statistics in `want` of the split's training units."""
+def training_statistics(log: UnitLog, split: Split, statistics: frozenset[str]) -> Statistics:
+    """The named statistics of the split's training units."""
     dense = log.n <= DENSE_MAX_AGENTS
-    rows = log.rows_of(split.train) if log.kind == "battles" or want & EXTRAS.keys() else None
-    if log.kind == "battles":
-        partial = battle_partial(_numpy(rows, "model_a").astype(np.int64), _numpy(rows, "model_b").astype(np.int64),
-                                 _numpy(rows, "winner"), _numpy(rows, "weight"), log.n, dense)
+    kind = log_kind(log.kind)
+    rows = log.rows_of(split.train) if kind.comparisons is not None or statistics & EXTRAS.keys() else None
+    if kind.comparisons is not None:  # counted as pairs, as the store reduction does
+        partial = comparison_partial(kind.comparisons(rows), log.n, dense)
     else:
-        partial = weak_order_partial(select(log.orders, split.train), log.n, want, dense)
-    partial.extra = {name: EXTRAS[name].partial(rows, log.kind, log.n) for name in sorted(want & EXTRAS.keys())}
-    return finalize(log.kind, partial, want, store)
+        partial = weak_order_partial(log.orders.select(split.train), log.n, statistics, dense)
+    partial.extra = extra_partials(rows, log.kind, log.n, statistics)
+    return finalize(log.kind, partial, statistics, log.name_order)
 
 
 def rate_split(stats: Statistics, spec: str, seed: int) -> Ratings:
@@ -66,7 +66,7 @@ def rate_split(stats: Statistics, spec: str, seed: int) -> Ratings:
 
 def score_split(log: UnitLog, split: Split, ratings: Ratings, unseen: str = "tie") -> dict[str, object]:
     """Kendall-tau distance per test unit (weighted mean over units) and, for logistic ratings, predictive metrics."""
-    test = select(log.orders, split.test)
+    test = log.orders.select(split.test)
     rows = ratings.positions(test.agents)
     predicted = np.where(rows >= 0, ratings.rank[np.maximum(rows, 0)].astype(np.float64), np.nan)
     games = game_distances(test, predicted, unseen)
@@ -95,15 +95,14 @@ def results_table(rows: list[dict[str, object]], specs: Sequence[str]) -> pa.Tab
     return pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
 
 
-def run_backtest(log: UnitLog, splits: Sequence[Split], specs: Sequence[str], *, client=None, unseen: str = "tie",
-                 store: object = None) -> pa.Table:
+def run_backtest(log: UnitLog, splits: Sequence[Split], specs: Sequence[str], *, client=None, unseen: str = "tie") -> pa.Table:
     """Per split x method results; on `client` (a distributed Client) when given, else in this process."""
     specs = list(dict.fromkeys(specs))
-    want = needs(specs)
+    statistics = needed_statistics(specs)
     if client is None:
         rows = []
         for split in splits:
-            stats = training_statistics(log, split, want, store)
+            stats = training_statistics(log, split, statistics)
             rows += [evaluate(log, split, stats, spec, unseen) for spec in specs]
         return results_table(rows, specs)
     from distributed import as_completed
@@ -112,7 +111,7 @@ def run_backtest(log: UnitLog, splits: Sequence[Split], specs: Sequence[str], *,
     futures, stats_of, pending = [], {}, {}
     placed = client.scatter(list(splits), hash=False)  # each split's index arrays are sent once, not once per task
     for split, where in zip(splits, placed):  # split by split, so a split's methods run before more statistics pile up
-        stats = client.submit(training_statistics, shared, where, want, store, pure=False)
+        stats = client.submit(training_statistics, shared, where, statistics, pure=False)
         stats_of[split.index], pending[split.index] = stats, len(specs)
         futures += [client.submit(evaluate, shared, where, stats, spec, unseen, pure=False) for spec in specs]
     rows = []

@@ -13,7 +13,7 @@ make the table with c copies, so the tables are nested. Copies are appended afte
 tasks, named `<task>#copy<i>`.
 
 Elo and m-Elo read a pairwise view of the table, each task a voter ranking the agents by score
-(the reduction of score logs, `pipeline.stats.reduce.weak_orders`): a task is a multi-player game
+(the reduction of score logs, `pipeline.logs.scores.task_orders`): a task is a multi-player game
 (kind `games`), online Elo updates the pairs of one task at once, tasks in table order (so the
 copies come last, as newly submitted prompts would).
 """
@@ -30,7 +30,7 @@ from pipeline.games import normalise
 from pipeline.methods import run
 from pipeline.stats import Statistics
 from pipeline.stats.game_pairs import PerGameCounts
-from pipeline.stats.games import ScoreTable
+from pipeline.stats.game_data import ScoreTable
 from pipeline.stats.partials import WeakOrders, weak_order_partial
 from pipeline.stats.sequence import ComparisonSequence
 

@@ -14,10 +14,10 @@ import pyarrow as pa
 
 from pipeline.backtest.evaluate import run_backtest
 from pipeline.backtest.kendall import UNSEEN_POLICIES
-from pipeline.backtest.log import UnitLog, load_log
 from pipeline.backtest.splits import Split, random_splits, temporal_splits
 from pipeline.backtest.summary import summarise, write_backtest
-from pipeline.methods import Spec, needs
+from pipeline.backtest.units import UnitLog, load_units
+from pipeline.methods import Spec, needed_statistics
 from pipeline.report.publish import RunRecord
 from pipeline.store import Store
 
@@ -48,7 +48,7 @@ class BacktestConfig:
 
 
 def load(store: Store, config: BacktestConfig) -> UnitLog:
-    return load_log(store, config.kind, needs(config.methods))
+    return load_units(store, config.kind, needed_statistics(config.methods))
 
 
 def make_splits(log: UnitLog, config: BacktestConfig) -> list[Split]:
@@ -77,6 +77,6 @@ def backtest(store: Store, config: BacktestConfig, out: str | Path, client=None)
     splits = make_splits(log, config)
     timings["load"] = time.perf_counter() - start
     start = time.perf_counter()
-    results = run_backtest(log, splits, config.methods, client=client, unseen=config.unseen, store=store)
+    results = run_backtest(log, splits, config.methods, client=client, unseen=config.unseen)
     timings["evaluate"] = time.perf_counter() - start
     return publish_backtest(store, config, results, out, timings)

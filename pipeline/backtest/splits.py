@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline.backtest.log import NO_TIME
+from pipeline.backtest.units import NO_TIME
 
 
 @dataclass(frozen=True, eq=False)

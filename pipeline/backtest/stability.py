@@ -139,7 +139,7 @@ def simulate_votes(models: int, annotators: int, votes: int, *, tie_rate: float 
                    seed: int = 0) -> tuple[AnnotatorCounts, np.ndarray]:
     """Synthetic arena: `votes` votes per annotator on uniform random pairs, strengths N(0, spread^2)
     (natural units); a vote is a tie with probability `tie_rate`, else Bradley-Terry. Returns the
-    per-annotator counts (annotator k named `k`) and the true strengths."""
+    per-annotator counts (annotator k has judge id k) and the true strengths."""
     rng = np.random.default_rng(seed)
     strength = rng.normal(0.0, spread, models)
     total = annotators * votes
@@ -151,7 +151,6 @@ def simulate_votes(models: int, annotators: int, votes: int, *, tie_rate: float 
     keys, inverse = np.unique((judge * models + x) * models + y, return_inverse=True)
     cells = np.zeros((len(keys), 3))
     np.add.at(cells, (inverse.ravel(), outcome), 1.0)
-    counts = AnnotatorCounts(np.arange(models), np.arange(annotators), tuple(str(k) for k in range(annotators)),
-                             keys // (models * models), keys // models % models, keys % models,
-                             cells[:, 0].copy(), cells[:, 1].copy(), cells[:, 2].copy())
+    counts = AnnotatorCounts(np.arange(models), np.arange(annotators), keys // (models * models), keys // models % models,
+                             keys % models, cells[:, 0].copy(), cells[:, 1].copy(), cells[:, 2].copy())
     return counts, strength

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.games.game import Game
-from pipeline.stats.games import PromptCounts, ScoreTable
+from pipeline.stats.game_data import PromptCounts, ScoreTable
 
 NORMALISATIONS = ("minmax", "zscore", "none")
 

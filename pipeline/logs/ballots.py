@@ -3,18 +3,28 @@
 Canonical columns: `ballot_id`, `ranking` (canonical text, e.g. `a>b=c>d`, names inside a tie
 sorted), `weight`, plus the parsed order as `agents` (names) and `levels` (0 for the top group,
 then 1, 2, ... in group order). `>` separates groups and `=` joins ties. A ballot without an id
-gets `<file name>:<line>`.
+gets `<file name>:<line>`. PrefLib order files (`pipeline.logs.preflib`) are read as ballots too.
+
+Stored: `agents` as ids of the agents dictionary, ordered within each ballot by level, then id
+(a canonical form); each ballot is one weak order.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from pipeline.logs.records import LINE, RawRecords
-from pipeline.logs.triage import Check, ReadResult, Triage, number, quantize_weight, weight_value, text, weight_checks
+from pipeline.arrays import column
+from pipeline.logs.kinds import LogKind, register_kind
+from pipeline.logs.orders import WeakOrders
+from pipeline.logs.preflib import PREFLIB_SUFFIXES, read_preflib
+from pipeline.logs.records import LINE, TABULAR_SUFFIXES, RawRecords
+from pipeline.logs.triage import Check, ReadResult, Triage, weight_value, text, weight_checks
+from pipeline.weights import quantize_expr
 
 SCHEMA = pa.schema(
     [
@@ -80,8 +90,39 @@ def read_ballots(raw: RawRecords, source: str) -> ReadResult:
     canonical = {
         "ballot_id": pl.col("~ballot_id"),
         "ranking": pl.col("~ranking"),
-        "weight": quantize_weight(pl.col("~weight")),
+        "weight": quantize_expr(pl.col("~weight")),
         "agents": pl.col("~agents"),
         "levels": pl.col("~levels"),
     }
     return t.result("ballots", canonical, SCHEMA)
+
+
+def members_by_level(table: pa.Table) -> pa.Table:
+    """Ballot members (now ids) ordered within each ballot by level, then id: a canonical form."""
+    agents, levels = table.column("agents").combine_chunks(), table.column("levels").combine_chunks()
+    ids, lv = agents.flatten().to_numpy(), levels.flatten().to_numpy()
+    offsets = pc.subtract(agents.offsets, agents.offsets[0]).to_numpy()
+    parent = np.repeat(np.arange(len(agents)), np.diff(offsets))
+    order = np.lexsort((ids, lv, parent))
+    offsets_arrow = pa.array(offsets, pa.int32())
+    table = table.set_column(table.schema.get_field_index("agents"), "agents",
+                             pa.ListArray.from_arrays(offsets_arrow, pa.array(ids[order], pa.int32())))
+    return table.set_column(table.schema.get_field_index("levels"), "levels",
+                            pa.ListArray.from_arrays(offsets_arrow, pa.array(lv[order], pa.int16())))
+
+
+def ballot_orders(table: pa.Table) -> WeakOrders:
+    """Each stored ballot as it is: members already by level, then id."""
+    agents = table.column("agents").combine_chunks()
+    offsets = agents.offsets.to_numpy().astype(np.int64)
+    levels = table.column("levels").combine_chunks().flatten().to_numpy().astype(np.float64)
+    return WeakOrders(offsets - offsets[0], agents.flatten().to_numpy().astype(np.int64), levels, column(table, "weight"))
+
+
+BALLOTS = register_kind(LogKind(
+    "ballots", holds="one ranked ballot per row", unit="ballot",
+    read=read_ballots, schema=SCHEMA, suffixes=TABULAR_SUFFIXES + PREFLIB_SUFFIXES,
+    formats=dict.fromkeys(PREFLIB_SUFFIXES, read_preflib), ids={"agents": "agents"}, canonical=members_by_level,
+    columns=("agents", "levels", "weight"), weak_orders=ballot_orders, independent_rows=True,
+    rows_per_task=250_000,  # a ballot row holds a whole ranking
+))

@@ -4,17 +4,27 @@ Canonical columns: `battle_id`, `model_a`, `model_b`, `winner` in {model_a, mode
 tie (bothbad)}, optional `judge`, `prompt`, `category`, `timestamp`, `weight`. The Arena dumps
 (`judge`, `question_id`, `tstamp`) are read through column aliases. A file without battle ids gets
 `<file name>:<line>` ids, so ids are stable across re-reads.
+
+Stored: models as ids of the agents dictionary, `judge` and `prompt` of the judges and prompts
+dictionaries, `winner` as its position in `WINNERS` (0 model_a, 1 model_b, 2 tie, 3 tie
+(bothbad)). Each battle is a comparison of two models, counted directly as a pair; a tie
+(bothbad) counts as a tie.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from pipeline.arrays import column
+from pipeline.logs.kinds import LogKind, register_kind
+from pipeline.logs.orders import TIE, Comparisons
 from pipeline.logs.records import LINE, RawRecords
-from pipeline.logs.triage import Check, ReadResult, Triage, number, quantize_weight, weight_value, text, timestamp, unparsable, weight_checks
+from pipeline.logs.triage import Check, ReadResult, Triage, weight_value, text, timestamp, unparsable, weight_checks
+from pipeline.weights import quantize_expr
 
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
 
@@ -72,5 +82,19 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
     t.reject_rows(pl.col(LINE) != first, "battle_id", pl.lit("duplicate battle_id (first at line ") + first.cast(pl.String) + pl.lit(")"))
 
     canonical = {name: pl.col(f"~{name}") for name in SCHEMA.names}
-    canonical["weight"] = quantize_weight(pl.col("~weight"))
+    canonical["weight"] = quantize_expr(pl.col("~weight"))
     return t.result("battles", canonical, SCHEMA)
+
+
+def battle_comparisons(table: pa.Table) -> Comparisons:
+    """Stored battles as comparisons of model_a and model_b (both ties count as a tie)."""
+    return Comparisons(column(table, "model_a").astype(np.int64), column(table, "model_b").astype(np.int64),
+                       np.minimum(column(table, "winner"), TIE).astype(np.int8), column(table, "weight"))
+
+
+BATTLES = register_kind(LogKind(
+    "battles", holds="one pairwise comparison per row", unit="battle",
+    read=read_battles, schema=SCHEMA,
+    ids={"model_a": "agents", "model_b": "agents", "judge": "judges", "prompt": "prompts"}, codes={"winner": WINNERS},
+    columns=("model_a", "model_b", "winner", "weight"), comparisons=battle_comparisons, independent_rows=True,
+))

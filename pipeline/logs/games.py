@@ -5,15 +5,24 @@ places are ties), optional `timestamp`, `weight`. A file gives either a place co
 `position`, `rank`) or a `score` column. A row with a bad value is quarantined and the rest of its
 game kept (a partial order), unless fewer than two players remain, in which case the whole game
 is quarantined. All rows of a game must agree on its weight and timestamp.
+
+Stored: players as ids of the agents dictionary. Each game is a weak order over its players (by
+place, or by decreasing score); the same game id in two source files is two games.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from pipeline.arrays import column, unit_codes
+from pipeline.logs.kinds import LogKind, register_kind
+from pipeline.logs.orders import WeakOrders
 from pipeline.logs.records import LINE, RawRecords, UnreadableFile
-from pipeline.logs.triage import Check, ReadResult, Triage, number, quantize_weight, weight_value, text, timestamp, unparsable, weight_checks
+from pipeline.logs.triage import Check, ReadResult, Triage, number, weight_value, text, timestamp, unparsable, weight_checks
+from pipeline.weights import quantize_expr
 
 SCHEMA = pa.schema(
     [
@@ -76,6 +85,20 @@ def read_games(raw: RawRecords, source: str) -> ReadResult:
         "score": pl.lit(None, pl.Float64) if place else pl.col("~value"),
         "place": pl.col("~value") if place else pl.lit(None, pl.Float64),
         "timestamp": pl.col("~timestamp"),
-        "weight": quantize_weight(pl.col("~weight")),
+        "weight": quantize_expr(pl.col("~weight")),
     }
     return t.result("games", canonical, SCHEMA)
+
+
+def game_orders(table: pa.Table) -> WeakOrders:
+    """Each game as a weak order: by place where given, else by decreasing score."""
+    by_score = pc.is_null(table.column("place")).to_numpy(zero_copy_only=False)
+    level = np.where(by_score, -column(table, "score", 0.0), column(table, "place", 0.0))
+    return WeakOrders.from_rows(unit_codes(table, "game_id"), column(table, "player"), level, column(table, "weight"))
+
+
+GAMES = register_kind(LogKind(
+    "games", holds="one player's result in one game per row", unit="game",
+    read=read_games, schema=SCHEMA, ids={"player": "agents"},
+    columns=("game_id", "player", "score", "place", "weight"), weak_orders=game_orders, unit_column="game_id",
+))

@@ -10,6 +10,7 @@ lines; a JSON array and Parquet count records from 1.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def _scalar_text(value: object) -> str | None:
     return str(value)
 
 
-def _frame_from_objects(objects: list[tuple[int, dict]]) -> pl.DataFrame:
+def _frame(objects: list[tuple[int, dict]]) -> pl.DataFrame:
     columns: dict[str, None] = {}
     for _, obj in objects:
         columns.update(dict.fromkeys(obj))
@@ -59,6 +60,11 @@ def _frame_from_objects(objects: list[tuple[int, dict]]) -> pl.DataFrame:
     data[LINE] = [line for line, _ in objects]
     schema = {name: pl.String for name in columns} | {LINE: pl.Int64}
     return pl.DataFrame(data, schema=schema)
+
+
+def records_of_objects(objects: Sequence[dict]) -> RawRecords:
+    """In-memory records (dicts, as a JSON array holds them) as raw records numbered from 1."""
+    return RawRecords(_frame(list(enumerate(objects, start=1))), [])
 
 
 def _read_json_lines(path: Path) -> RawRecords:
@@ -77,7 +83,7 @@ def _read_json_lines(path: Path) -> RawRecords:
                 bad.append((line_no, "a JSON line must be an object", text.rstrip("\n")))
                 continue
             objects.append((line_no, obj))
-    return RawRecords(_frame_from_objects(objects), bad)
+    return RawRecords(_frame(objects), bad)
 
 
 def _read_json_array(path: Path) -> RawRecords:
@@ -93,7 +99,7 @@ def _read_json_array(path: Path) -> RawRecords:
             objects.append((number, obj))
         else:
             bad.append((number, "a record must be a JSON object", json.dumps(obj)))
-    return RawRecords(_frame_from_objects(objects), bad)
+    return RawRecords(_frame(objects), bad)
 
 
 def _looks_like_json_array(path: Path) -> bool:

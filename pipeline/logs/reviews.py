@@ -23,6 +23,10 @@ ranking that is not a list of labels, names a label not in label_to_model, or na
 scores that are not numbers for known labels; a review that neither abstains nor ranks (empty
 ranking, no scores); an unparsable timestamp; a second review of a query by the same reviewer;
 a label_to_model that differs from the one of an earlier review of the same query in the file.
+
+Stored: `reviewer`, `models` and `order` as ids of the agents dictionary (reviewers and models
+share it: a reviewer is usually also a model, which self-vote exclusion needs). Each review that
+does not abstain is a strict order over the models it ranks, its reviewer's own model left out.
 """
 
 from __future__ import annotations
@@ -30,9 +34,14 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from pipeline.arrays import column
+from pipeline.logs.kinds import LogKind, register_kind
+from pipeline.logs.orders import WeakOrders
 from pipeline.logs.records import LINE, RawRecords
 from pipeline.logs.triage import Check, ReadResult, Triage, text, timestamp, unparsable
 
@@ -215,3 +224,26 @@ def read_reviews(raw: RawRecords, source: str) -> ReadResult:
                   pl.lit("label_to_model differs from the first review of this query (line ") + first_line.cast(pl.String) + pl.lit(")"))
 
     return t.result("reviews", {name: pl.col(f"~{name}") for name in SCHEMA.names}, SCHEMA)
+
+
+def review_orders(table: pa.Table) -> WeakOrders:
+    """Each review that does not abstain: a strict order over the models it ranks, weight 1.
+
+    Self-votes are excluded, as [Council] does by default: the reviewer's own model is left out of
+    its ranking, so it gains no pairwise wins and no positions from its own review (the others keep
+    their order). A review left with no model is no ballot. Abstentions have an empty `order`.
+    """
+    order = table.column("order").combine_chunks()
+    lengths = pc.list_value_length(order).fill_null(0).to_numpy().astype(np.int64)
+    ballot = np.repeat(np.arange(len(order)), lengths)
+    agent = order.flatten().to_numpy().astype(np.int64)
+    position = np.arange(len(agent)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    keep = agent != column(table, "reviewer").astype(np.int64)[ballot]
+    return WeakOrders.from_rows(ballot[keep], agent[keep], position[keep].astype(np.float64), np.ones(int(keep.sum())))
+
+
+REVIEWS = register_kind(LogKind(
+    "reviews", holds="one council reviewer's ranking of anonymised answers per row", unit="review",
+    read=read_reviews, schema=SCHEMA, ids={"reviewer": "agents", "models": "agents", "order": "agents"},
+    columns=("reviewer", "order"), weak_orders=review_orders,
+))

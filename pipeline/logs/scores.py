@@ -5,15 +5,24 @@ Canonical columns: `task`, `agent`, `score`, `higher_is_better` (per task, defau
 table without a `score` column is wide: the first column names the task and every other column is
 an agent, one cell a score. In a wide table an empty cell means the agent was not run on that task
 (the task's ballot is partial) and is not a row; every non-empty cell is one row of the accounting.
+
+Stored: agents as ids of the agents dictionary. Each task is a voter: a weak order over its
+agents by score (turned around where lower is better); the same task in two source files is two
+voters.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from pipeline.arrays import column, unit_codes
+from pipeline.logs.kinds import LogKind, register_kind
+from pipeline.logs.orders import WeakOrders
 from pipeline.logs.records import LINE, RawRecords
-from pipeline.logs.triage import Check, ReadResult, Triage, number, quantize_weight, weight_value, text, unparsable, weight_checks
+from pipeline.logs.triage import Check, ReadResult, Triage, number, weight_value, text, unparsable, weight_checks
+from pipeline.weights import quantize_expr
 
 SCHEMA = pa.schema(
     [
@@ -94,6 +103,20 @@ def read_scores(raw: RawRecords, source: str) -> ReadResult:
         "agent": pl.col("~agent"),
         "score": pl.col("~score"),
         "higher_is_better": pl.col("~hib"),
-        "task_weight": quantize_weight(pl.col("~weight")),
+        "task_weight": quantize_expr(pl.col("~weight")),
     }
     return t.result("scores", canonical, SCHEMA)
+
+
+def task_orders(table: pa.Table) -> WeakOrders:
+    """Each task as a weak order over its agents, best score first."""
+    score = column(table, "score")
+    level = np.where(table.column("higher_is_better").to_numpy(zero_copy_only=False).astype(bool), -score, score)
+    return WeakOrders.from_rows(unit_codes(table, "task"), column(table, "agent"), level, column(table, "task_weight"))
+
+
+SCORES = register_kind(LogKind(
+    "scores", holds="one agent's score on one task per row", unit="task",
+    read=read_scores, schema=SCHEMA, ids={"agent": "agents"},
+    columns=("task", "agent", "score", "higher_is_better", "task_weight"), weak_orders=task_orders, unit_column="task",
+))

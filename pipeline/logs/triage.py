@@ -195,8 +195,3 @@ def weight_checks(parsed: str, raw_name: str | None, what: str = "weight") -> li
     if raw_name is not None:
         checks.insert(0, Check(what, f"{what} is not a number", unparsable(raw_name, parsed)))
     return checks
-
-
-def quantize_weight(expr: pl.Expr) -> pl.Expr:
-    """Weights on a 2^-24 grid, so that sums are exact and independent of order (see stats)."""
-    return (expr * 2.0**24).round() / 2.0**24

@@ -8,9 +8,9 @@ import importlib
 import pkgutil
 
 from pipeline.methods.ratings import Ratings, competition_ranks
-from pipeline.methods.registry import REGISTRY, Method, Spec, apply, method, needs, run
+from pipeline.methods.registry import REGISTRY, Method, Spec, apply, method, needed_statistics, run
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     importlib.import_module(f"{__name__}.{_module}")
 
-__all__ = ["REGISTRY", "Method", "Ratings", "Spec", "apply", "competition_ranks", "method", "needs", "run"]
+__all__ = ["REGISTRY", "Method", "Ratings", "Spec", "apply", "competition_ranks", "method", "needed_statistics", "run"]

@@ -46,7 +46,7 @@ from pipeline.methods.m_elo import Cells, _laplacian_solve, _spread, check_and_f
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 from pipeline.stats.annotators import AnnotatorCounts
-from pipeline.stats.partials import _sum_by_key
+from pipeline.arrays import sum_by_key
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class _Problem:
         n = len(rated)
         wx, wy = counts.x_wins + counts.ties / 2, counts.y_wins + counts.ties / 2
         keys, inverse = np.unique(x * n + y, return_inverse=True)
-        _, summed = _sum_by_key(x * n + y, np.column_stack([counts.x_wins, counts.y_wins, counts.ties]))
+        _, summed = sum_by_key(x * n + y, np.column_stack([counts.x_wins, counts.y_wins, counts.ties]))
         pairs = Cells(n, keys // n, keys % n, summed[:, 0], summed[:, 1], summed[:, 2])
         return cls(pairs, inverse.ravel(), counts.judge, wx, wy, len(counts.judges)), rated
 
@@ -124,7 +124,7 @@ def fit_am_elo(counts: AnnotatorCounts, *, prior: float = 0.0, ability_prior: fl
     consistent = np.bincount(problem.judge, problem.wx * (d <= 0) + problem.wy * (d >= 0), minlength=m) == 0
     contrary = np.bincount(problem.judge, problem.wx * (d >= 0) + problem.wy * (d <= 0), minlength=m) == 0
     if ability_prior == 0 and np.any(separable := consistent | contrary):
-        raise NoEstimate(f"am-elo: the abilities of annotators {[counts.names[k] for k in np.flatnonzero(separable)]} grow "
+        raise NoEstimate(f"am-elo: the abilities of annotators (judge ids) {counts.judges[separable].tolist()} grow "
                          "without bound (their votes all agree or all disagree with the ranking); use ability_prior > 0")
     raise ConvergenceError(f"am-elo did not converge in {max_iter} rounds (tol={tol})")
 

@@ -17,8 +17,8 @@ import pyarrow as pa
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import REGISTRY, Spec, run
 from pipeline.stats.counts import Statistics
+from pipeline.stats.counts import CORE_STATISTICS
 from pipeline.stats.extras import EXTRAS
-from pipeline.stats.reduce import STATISTICS
 
 MISMATCH_PLACES = 2
 
@@ -39,7 +39,7 @@ class Comparison:
 def comparable_needs(specs: Sequence[str], kind: str) -> frozenset[str]:
     """The statistics that the registered specs read and that `kind` logs can give."""
     wanted = {n for spec in specs if (name := spec.partition(":")[0].strip()) in REGISTRY for n in REGISTRY[name].needs}
-    return frozenset(n for n in wanted if n in STATISTICS or (n in EXTRAS and kind in EXTRAS[n].kinds))
+    return frozenset(n for n in wanted if n in CORE_STATISTICS or (n in EXTRAS and kind in EXTRAS[n].kinds))
 
 
 def compare_ranks(base: Ratings, label: str, specs: Sequence[str], stats: Statistics,

@@ -46,7 +46,7 @@ from pipeline.methods.comparison import comparable_needs, compare_ranks
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 from pipeline.stats.council import CouncilReviews
-from pipeline.stats.reduce import STATISTICS
+from pipeline.stats.counts import CORE_STATISTICS
 
 CONFIDENCE = np.array(["low", "medium", "high"])
 DAY_US = 86_400_000_000
@@ -105,7 +105,7 @@ class QueryResults:
         self.single = active_per_query[self.query] == 1
         self.voted = self.votes > 0
         self.score = np.divide(self.points, self.votes, out=np.zeros(size), where=self.voted)
-        self.name_rank = name_ranks(reviews.names, self.agent)
+        self.name_rank = name_ranks(reviews.name_order, self.agent)
         self.order, self.rank = ranks(self.query, self.voted, self.score, self.wins, self.name_rank)
         self.confidence = confidence(self.votes, self.possible, self.single)
         self.active_reviewers = [set() for _ in range(reviews.n_queries)]
@@ -132,9 +132,9 @@ def lookup(sorted_values: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
     return at, found
 
 
-def name_ranks(names: dict[int, str], ids: np.ndarray) -> np.ndarray:
-    """Alphabetical rank of each id's name (the record's last tie-break)."""
-    alphabet = {i: k for k, i in enumerate(sorted(names, key=lambda i: (names[i], i)))}
+def name_ranks(name_order: dict[int, int], ids: np.ndarray) -> np.ndarray:
+    """Alphabetical rank of each id's name (the record's last tie-break), from the ids' name order."""
+    alphabet = {i: k for k, i in enumerate(sorted(name_order, key=lambda i: (name_order[i], i)))}
     return np.array([alphabet[int(i)] for i in ids], dtype=np.int64)
 
 
@@ -153,12 +153,12 @@ def aggregate(results: QueryResults, cells: np.ndarray, key: list) -> dict:
     return dict(groups)
 
 
-def _columns(groups: dict, keys: list, agents: np.ndarray, names: dict[int, str], group: np.ndarray) -> dict[str, np.ndarray]:
+def _columns(groups: dict, keys: list, agents: np.ndarray, name_order: dict[int, int], group: np.ndarray) -> dict[str, np.ndarray]:
     entries = [groups[k] for k in keys]
     score = np.array([float(e["sum"] / e["queries"]) if e["queries"] else 0.0 for e in entries])
     votes = np.array([e["votes"] for e in entries], np.int64)
     wins = np.array([e["wins"] for e in entries], np.int64)
-    order, rank = ranks(group, votes > 0, score, wins, name_ranks(names, agents))
+    order, rank = ranks(group, votes > 0, score, wins, name_ranks(name_order, agents))
     possible = np.array([e["possible"] for e in entries], np.int64)
     single = np.array([len(e["reviewers"]) == 1 for e in entries])
     return {"order": order, "rank": rank, "score": score, "votes": votes, "wins": wins,
@@ -188,7 +188,7 @@ def leaderboard(results: QueryResults, window_days: int) -> tuple[pa.Table, dict
     keys = sorted(groups)
     category_codes = np.unique([k[0] for k in keys], return_inverse=True)[1] if keys else np.zeros(0, np.int64)
     agents = np.array([k[1] for k in keys], np.int64)
-    col = _columns(groups, keys, agents, results.reviews.names, np.asarray(category_codes).ravel())
+    col = _columns(groups, keys, agents, results.reviews.name_order, np.asarray(category_codes).ravel())
     o = col["order"]
     table = pa.table({
         "category": pa.array([keys[i][0] or None for i in o], pa.string()), "rank": col["rank"][o], "agent": agents[o],
@@ -210,7 +210,7 @@ def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True, w
     agents = np.unique(results.agent)
     cells = np.arange(len(results.agent))
     groups = aggregate(results, cells, results.agent.tolist())
-    col = _columns(groups, agents.tolist(), agents, reviews.names, np.zeros(len(agents), np.int64))
+    col = _columns(groups, agents.tolist(), agents, reviews.name_order, np.zeros(len(agents), np.int64))
     board, window = leaderboard(results, window_days)
     ratings = Ratings(
         agents, col["score"], col["rank"],
@@ -226,7 +226,7 @@ def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True, w
         return ratings
     if "council-borda" in (s.partition(":")[0] for s in specs):
         raise ValueError("council-borda: compare cannot include council-borda itself")
-    comparison = compare_ranks(ratings, "council-borda", specs, reviews.statistics(STATISTICS | comparable_needs(specs, "reviews")))
+    comparison = compare_ranks(ratings, "council-borda", specs, reviews.statistics(CORE_STATISTICS | comparable_needs(specs, "reviews")))
     flagged = np.array([", ".join(f) for f in comparison.flagged_by], dtype=object)
     return dataclasses.replace(
         ratings, extras=ratings.extras | {"rank_mismatch": flagged},

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from pipeline.games import Game, build
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.ratings import Ratings
-from pipeline.stats.games import PromptCounts, ScoreTable
+from pipeline.stats.game_data import PromptCounts, ScoreTable
 
 GameData = ScoreTable | PromptCounts | Game
 

@@ -32,7 +32,7 @@ from pipeline.methods.majority import condorcet_info, dense_counts, order_info, 
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 from pipeline.stats.counts import PairwiseCounts
-from pipeline.stats.partials import UNIT
+from pipeline.weights import UNIT
 
 ENUMERATE_MAX = 9
 

@@ -56,7 +56,8 @@ from pipeline.methods.registry import method
 from pipeline.methods.resample import poisson_draws
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
-from pipeline.stats.partials import DENSE_MAX_AGENTS, _sum_by_key
+from pipeline.arrays import sum_by_key
+from pipeline.stats.partials import DENSE_MAX_AGENTS
 
 LN10 = float(np.log(10.0))
 TIES = ("half", "davidson")
@@ -86,7 +87,7 @@ class Cells:
         values[:k, 0] = np.where(first, wins.data, 0.0)
         values[:k, 1] = np.where(first, 0.0, wins.data)
         values[k:, 2] = ties.data[upper]
-        keys, values = _sum_by_key(np.minimum(rows, cols) * n + np.maximum(rows, cols), values)
+        keys, values = sum_by_key(np.minimum(rows, cols) * n + np.maximum(rows, cols), values)
         keep = values.sum(axis=1) > 0
         keys, values = keys[keep], values[keep]
         return cls(n, keys // n, keys % n, values[:, 0].copy(), values[:, 1].copy(), values[:, 2].copy())

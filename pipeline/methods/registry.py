@@ -94,8 +94,8 @@ class Spec:
         return self.method.parameters | self.params
 
 
-def needs(specs: Iterable[str]) -> frozenset[str]:
-    """The statistics a list of specs reads, so a reduction computes only those."""
+def needed_statistics(specs: Iterable[str]) -> frozenset[str]:
+    """The statistics a list of specs needs, so a reduction computes only those."""
     return frozenset(n for s in specs for n in Spec.parse(s).method.needs)
 
 

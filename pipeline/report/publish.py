@@ -1,8 +1,8 @@
-"""Publishing: ratings.parquet, ratings.json, leaderboard.md and run.json (DESIGN.md, "Ratings").
+"""Publishing: ratings.parquet, ratings.json, leaderboard.md and run.json.
 
-Names come back here, from the store's dictionaries (agents, and judges for method tables); every file is written atomically. Rows are
-ordered by method (in the order given), then rank, then agent name, so equal inputs give equal
-bytes. A method's further tables (`Ratings.tables`) are written beside them as
+Names come back here, from the store's dictionaries (agents, and judges for method tables):
+statistics and ratings carry ids only. Every file is written atomically. Rows are ordered by
+method (in the order given), then rank, then agent name, so equal inputs give equal bytes. A method's further tables (`Ratings.tables`) are written beside them as
 `<method>.<table>.parquet` and `.md`, and listed in run.json's outputs.
 """
 
@@ -20,7 +20,7 @@ import pyarrow as pa
 
 import pipeline
 from pipeline.methods.ratings import Ratings
-from pipeline.stats.annotators import judge_name
+from pipeline.stats.annotators import NO_JUDGE
 from pipeline.store import IngestReport
 from pipeline.store.files import write_json, write_parquet, write_text
 
@@ -32,6 +32,13 @@ def _plain(value: object) -> object:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+def judge_name(judge: int, names: list[str] | tuple[str, ...] | None) -> str:
+    """The name of a judge store id: "(none)" for battles without one, the id as text without a dictionary."""
+    if judge == NO_JUDGE:
+        return "(none)"
+    return names[judge] if names is not None else str(judge)
 
 
 def ratings_records(ratings: list[Ratings], names: list[str]) -> list[dict[str, object]]:

@@ -34,8 +34,3 @@ def promote(root: Path, staging: Path, run_id: str) -> Path:
 
 def discard(staging: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
-
-
-def latest(root: Path) -> Path | None:
-    path = root / "latest"
-    return path.resolve() if path.exists() else None

@@ -7,13 +7,12 @@ Every module of this package is imported here, so that extra statistics register
 import importlib
 import pkgutil
 
-from pipeline.stats.counts import BallotHistogram, PairwiseCounts, PositionCounts, Statistics
+from pipeline.stats.counts import CORE_STATISTICS, BallotHistogram, PairwiseCounts, PositionCounts, Statistics
 from pipeline.stats.extras import EXTRAS, Extra, register_extra
-from pipeline.stats.partials import WeakOrders
-from pipeline.stats.reduce import STATISTICS, reduce_store
+from pipeline.stats.reduce import reduce_store
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     importlib.import_module(f"{__name__}.{_module}")
 
-__all__ = ["EXTRAS", "STATISTICS", "BallotHistogram", "Extra", "PairwiseCounts", "PositionCounts", "Statistics",
-           "WeakOrders", "reduce_store", "register_extra"]
+__all__ = ["CORE_STATISTICS", "EXTRAS", "BallotHistogram", "Extra", "PairwiseCounts", "PositionCounts", "Statistics",
+           "reduce_store", "register_extra"]

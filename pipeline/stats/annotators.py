@@ -1,8 +1,9 @@
 """Pairwise counts per annotator (the `judge` of a battle): the input of am-Elo [AmElo, 4.2].
 
 One cell per (annotator, unordered pair x < y) that has votes: the weight of votes for x, for
-y, and of ties. Battles without a judge are counted under one pseudo-annotator (store id -1).
-Cells are summed as integer units with sorted keys, so merges are exact and order-free.
+y, and of ties. Battles without a judge are counted under one pseudo-annotator (store id -1,
+`NO_JUDGE`). Cells are summed as integer units with sorted keys, so merges are exact and
+order-free. Annotators are judge ids; `pipeline.report` names them.
 """
 
 from __future__ import annotations
@@ -13,17 +14,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import sum_by_key
+from pipeline.logs import log_kind
+from pipeline.logs.orders import A_WINS, B_WINS, TIE
 from pipeline.stats.extras import Extra, register_extra
-from pipeline.stats.partials import UNIT, _sum_by_key, to_units
+from pipeline.weights import UNIT, to_units
 
 NO_JUDGE = -1
-
-
-def judge_name(judge: int, names: list[str] | tuple[str, ...] | None) -> str:
-    """The name of a judge store id: "(none)" for battles without one, the id as text without a dictionary."""
-    if judge == NO_JUDGE:
-        return "(none)"
-    return names[judge] if names is not None else str(judge)
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,13 +28,11 @@ class AnnotatorCounts:
     """Cells (annotator `judge`, agents `x` < `y`) with weights `x_wins`, `y_wins`, `ties`.
 
     `judge` indexes `judges` (store ids in the judges dictionary, -1 for battles without one);
-    `names[k]` is the name of annotator k (its id as text when no store was given); x and y are
-    local agent indices.
+    x and y are local agent indices.
     """
 
     agents: np.ndarray
     judges: np.ndarray
-    names: tuple[str, ...]
     judge: np.ndarray
     x: np.ndarray
     y: np.ndarray
@@ -51,8 +46,6 @@ class AnnotatorCounts:
             raise ValueError("one value per cell in every column")
         if np.any(self.x >= self.y):
             raise ValueError("cells must have x < y")
-        if len(self.names) != len(self.judges):
-            raise ValueError("one name per annotator")
         if any(np.any(v < 0) for v in (self.x_wins, self.y_wins, self.ties)):
             raise ValueError("weights must be non-negative")
 
@@ -67,11 +60,11 @@ class AnnotatorCounts:
         new = np.full(len(self.judges), -1, np.int64)
         new[keep] = np.arange(len(keep))
         rows = new[self.judge] >= 0
-        return AnnotatorCounts(self.agents, self.judges[keep], tuple(self.names[k] for k in keep), new[self.judge][rows],
+        return AnnotatorCounts(self.agents, self.judges[keep], new[self.judge][rows],
                                self.x[rows], self.y[rows], self.x_wins[rows], self.y_wins[rows], self.ties[rows])
 
     def replace(self, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> AnnotatorCounts:
-        return AnnotatorCounts(self.agents, self.judges, self.names, self.judge, self.x, self.y, x_wins, y_wins, ties)
+        return AnnotatorCounts(self.agents, self.judges, self.judge, self.x, self.y, x_wins, y_wins, ties)
 
 
 @dataclass
@@ -81,7 +74,7 @@ class _Cells:
     values: np.ndarray  # units: x wins, y wins, ties
 
     def __add__(self, other: _Cells) -> _Cells:
-        keys, values = _sum_by_key(np.concatenate([self.keys, other.keys]), np.concatenate([self.values, other.values]))
+        keys, values = sum_by_key(np.concatenate([self.keys, other.keys]), np.concatenate([self.values, other.values]))
         return _Cells(self.n, keys, values)
 
 
@@ -89,28 +82,23 @@ def _partial(table: pa.Table, kind: str, n: int) -> _Cells:
     judges = pc.fill_null(table.column("judge"), NO_JUDGE).to_numpy().astype(np.int64)
     if len(judges) and (int(judges.max()) + 2) * n * n >= 2**63:
         raise ValueError("too many annotators x agents^2 for int64 cell keys")
-    a = table.column("model_a").to_numpy().astype(np.int64)
-    b = table.column("model_b").to_numpy().astype(np.int64)
-    winner = table.column("winner").to_numpy()
-    units = to_units(table.column("weight").to_numpy())
-    x, y = np.minimum(a, b), np.maximum(a, b)
-    x_won = np.where(a < b, winner == 0, winner == 1)
-    values = np.zeros((len(a), 3), np.int64)
-    column = np.where(winner >= 2, 2, np.where(x_won, 0, 1))
-    values[np.arange(len(a)), column] = units
-    keys, values = _sum_by_key(((judges + 1) * n + x) * n + y, values)
+    rows = log_kind(kind).comparisons(table)
+    x, y = np.minimum(rows.a, rows.b), np.maximum(rows.a, rows.b)
+    x_won = np.where(rows.a < rows.b, rows.outcome == A_WINS, rows.outcome == B_WINS)
+    values = np.zeros((len(rows), 3), np.int64)
+    column = np.where(rows.outcome == TIE, 2, np.where(x_won, 0, 1))
+    values[np.arange(len(rows)), column] = to_units(rows.weights)
+    keys, values = sum_by_key(((judges + 1) * n + x) * n + y, values)
     return _Cells(n, keys, values)
 
 
-def _finalize(cells: _Cells, present: np.ndarray, store: object) -> AnnotatorCounts:
+def _finalize(cells: _Cells, present: np.ndarray, name_order: np.ndarray) -> AnnotatorCounts:
     n = np.int64(cells.n)
     judge, x, y = cells.keys // (n * n) - 1, cells.keys // n % n, cells.keys % n
     judges, index = np.unique(judge, return_inverse=True)
-    names = store.dictionary("judges").names if store is not None else None
     v = cells.values / UNIT
-    return AnnotatorCounts(present, judges, tuple(judge_name(int(j), names) for j in judges), index.astype(np.int64),
-                           np.searchsorted(present, x), np.searchsorted(present, y), v[:, 0].copy(), v[:, 1].copy(),
-                           v[:, 2].copy())
+    return AnnotatorCounts(present, judges, index.ravel().astype(np.int64), np.searchsorted(present, x),
+                           np.searchsorted(present, y), v[:, 0].copy(), v[:, 1].copy(), v[:, 2].copy())
 
 
 ANNOTATORS = register_extra(Extra(

@@ -18,7 +18,7 @@ from pathlib import Path
 from pipeline.stats.partials import Partial
 from pipeline.store.files import atomic_write
 
-FORMAT = 1
+FORMAT = 2  # 2: extras' partials moved modules (stats.games -> stats.game_data); files of format 1 are not read
 
 
 def cache_path(root: Path, kind: str, want: frozenset[str], dense: bool, unit) -> Path:

@@ -6,14 +6,13 @@ is the sorted tuple of the unit's review rows; merging sorts the union by the wh
 key), so the merged value is the same whatever the partitioning and the merge order. It is
 O(reviews) in memory, which suits council logs (one row per reviewer and query).
 
-The same reviews reduce to the core statistics through `pipeline.stats.reduce.review_orders`
-(self-votes excluded); `CouncilReviews.statistics()` does that in memory, so that other methods
-rate exactly these reviews next to council Borda.
+The same reviews reduce to the core statistics as the reviews kind says
+(`pipeline.logs.reviews.review_orders`, self-votes excluded); `CouncilReviews.statistics()` does
+that in memory, so that other methods rate exactly these reviews next to council Borda.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -21,14 +20,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.logs.records import RawRecords, _frame_from_objects
-from pipeline.logs.reviews import read_reviews
-from pipeline.stats.counts import Statistics
-from pipeline.stats.extras import EXTRAS, Extra, register_extra
-from pipeline.stats.partials import DENSE_MAX_AGENTS, finalize, weak_order_partial
-from pipeline.stats.reduce import STATISTICS, review_orders
-from pipeline.store.dictionary import IdMap
-from pipeline.store.store import _encode
+from pipeline.stats.counts import CORE_STATISTICS, Statistics
+from pipeline.stats.extras import Extra, register_extra
+from pipeline.stats.in_memory import statistics_of_records
+from pipeline.arrays import sort_positions
+from pipeline.stats.partials import DENSE_MAX_AGENTS, finalize
+from pipeline.stats.reduce import reduce_table
 
 COLUMNS = ("query_id", "reviewer", "abstained", "models", "order", "order_from", "category", "timestamp")
 
@@ -52,7 +49,8 @@ class CouncilReviews:
     (store ids). Per review r: `query[r]`, `reviewer[r]`, `abstained[r]`, `size[r]` (N, the number
     of answers it saw), `from_scores[r]` (ranking derived from scores) and the models in ranking
     order `ranked[order_offsets[r]:order_offsets[r+1]]` (position = index in that slice).
-    `names` maps store ids to names, for the record's alphabetical tie-break only.
+    `name_order` maps each store id of these reviews to the position of its name among theirs in
+    code-point order: the record's alphabetical tie-break, without the names.
     """
 
     query_ids: tuple[str, ...]
@@ -68,7 +66,7 @@ class CouncilReviews:
     from_scores: np.ndarray
     order_offsets: np.ndarray
     ranked: np.ndarray
-    names: dict[int, str] = field(default_factory=dict)
+    name_order: dict[int, int] = field(default_factory=dict)
     duplicates: int = 0  # reviews dropped because a later one of the same query and reviewer exists
 
     def __post_init__(self) -> None:
@@ -90,14 +88,15 @@ class CouncilReviews:
         review = np.repeat(np.arange(len(lengths)), lengths)
         return review, self.ranked, np.arange(len(self.ranked)) - self.order_offsets[:-1][review]
 
-    def statistics(self, want: frozenset[str] = STATISTICS) -> Statistics:
+    def statistics(self, statistics: frozenset[str] = CORE_STATISTICS) -> Statistics:
         """The core statistics of these reviews, exactly as the store reduction computes them."""
         lists = [self.ranked[a:b].tolist() for a, b in zip(self.order_offsets[:-1], self.order_offsets[1:])]
         table = pa.table({"reviewer": pa.array(self.reviewer, pa.int64()), "order": pa.array(lists, pa.list_(pa.int64()))})
         n = int(max(self.candidates.max(initial=-1), self.reviewer.max(initial=-1))) + 1
-        partial = weak_order_partial(review_orders(table), n, want, n <= DENSE_MAX_AGENTS)
-        partial.extra = {name: EXTRAS[name].partial(table, "reviews", n) for name in sorted(want & EXTRAS.keys())}
-        return finalize("reviews", partial, want)
+        partial = reduce_table(table, "reviews", n, statistics, n <= DENSE_MAX_AGENTS)
+        name_order = np.zeros(n, np.int64)
+        name_order[list(self.name_order)] = list(self.name_order.values())
+        return finalize("reviews", partial, statistics, name_order)
 
 
 def _partial(table: pa.Table, kind: str, n: int) -> tuple[Row, ...]:
@@ -115,7 +114,7 @@ def _merge(a: tuple[Row, ...], b: tuple[Row, ...]) -> tuple[Row, ...]:
     return tuple(sorted(a + b))
 
 
-def council_reviews(rows: tuple[Row, ...], names: dict[int, str]) -> CouncilReviews:
+def council_reviews(rows: tuple[Row, ...], name_order: np.ndarray) -> CouncilReviews:
     """Group merged rows by query; of several reviews by one reviewer of one query, keep the latest."""
     kept = [row for i, row in enumerate(rows) if i + 1 == len(rows) or rows[i + 1][:2] != row[:2]]
     query_ids = sorted({row[0] for row in kept})
@@ -134,36 +133,26 @@ def council_reviews(rows: tuple[Row, ...], names: dict[int, str]) -> CouncilRevi
     candidate_offsets, candidate_ids = _csr([sorted(c) for c in candidates])
     order_offsets, ranked = _csr([row[8] for row in kept])
     column = lambda k, dtype: np.array([row[k] for row in kept], dtype=dtype)  # noqa: E731
+    ids = np.union1d(candidate_ids, column(1, np.int64))
     return CouncilReviews(
         tuple(query_ids), tuple(categories), stamp, dated, candidate_offsets, candidate_ids,
         np.array([index[row[0]] for row in kept], np.int64), column(1, np.int64), column(6, bool),
         np.array([len(row[7]) for row in kept], np.int64), column(9, bool), order_offsets, ranked,
-        {int(i): names[i] for i in sorted(set(candidate_ids.tolist()) | set(column(1, np.int64).tolist()))},
-        len(rows) - len(kept),
+        dict(zip(ids.tolist(), sort_positions(name_order[ids]).tolist())), len(rows) - len(kept),
     )
 
 
-def _finalize(rows: tuple[Row, ...], present: np.ndarray, store: object) -> CouncilReviews:
-    if store is None:
-        raise ValueError("council_reviews needs the store's agent dictionary (model names break ties)")
-    return council_reviews(rows, dict(enumerate(store.dictionary("agents").names)))
+def _finalize(rows: tuple[Row, ...], present: np.ndarray, name_order: np.ndarray) -> CouncilReviews:
+    return council_reviews(rows, name_order)
 
 
 COUNCIL_REVIEWS = register_extra(Extra("council_reviews", {"reviews": COLUMNS}, _partial, _merge, _finalize))
 
 
-def council_profile(records: Sequence[dict]) -> Statistics:
+def council_profile(records: Sequence[dict]) -> tuple[Statistics, list[str]]:
     """Statistics of in-memory review records (dicts as a council emits them): for tests and notebooks.
 
-    The records go through the reviews reader (a quarantined record raises), names get ids in
-    sorted order, and the result holds the core statistics plus `extra["council_reviews"]`.
+    The core statistics plus `extra["council_reviews"]`, and the agent names in id order (names
+    get ids in sorted order); a record the reviews reader would quarantine raises.
     """
-    result = read_reviews(RawRecords(_frame_from_objects(list(enumerate(records, start=1))), []), "<memory>")
-    if result.rows_quarantined:
-        bad = result.quarantined.to_pylist()[0]
-        raise ValueError(f"review {bad['line']}: {bad['field']}: {bad['reason']}")
-    idmap = IdMap()
-    table = _encode("reviews", result.table, {"agents": idmap, "judges": IdMap(), "prompts": IdMap()})
-    reviews = council_reviews(_partial(table, "reviews", len(idmap)), dict(enumerate(idmap.names)))
-    stats = reviews.statistics()
-    return dataclasses.replace(stats, extra={"council_reviews": reviews})
+    return statistics_of_records(records, "reviews", CORE_STATISTICS | {"council_reviews"})

@@ -1,8 +1,9 @@
-"""Sufficient statistics: the inputs of every rating method (DESIGN.md, "Sufficient statistics").
+"""Sufficient statistics: the inputs of every rating method.
 
 Agents are local indices 0..k-1 here; `agents[i]` is the store id of local agent i (ids are
-sorted, so local order is store-id order). Weights are floats on a 2^-24 grid and were summed
-exactly (see `pipeline.stats.partials`), so equal inputs give equal statistics bit for bit.
+sorted, so local order is store-id order). Statistics hold ids only: names come back in
+`pipeline.report`. Weights are floats on a 2^-24 grid and were summed exactly (see
+`pipeline.stats.partials`), so equal inputs give equal statistics bit for bit.
 
 Notation of [VasE] section 3.1: N[x, y] is the weight of comparisons in which x is strictly
 preferred to y, T[x, y] the weight of ties between x and y (symmetric), M = N - N^T the margins.
@@ -18,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 Matrix = np.ndarray | sp.csr_array
+CORE_STATISTICS = frozenset({"pairwise", "positions", "histogram"})  # fields of `Statistics`; the others are extras
 
 
 def _check_agents(agents: np.ndarray) -> np.ndarray:
@@ -133,7 +135,13 @@ class BallotHistogram:
 
 @dataclass(frozen=True, eq=False)
 class Statistics:
-    """What a reduction produced for one log kind; each field is None unless it was asked for."""
+    """What a reduction produced for one log kind; each field is None unless it was asked for.
+
+    `agent_keys[i]` is local agent i's position among the present agents' names sorted by Unicode
+    code point: a canonical order that does not depend on the ids a store assigned (tie-breaks by
+    name, seeds of resampling), carried without the names. Where the ids were given in name order
+    (the in-memory paths) it is `arange`, the default.
+    """
 
     kind: str
     agents: np.ndarray
@@ -142,9 +150,15 @@ class Statistics:
     positions: PositionCounts | None = None
     histogram: BallotHistogram | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    agent_keys: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "agents", _check_agents(self.agents))
         for stat in (self.pairwise, self.positions, self.histogram):
             if stat is not None and not np.array_equal(stat.agents, self.agents):
                 raise ValueError("every statistic must cover the same agents")
+        k = len(self.agents)
+        keys = np.arange(k, dtype=np.int64) if self.agent_keys is None else np.asarray(self.agent_keys, dtype=np.int64)
+        if not np.array_equal(np.sort(keys), np.arange(k)):
+            raise ValueError("agent_keys must be a permutation of 0..k-1, one per agent")
+        object.__setattr__(self, "agent_keys", keys)

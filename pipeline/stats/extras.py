@@ -2,9 +2,12 @@
 
 An `Extra` says which columns of which log kinds it reads, how one unit of work reduces to a
 partial value, how two partials merge, and how the merged value becomes the statistic handed to
-methods (indexed like the core statistics: local agents 0..k-1 for store ids `agents`). Merges
+methods (indexed like the core statistics: local agents 0..k-1 for store ids `present`). Merges
 must be exact and order-independent (integer units, or a sort by a total key), so that results
 stay identical whatever the partitioning. A method asks for an extra by name in `needs`.
+
+Extras hold ids, never names: `finalize` gets the name order of the id space (`IdMap.name_order`)
+for what must be ordered by name, and `pipeline.report` puts the names back.
 """
 
 from __future__ import annotations
@@ -16,25 +19,53 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pipeline.logs import KINDS, log_kind
+from pipeline.stats.counts import CORE_STATISTICS
+
+EVERY_KIND = "*"  # a `columns` key: the extra applies to every stored kind, reading these columns
+
 
 @dataclass(frozen=True)
 class Extra:
     name: str
-    columns: Mapping[str, tuple[str, ...]]  # log kind -> columns read
+    columns: Mapping[str, tuple[str, ...]]  # log kind (or EVERY_KIND) -> stored columns read
     partial: Callable[[pa.Table, str, int], Any]  # (unit table, kind, size of the id space)
     merge: Callable[[Any, Any], Any]
-    finalize: Callable[[Any, np.ndarray, Any], Any]  # (merged, agents present, store)
+    finalize: Callable[[Any, np.ndarray, np.ndarray], Any]  # (merged, store ids present, name order of the id space)
+
+    def __post_init__(self) -> None:
+        for kind in self.columns:
+            if kind != EVERY_KIND and not log_kind(kind).stored:
+                raise ValueError(f"statistic {self.name!r}: {kind} logs are not stored")
 
     @property
     def kinds(self) -> frozenset[str]:
+        if EVERY_KIND in self.columns:
+            return frozenset(name for name, kind in KINDS.items() if kind.stored)
         return frozenset(self.columns)
+
+    def columns_of(self, kind: str) -> tuple[str, ...]:
+        """The stored columns this statistic reads from `kind` logs."""
+        if kind not in self.kinds:
+            raise ValueError(f"statistic {self.name!r} cannot be computed from {kind} logs")
+        return self.columns.get(kind, self.columns.get(EVERY_KIND, ()))
 
 
 EXTRAS: dict[str, Extra] = {}
 
 
 def register_extra(extra: Extra) -> Extra:
-    if extra.name in EXTRAS or extra.name in ("pairwise", "positions", "histogram"):
+    if extra.name in EXTRAS or extra.name in CORE_STATISTICS:
         raise ValueError(f"statistic {extra.name!r} registered twice")
     EXTRAS[extra.name] = extra
     return extra
+
+
+def extra_partials(table: pa.Table, kind: str, n: int, statistics: frozenset[str]) -> dict[str, Any]:
+    """The partial of every extra in `statistics`, for one unit of work's rows."""
+    return {name: EXTRAS[name].partial(table, kind, n) for name in sorted(statistics & EXTRAS.keys())}
+
+
+def extra_columns(kind: str, statistics: frozenset[str]) -> list[str]:
+    """The stored columns that the extras in `statistics` read from `kind` logs."""
+    return [c for name in sorted(statistics & EXTRAS.keys()) for c in EXTRAS[name].columns_of(kind)]

@@ -5,9 +5,10 @@ weight, so a 7-player game weighs as much as 21 battles and big games dominate a
 fit. Weighting each pair by 1/(L-1) makes every player's comparisons in one game add up to the
 game's weight: each player's game counts like one battle for it. Elo-family methods choose with
 `games=pairs` (the core counts) or `games=player` (these). Per-game weights are quantised to
-the store's 2^-24 grid per game, so the merge stays exact. Ballots, score tables (a task is a
-game over its agents) and council reviews are weighted the same way. For battles (L = 2) the two
-coincide and this statistic holds None (methods then use `pairwise`).
+the store's 2^-24 grid per game, so the merge stays exact. Every kind that reduces through weak
+orders is weighted the same way (a task of a score table is a game over its agents, and so on).
+For kinds of comparisons (battles, L = 2) the two coincide and this statistic holds None
+(methods then use `pairwise`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from pipeline.logs import log_kind
+from pipeline.logs.orders import WeakOrders
 from pipeline.stats.counts import PairwiseCounts
-from pipeline.stats.extras import Extra, register_extra
-from pipeline.stats.partials import DENSE_MAX_AGENTS, UNIT, PairCounter, WeakOrders, weak_order_partial
-from pipeline.stats.reduce import weak_orders
+from pipeline.stats.extras import EVERY_KIND, Extra, register_extra
+from pipeline.stats.partials import DENSE_MAX_AGENTS, PairCounter, weak_order_partial
+from pipeline.weights import quantize
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,11 +40,12 @@ class PerGameCounts:
 
 
 def _partial(table: pa.Table, kind: str, n: int) -> PairCounter | None:
-    if kind == "battles":
+    chosen = log_kind(kind)
+    if chosen.weak_orders is None:
         return None
-    orders = weak_orders(table, kind)
+    orders = chosen.weak_orders(table)
     players = np.diff(orders.offsets)
-    weights = np.rint(orders.weights / np.maximum(players - 1, 1) * UNIT) / UNIT
+    weights = quantize(orders.weights / np.maximum(players - 1, 1))
     orders = WeakOrders(orders.offsets, orders.agents, orders.levels, weights)
     return weak_order_partial(orders, n, frozenset({"pairwise"}), n <= DENSE_MAX_AGENTS).pairs
 
@@ -50,10 +54,8 @@ def _merge(x: PairCounter | None, y: PairCounter | None) -> PairCounter | None:
     return None if x is None else x + y
 
 
-def _finalize(counter: PairCounter | None, present: np.ndarray, store: object) -> PerGameCounts:
+def _finalize(counter: PairCounter | None, present: np.ndarray, name_order: np.ndarray) -> PerGameCounts:
     return PerGameCounts(None if counter is None else counter.finalize(present))
 
 
-PAIRWISE_PER_GAME = register_extra(Extra(
-    "pairwise_per_game", {kind: () for kind in ("battles", "games", "scores", "ballots", "reviews")}, _partial, _merge, _finalize,
-))
+PAIRWISE_PER_GAME = register_extra(Extra("pairwise_per_game", {EVERY_KIND: ()}, _partial, _merge, _finalize))

@@ -1,14 +1,14 @@
 """Per-partition reductions to mergeable partial statistics, and their exact merge.
 
-Every weight is a multiple of 2^-24 (ingest quantises it), so each is an integer number of
-*units*. Partials hold int64 units and merging adds integers: the sum is exact, hence the same
-whatever the partitioning or the merge order. Within one partition, `np.bincount` adds the units
-as float64, which is exact while a cell of one partition stays under 2^53 units (5e8 weight);
-totals are exact up to 2^63 units (5e11 weight per cell).
+Every weight is a multiple of 2^-24 (ingest quantises it, `pipeline.weights`), so each is an
+integer number of *units*. Partials hold int64 units and merging adds integers: the sum is exact,
+hence the same whatever the partitioning or the merge order. Within one partition, `np.bincount`
+adds the units as float64, which is exact while a cell of one partition stays under 2^53 units
+(5e8 weight); totals are exact up to 2^63 units (5e11 weight per cell).
 
 Pairwise counts use a dense (n*n) bincount while the id space is small and sorted sparse keys
-beyond (`dense=False`): ECOSYSTEM.md section 4 measured per-partition bincounts summed in a tree
-at about 2x an in-memory bincount, against 14x for a dataframe group-by.
+beyond (`dense=False`): per-partition bincounts summed in a tree cost about 2x one in-memory
+bincount (benchmarks/bench_reduce.py), where a dataframe group-by cost about 14x.
 """
 
 from __future__ import annotations
@@ -19,26 +19,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.arrays import sort_positions, sum_by_key
+from pipeline.logs import log_kind
+from pipeline.logs.orders import A_WINS, TIE, Comparisons, WeakOrders
 from pipeline.stats.counts import BallotHistogram, PairwiseCounts, PositionCounts, Statistics
 from pipeline.stats.extras import EXTRAS
+from pipeline.weights import UNIT, to_units
 
-UNIT = 2.0**24
 DENSE_MAX_AGENTS = 2048
 _BLOCK_CELLS = 4_000_000  # pairs expanded at once when counting within ballots
-
-
-def to_units(weights: np.ndarray) -> np.ndarray:
-    return np.rint(np.asarray(weights, dtype=np.float64) * UNIT).astype(np.int64)
-
-
-def _sum_by_key(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct keys and the integer sum of the value rows (axis 0) of each."""
-    if not len(keys):
-        return keys.astype(np.int64), values.reshape(0, *values.shape[1:]).astype(np.int64)
-    order = np.argsort(keys, kind="stable")
-    keys, values = keys[order], values[order]
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return keys[starts], np.add.reduceat(values, starts, axis=0)
 
 
 def _bincount_units(keys: np.ndarray, units: np.ndarray | None, size: int) -> np.ndarray:
@@ -78,7 +67,7 @@ class PairCounter:
         values = np.zeros((len(keys), 2), np.int64)
         values[: len(win_keys), 0] = unit(win_units, len(win_keys))
         values[len(win_keys):, 1] = unit(tie_units2, len(tie_keys))
-        keys, values = _sum_by_key(keys, values)
+        keys, values = sum_by_key(keys, values)
         return cls(n, False, keys, values[:, 0].copy(), values[:, 1].copy())
 
     def __add__(self, other: PairCounter) -> PairCounter:
@@ -86,7 +75,7 @@ class PairCounter:
             raise ValueError("cannot merge pair counts over different id spaces")
         if self.dense:
             return PairCounter(self.n, True, None, self.wins + other.wins, self.ties + other.ties)
-        keys, values = _sum_by_key(
+        keys, values = sum_by_key(
             np.concatenate([self.keys, other.keys]),
             np.column_stack([np.concatenate([self.wins, other.wins]), np.concatenate([self.ties, other.ties])]),
         )
@@ -198,48 +187,29 @@ class Partial:
                        add(self.positions, other.positions), add(self.histogram, other.histogram), extra)
 
 
-@dataclass(frozen=True)
-class WeakOrders:
-    """Ballots as weak orders, CSR-style: members of ballot i are agents[offsets[i]:offsets[i+1]],
-    sorted by level (lower is better; equal levels are ties), then by id."""
-
-    offsets: np.ndarray
-    agents: np.ndarray
-    levels: np.ndarray
-    weights: np.ndarray
-
-    @classmethod
-    def from_rows(cls, ballot: np.ndarray, agent: np.ndarray, level: np.ndarray, weight: np.ndarray) -> WeakOrders:
-        """Rows (ballot code, agent, level, weight of the row's ballot) in any order."""
-        order = np.lexsort((agent, level, ballot))
-        ballot = ballot[order]
-        starts = np.flatnonzero(np.r_[True, ballot[1:] != ballot[:-1]]) if len(ballot) else np.zeros(0, np.int64)
-        offsets = np.r_[starts, len(ballot)].astype(np.int64)
-        return cls(offsets, agent[order].astype(np.int64), level[order].astype(np.float64), weight[order][starts])
-
-    def blocks(self) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-        """(L, agents, group starts, group sizes, units) for chunks of ballots of equal length L."""
-        lengths = np.diff(self.offsets)
-        units = to_units(self.weights)
-        for length in np.unique(lengths):
-            length = int(length)
-            chosen = np.flatnonzero(lengths == length)
-            step = max(1, _BLOCK_CELLS // max(1, length * length))
-            for lo in range(0, len(chosen), step):
-                sel = chosen[lo: lo + step]
-                idx = self.offsets[sel][:, None] + np.arange(length)
-                lv = self.levels[idx]
-                pos = np.broadcast_to(np.arange(length), lv.shape)
-                first = np.ones(lv.shape, bool)
-                first[:, 1:] = lv[:, 1:] != lv[:, :-1]
-                if first.all():  # no ties in the block: every member is its own group
-                    yield length, self.agents[idx], pos, np.ones(lv.shape, np.int64), units[sel]
-                    continue
-                last = np.ones(lv.shape, bool)
-                last[:, :-1] = lv[:, :-1] != lv[:, 1:]
-                start = np.maximum.accumulate(np.where(first, pos, 0), axis=1)
-                end = np.minimum.accumulate(np.where(last, pos, length)[:, ::-1], axis=1)[:, ::-1]
-                yield length, self.agents[idx], start, end - start + 1, units[sel]
+def _blocks(orders: WeakOrders) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """(L, agents, group starts, group sizes, units) for chunks of ballots of equal length L."""
+    lengths = np.diff(orders.offsets)
+    units = to_units(orders.weights)
+    for length in np.unique(lengths):
+        length = int(length)
+        chosen = np.flatnonzero(lengths == length)
+        step = max(1, _BLOCK_CELLS // max(1, length * length))
+        for lo in range(0, len(chosen), step):
+            sel = chosen[lo: lo + step]
+            idx = orders.offsets[sel][:, None] + np.arange(length)
+            lv = orders.levels[idx]
+            pos = np.broadcast_to(np.arange(length), lv.shape)
+            first = np.ones(lv.shape, bool)
+            first[:, 1:] = lv[:, 1:] != lv[:, :-1]
+            if first.all():  # no ties in the block: every member is its own group
+                yield length, orders.agents[idx], pos, np.ones(lv.shape, np.int64), units[sel]
+                continue
+            last = np.ones(lv.shape, bool)
+            last[:, :-1] = lv[:, :-1] != lv[:, 1:]
+            start = np.maximum.accumulate(np.where(first, pos, 0), axis=1)
+            end = np.minimum.accumulate(np.where(last, pos, length)[:, ::-1], axis=1)[:, ::-1]
+            yield length, orders.agents[idx], start, end - start + 1, units[sel]
 
 
 def _block_pairs(n: int, dense: bool, length: int, agents: np.ndarray, start: np.ndarray, size: np.ndarray,
@@ -262,12 +232,12 @@ def _block_pairs(n: int, dense: bool, length: int, agents: np.ndarray, start: np
     return PairCounter.count(n, dense, a[strict], b[strict], w[strict], a[~strict], b[~strict], w[~strict])
 
 
-def weak_order_partial(orders: WeakOrders, n: int, want: frozenset[str], dense: bool) -> Partial:
+def weak_order_partial(orders: WeakOrders, n: int, statistics: frozenset[str], dense: bool) -> Partial:
     appearances = np.bincount(orders.agents, minlength=n).astype(np.int64)
-    pairs = PairCounter.empty(n, dense) if "pairwise" in want else None
-    positions = PositionCounter(n) if "positions" in want else None
-    histogram = HistogramCounter() if "histogram" in want else None
-    for length, agents, start, size, units in orders.blocks():
+    pairs = PairCounter.empty(n, dense) if "pairwise" in statistics else None
+    positions = PositionCounter(n) if "positions" in statistics else None
+    histogram = HistogramCounter() if "histogram" in statistics else None
+    for length, agents, start, size, units in _blocks(orders):
         if pairs is not None and length > 1:
             pairs = pairs + _block_pairs(n, dense, length, agents, start, size, units)
         if positions is not None:
@@ -282,11 +252,12 @@ def weak_order_partial(orders: WeakOrders, n: int, want: frozenset[str], dense: 
     return Partial(n, appearances, pairs, positions, histogram)
 
 
-def battle_partial(a: np.ndarray, b: np.ndarray, winner: np.ndarray, weight: np.ndarray, n: int, dense: bool) -> Partial:
-    """Battles: winner code 0 (model_a), 1 (model_b), 2 or 3 (ties)."""
-    units = None if np.all(weight == 1.0) else to_units(weight)
-    decided = winner < 2
-    a_won = winner == 0
+def comparison_partial(comparisons: Comparisons, n: int, dense: bool) -> Partial:
+    """Pair counts of comparisons, counted directly (positions and the histogram follow in `finalize`)."""
+    a, b, outcome = comparisons.a, comparisons.b, comparisons.outcome
+    units = None if np.all(comparisons.weights == 1.0) else to_units(comparisons.weights)
+    decided = outcome != TIE
+    a_won = outcome == A_WINS
     win, lose = np.where(a_won, a, b)[decided], np.where(a_won, b, a)[decided]
     sub = lambda mask: None if units is None else units[mask]  # noqa: E731
     pairs = PairCounter.count(n, dense, win, lose, sub(decided), a[~decided], b[~decided], sub(~decided))
@@ -294,27 +265,34 @@ def battle_partial(a: np.ndarray, b: np.ndarray, winner: np.ndarray, weight: np.
     return Partial(n, appearances, pairs)
 
 
-def finalize(kind: str, partial: Partial, want: frozenset[str], store: object = None) -> Statistics:
+def finalize(kind: str, partial: Partial, statistics: frozenset[str], name_order: np.ndarray) -> Statistics:
+    """The statistics of a merged partial, over the agents that appear in it.
+
+    `name_order[i]` is the position of store id i's name in code-point order (`IdMap.name_order`;
+    `arange` where ids were given in name order): extras and `Statistics.agent_keys` order agents
+    by name without holding names.
+    """
     present = np.flatnonzero(partial.appearances > 0)
-    extra = {name: EXTRAS[name].finalize(value, present, store) for name, value in sorted(partial.extra.items())}
+    extra = {name: EXTRAS[name].finalize(value, present, name_order) for name, value in sorted(partial.extra.items())}
     pairwise = partial.pairs.finalize(present) if partial.pairs is not None else None
     positions = partial.positions.finalize(present) if partial.positions is not None else None
     histogram = partial.histogram.finalize(present, partial.n) if partial.histogram is not None else None
-    if kind == "battles" and pairwise is not None:
-        positions = _battle_positions(pairwise) if "positions" in want else None
-        histogram = _battle_histogram(pairwise) if "histogram" in want else None
-    return Statistics(kind, present, partial.appearances[present], pairwise, positions, histogram, extra)
+    if log_kind(kind).comparisons is not None and pairwise is not None:  # each comparison is a ballot of two
+        positions = _comparison_positions(pairwise) if "positions" in statistics else None
+        histogram = _comparison_histogram(pairwise) if "histogram" in statistics else None
+    return Statistics(kind, present, partial.appearances[present], pairwise, positions, histogram, extra,
+                      agent_keys=sort_positions(np.asarray(name_order)[present]))
 
 
-def _battle_positions(pairs: PairwiseCounts) -> PositionCounts:
-    """A battle is a ballot of length 2: the winner at 0, the loser at 1, a tie shares 0..1."""
+def _comparison_positions(pairs: PairwiseCounts) -> PositionCounts:
+    """A comparison is a ballot of length 2: the winner at 0, the loser at 1, a tie shares 0..1."""
     rows = lambda m: np.asarray(m.sum(axis=1)).ravel()  # noqa: E731
     cols = lambda m: np.asarray(m.sum(axis=0)).ravel()  # noqa: E731
     groups = {(2, 0, 1): rows(pairs.wins), (2, 1, 1): cols(pairs.wins), (2, 0, 2): rows(pairs.ties)}
     return PositionCounts(pairs.agents, {k: v for k, v in groups.items() if np.any(v)})
 
 
-def _battle_histogram(pairs: PairwiseCounts) -> BallotHistogram:
+def _comparison_histogram(pairs: PairwiseCounts) -> BallotHistogram:
     wins, ties = sp.coo_array(pairs.wins), sp.triu(sp.coo_array(pairs.ties), k=1).tocoo()
     entries = [(((int(x),), (int(y),)), w) for x, y, w in zip(wins.row, wins.col, wins.data) if w]
     entries += [(((int(x), int(y)),), w) for x, y, w in zip(ties.row, ties.col, ties.data) if w]

@@ -1,44 +1,35 @@
-"""Dask reductions from the store to sufficient statistics (DESIGN.md, "Sufficient statistics").
+"""Dask reductions from the store to sufficient statistics.
 
 Each unit of work reads one partition file (or a slice of row groups of a big one, for kinds whose
 rows are independent, or a batch of small files), reduces it to a `Partial`, and the partials are
 added in a binary tree. Partials add exactly (integer units), so the result is the same bit for
-bit whatever the partitioning and the number of workers. Battles reduce straight to pair counts;
-games (each game a weak order over its players), score tables (each task a voter), ballots and
-council reviews (each review that does not abstain a ballot) go through `WeakOrders`.
+bit whatever the partitioning and the number of workers. What a kind's rows mean comes from its
+`LogKind` (`pipeline.logs.kinds`): the columns to read, and either comparisons counted straight
+into pairs (battles) or one weak order per unit (a game, a task, a ballot, a review).
 """
 
 from __future__ import annotations
 
 import operator
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import dask
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from dask.delayed import Delayed
 
+from pipeline.arrays import SOURCE
+from pipeline.logs import log_kind
+from pipeline.logs.kinds import ROWS_PER_TASK
 from pipeline.stats import cache
-from pipeline.stats.counts import Statistics
-from pipeline.stats.extras import EXTRAS
-from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, WeakOrders, battle_partial, finalize, weak_order_partial
+from pipeline.stats.counts import CORE_STATISTICS, Statistics
+from pipeline.stats.extras import EXTRAS, extra_columns, extra_partials
+from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, comparison_partial, finalize, weak_order_partial
 from pipeline.store import Store
-
-STATISTICS = frozenset({"pairwise", "positions", "histogram"})
-TARGET_ROWS = 2_000_000  # rows per unit of work
-_TARGET_ROWS_OF = {"ballots": 250_000}  # a ballot row holds a whole ranking
-_ROW_KINDS = ("battles", "ballots")  # rows are independent: big files may be split by row group
-_COLUMNS = {
-    "battles": ["model_a", "model_b", "winner", "weight"],
-    "games": ["game_id", "player", "score", "place", "weight"],
-    "scores": ["task", "agent", "score", "higher_is_better", "task_weight"],
-    "ballots": ["agents", "levels", "weight"],
-    "reviews": ["reviewer", "order"],
-}
 
 
 @dataclass(frozen=True)
@@ -52,7 +43,8 @@ class Unit:
     row_groups: tuple[int, ...] | None = None
 
 
-def plan_units(store: Store, kind: str, target_rows: int = TARGET_ROWS) -> list[Unit]:
+def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK) -> list[Unit]:
+    split_rows = log_kind(kind).independent_rows
     units: list[Unit] = []
     for sha, report in sorted(store.manifest.files.items()):
         if report.kind != kind:
@@ -61,7 +53,7 @@ def plan_units(store: Store, kind: str, target_rows: int = TARGET_ROWS) -> list[
         rows = 0
         for part in sorted(report.partitions, key=lambda p: p.path):
             path = str(store.path(part).resolve())
-            if part.rows > target_rows and kind in _ROW_KINDS:
+            if part.rows > target_rows and split_rows:
                 groups = pq.ParquetFile(path).metadata.num_row_groups
                 step = max(1, groups * target_rows // part.rows)
                 units += [Unit(sha, (path,), tuple(range(g, min(g + step, groups)))) for g in range(0, groups, step)]
@@ -76,11 +68,8 @@ def plan_units(store: Store, kind: str, target_rows: int = TARGET_ROWS) -> list[
     return units
 
 
-SOURCE = "__file__"  # position of the row's file in its unit: a game or a task belongs to one file
-
-
-def _read(unit: Unit, kind: str, want: frozenset[str]) -> pa.Table:
-    columns = list(dict.fromkeys(_COLUMNS[kind] + [c for name in sorted(want & EXTRAS.keys()) for c in EXTRAS[name].columns[kind]]))
+def _read(unit: Unit, kind: str, statistics: frozenset[str]) -> pa.Table:
+    columns = list(dict.fromkeys([*log_kind(kind).columns, *extra_columns(kind, statistics)]))
     if unit.row_groups is not None:
         table = pq.ParquetFile(unit.paths[0]).read_row_groups(list(unit.row_groups), columns=columns)
         return table.append_column(SOURCE, pa.array(np.zeros(table.num_rows, np.int32)))
@@ -89,86 +78,38 @@ def _read(unit: Unit, kind: str, want: frozenset[str]) -> pa.Table:
     return pa.concat_tables(tables)
 
 
-def _codes(table: pa.Table, name: str) -> np.ndarray:
-    """Ballot codes: the same game id or task name in two source files are two ballots."""
-    codes = pc.dictionary_encode(table.column(name).combine_chunks()).indices.to_numpy().astype(np.int64)
-    if SOURCE not in table.column_names:  # a table read from one file
-        return codes
-    return table.column(SOURCE).to_numpy().astype(np.int64) * (codes.max(initial=0) + 1) + codes
-
-
-def _numpy(table: pa.Table, name: str, fill: float | None = None) -> np.ndarray:
-    column = table.column(name)
-    if fill is not None:
-        column = pc.fill_null(column, fill)
-    return column.to_numpy()
-
-
-def weak_orders(table: pa.Table, kind: str) -> WeakOrders:
-    """The ballots of one unit of games, score tables or ballots."""
-    if kind == "games":
-        place = table.column("place")
-        level = np.where(pc.is_null(place).to_numpy(zero_copy_only=False), -_numpy(table, "score", 0.0), _numpy(table, "place", 0.0))
-        return WeakOrders.from_rows(_codes(table, "game_id"), _numpy(table, "player"), level, _numpy(table, "weight"))
-    if kind == "scores":
-        score = _numpy(table, "score")
-        level = np.where(table.column("higher_is_better").to_numpy(zero_copy_only=False).astype(bool), -score, score)
-        return WeakOrders.from_rows(_codes(table, "task"), _numpy(table, "agent"), level, _numpy(table, "task_weight"))
-    if kind == "ballots":
-        agents = table.column("agents").combine_chunks()
-        offsets = agents.offsets.to_numpy().astype(np.int64)
-        levels = table.column("levels").combine_chunks().flatten().to_numpy().astype(np.float64)
-        return WeakOrders(offsets, agents.flatten().to_numpy().astype(np.int64), levels, _numpy(table, "weight"))
-    if kind == "reviews":
-        return review_orders(table)
-    raise ValueError(f"{kind} logs do not reduce through weak orders")
-
-
-def review_orders(table: pa.Table) -> WeakOrders:
-    """Each review that does not abstain: a strict order over the models it ranks, weight 1.
-
-    Self-votes are excluded, as [Council] does by default: the reviewer's own model is left out of
-    its ranking, so it gains no pairwise wins and no positions from its own review (the others keep
-    their order). A review left with no model is no ballot. Abstentions have an empty `order`.
-    """
-    order = table.column("order").combine_chunks()
-    lengths = pc.list_value_length(order).fill_null(0).to_numpy().astype(np.int64)
-    ballot = np.repeat(np.arange(len(order)), lengths)
-    agent = order.flatten().to_numpy().astype(np.int64)
-    position = np.arange(len(agent)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    keep = agent != _numpy(table, "reviewer").astype(np.int64)[ballot]
-    return WeakOrders.from_rows(ballot[keep], agent[keep], position[keep].astype(np.float64), np.ones(int(keep.sum())))
-
-
-def reduce_unit(unit: Unit, kind: str, n: int, want: frozenset[str], dense: bool) -> Partial:
-    table = _read(unit, kind, want)
-    if kind == "battles":
-        partial = battle_partial(
-            _numpy(table, "model_a").astype(np.int64), _numpy(table, "model_b").astype(np.int64),
-            _numpy(table, "winner"), _numpy(table, "weight"), n, dense,
-        )
+def reduce_table(table: pa.Table, kind: str, n: int, statistics: frozenset[str], dense: bool) -> Partial:
+    """The partial statistics of one unit of work's stored rows, in an id space of size n."""
+    chosen = log_kind(kind)
+    if chosen.comparisons is not None:
+        partial = comparison_partial(chosen.comparisons(table), n, dense)
     else:
-        partial = weak_order_partial(weak_orders(table, kind), n, want, dense)
-    partial.extra = {name: EXTRAS[name].partial(table, kind, n) for name in sorted(want & EXTRAS.keys())}
+        partial = weak_order_partial(chosen.weak_orders(table), n, statistics, dense)
+    partial.extra = extra_partials(table, kind, n, statistics)
     return partial
 
 
-def cached_reduce_unit(root: str, unit: Unit, kind: str, n: int, want: frozenset[str], dense: bool) -> Partial:
+def reduce_unit(unit: Unit, kind: str, n: int, statistics: frozenset[str], dense: bool) -> Partial:
+    return reduce_table(_read(unit, kind, statistics), kind, n, statistics, dense)
+
+
+def cached_reduce_unit(root: str, unit: Unit, kind: str, n: int, statistics: frozenset[str], dense: bool) -> Partial:
     """`reduce_unit`, through the store's cache of partials."""
-    path = cache.cache_path(Path(root), kind, want, dense, unit)
+    path = cache.cache_path(Path(root), kind, statistics, dense, unit)
     partial = cache.load(path, n)
     if partial is None:
-        partial = reduce_unit(unit, kind, n, want, dense)
+        partial = reduce_unit(unit, kind, n, statistics, dense)
         cache.store(path, partial)
     return partial
 
 
-def reduce_batch(units: list[Unit], kind: str, n: int, want: frozenset[str], dense: bool, root: str | None) -> Partial:
+def reduce_batch(units: list[Unit], kind: str, n: int, statistics: frozenset[str], dense: bool, root: str | None) -> Partial:
     """The sum of several units' partials, added where they are computed: dense partials are
     n*n arrays, and shipping one per unit between worker processes cost more than computing it."""
     total = None
     for unit in units:
-        partial = reduce_unit(unit, kind, n, want, dense) if root is None else cached_reduce_unit(root, unit, kind, n, want, dense)
+        partial = (reduce_unit(unit, kind, n, statistics, dense) if root is None
+                   else cached_reduce_unit(root, unit, kind, n, statistics, dense))
         total = partial if total is None else total + partial
     return total
 
@@ -179,26 +120,33 @@ def tree_sum(items: list[Delayed]) -> Delayed:
     return items[0]
 
 
-def reduce_store(store: Store, kind: str, want: set[str] | frozenset[str] = STATISTICS, *, client=None,
-                 dense: bool | None = None, target_rows: int = TARGET_ROWS, use_cache: bool = False) -> Statistics:
-    """Sufficient statistics of one log kind, computed on `client` (a distributed Client) or locally.
+def check_statistics(kind: str, statistics: Iterable[str]) -> frozenset[str]:
+    """The names of statistics asked of `kind` logs, checked: known, and computable from that kind."""
+    statistics = frozenset(statistics)
+    if unknown := statistics - CORE_STATISTICS - EXTRAS.keys():
+        raise ValueError(f"unknown statistics {sorted(unknown)}; expected some of {sorted(CORE_STATISTICS | EXTRAS.keys())}")
+    if wrong := sorted(name for name in statistics & EXTRAS.keys() if kind not in EXTRAS[name].kinds):
+        raise ValueError(f"statistics {wrong} cannot be computed from {kind} logs")
+    return statistics
+
+
+def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATISTICS, *, client=None,
+                 dense: bool | None = None, target_rows: int = ROWS_PER_TASK, use_cache: bool = False) -> Statistics:
+    """The named statistics of one log kind, computed on `client` (a distributed Client) or locally.
 
     With `use_cache`, per-unit partials are kept in `<store>/cache/` and reused by later calls,
     so that only newly ingested files are read (the workers must be able to write to the store).
     """
-    want = frozenset(want)
-    if unknown := want - STATISTICS - EXTRAS.keys():
-        raise ValueError(f"unknown statistics {sorted(unknown)}; expected some of {sorted(STATISTICS | EXTRAS.keys())}")
-    if wrong := sorted(name for name in want & EXTRAS.keys() if kind not in EXTRAS[name].kinds):
-        raise ValueError(f"statistics {wrong} cannot be computed from {kind} logs")
-    units = plan_units(store, kind, min(target_rows, _TARGET_ROWS_OF.get(kind, target_rows)))
+    statistics = check_statistics(kind, statistics)
+    units = plan_units(store, kind, min(target_rows, log_kind(kind).rows_per_task))
     if not units:
         raise ValueError(f"the store at {store.root} holds no {kind}")
-    n = len(store.dictionary("agents"))
+    agents = store.dictionary("agents")
+    n = len(agents)
     dense = n <= DENSE_MAX_AGENTS if dense is None else dense
     root = str(store.root.resolve()) if use_cache else None
     slots = sum(client.nthreads().values()) if client is not None else (os.cpu_count() or 1)
     batches = [list(b) for b in np.array_split(np.array(units, dtype=object), min(len(units), 2 * slots))]
-    total = tree_sum([dask.delayed(reduce_batch)(batch, kind, n, want, dense, root) for batch in batches])
+    total = tree_sum([dask.delayed(reduce_batch)(batch, kind, n, statistics, dense, root) for batch in batches])
     partial = client.compute(total).result() if client is not None else total.compute(scheduler="threads")
-    return finalize(kind, partial, want, store)
+    return finalize(kind, partial, statistics, agents.name_order())

@@ -19,14 +19,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import unit_codes
+from pipeline.logs import LogKind, log_kind
+from pipeline.logs.orders import A_WINS, B_WINS, TIE
 from pipeline.stats.extras import Extra, register_extra
-from pipeline.stats.partials import UNIT, to_units
-from pipeline.stats.reduce import weak_orders
+from pipeline.weights import UNIT, to_units
 
 _KEY = ["timestamp", "group_id", "sub", "a", "b", "outcome", "units"]
 _SCHEMA = pa.schema([("timestamp", pa.int64()), ("group_id", pa.string()), ("sub", pa.int32()), ("a", pa.int64()),
                      ("b", pa.int64()), ("outcome", pa.int8()), ("units", pa.int64()), ("players", pa.int32())])
-A_WINS, B_WINS, TIE = 0, 1, 2
+ID_COLUMNS = {"battles": "battle_id", "games": "game_id"}  # the column naming a comparison's group, per kind
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,27 +59,25 @@ def _timestamps(table: pa.Table) -> pa.Array:
     return pc.cast(table.column("timestamp").combine_chunks(), pa.int64())
 
 
-def _battles(table: pa.Table) -> pa.Table:
-    winner = table.column("winner").to_numpy()
-    outcome = np.where(winner >= 2, TIE, winner).astype(np.int8)
-    rows = table.num_rows
-    ids = table.column("battle_id").combine_chunks() if "battle_id" in table.column_names else pa.nulls(rows, pa.string())
-    return pa.table([_timestamps(table), ids, pa.array(np.zeros(rows, np.int32)),
-                     pa.array(table.column("model_a").to_numpy().astype(np.int64)),
-                     pa.array(table.column("model_b").to_numpy().astype(np.int64)), pa.array(outcome),
-                     pa.array(to_units(table.column("weight").to_numpy())), pa.array(np.full(rows, 2, np.int32))],
-                    schema=_SCHEMA)
+def _comparisons(table: pa.Table, kind: LogKind) -> pa.Table:
+    """Each comparison its own group, agents as stored (a, b)."""
+    rows = kind.comparisons(table)
+    ids = table.column(ID_COLUMNS[kind.name]).combine_chunks()
+    return pa.table([_timestamps(table), ids, pa.array(np.zeros(len(rows), np.int32)), pa.array(rows.a), pa.array(rows.b),
+                     pa.array(rows.outcome.astype(np.int8)), pa.array(to_units(rows.weights)),
+                     pa.array(np.full(len(rows), 2, np.int32))], schema=_SCHEMA)
 
 
-def _games(table: pa.Table) -> pa.Table:
-    encoded = pc.dictionary_encode(table.column("game_id").combine_chunks())
-    codes = encoded.indices.to_numpy()
-    orders = weak_orders(table, "games")
-    games = np.unique(codes)  # ballot i of `orders` is game code games[i]
+def _ballots(table: pa.Table, kind: LogKind) -> pa.Table:
+    """The pairs of each ballot (a game) as one group, at the ballot's earliest timestamp."""
+    ident = ID_COLUMNS[kind.name]
+    units, first_row, row_unit = np.unique(unit_codes(table, ident), return_index=True, return_inverse=True)
+    orders = kind.weak_orders(table)  # ballot i is unit units[i]: weak orders list ballots in code order
+    names = table.column(ident).combine_chunks().take(pa.array(first_row))
     stamps = _timestamps(table)
     known = ~pc.is_null(stamps).to_numpy(zero_copy_only=False)
-    first = np.full(len(encoded.dictionary), np.iinfo(np.int64).max)
-    np.minimum.at(first, codes[known], stamps.to_numpy(zero_copy_only=False)[known].astype(np.int64))
+    first = np.full(len(units), np.iinfo(np.int64).max)
+    np.minimum.at(first, row_unit.ravel()[known], stamps.to_numpy(zero_copy_only=False)[known].astype(np.int64))
     lengths = np.diff(orders.offsets)
     parts = []
     for length in np.unique(lengths[lengths > 1]):
@@ -86,10 +86,10 @@ def _games(table: pa.Table) -> pa.Table:
         idx = orders.offsets[chosen][:, None] + np.arange(int(length))
         players, levels = orders.agents[idx], orders.levels[idx]
         outcome = np.where(levels[:, i] == levels[:, j], TIE, A_WINS).astype(np.int8)  # members sorted by level
-        game = np.repeat(games[chosen], len(i))
+        game = np.repeat(chosen, len(i))
         stamp = first[game]
         parts.append(pa.table([
-            pa.array(stamp, mask=stamp == np.iinfo(np.int64).max), encoded.dictionary.take(pa.array(game)),
+            pa.array(stamp, mask=stamp == np.iinfo(np.int64).max), names.take(pa.array(game)),
             pa.array(np.tile(np.arange(len(i), dtype=np.int32), len(chosen))), pa.array(players[:, i].ravel()),
             pa.array(players[:, j].ravel()), pa.array(outcome.ravel()),
             pa.array(np.repeat(to_units(orders.weights[chosen]), len(i))),
@@ -103,14 +103,15 @@ def _sort(table: pa.Table) -> pa.Table:
 
 
 def _partial(table: pa.Table, kind: str, n: int) -> pa.Table:
-    return _sort(_battles(table) if kind == "battles" else _games(table))
+    chosen = log_kind(kind)
+    return _sort(_comparisons(table, chosen) if chosen.comparisons is not None else _ballots(table, chosen))
 
 
 def _merge(x: pa.Table, y: pa.Table) -> pa.Table:
     return _sort(pa.concat_tables([x, y]).combine_chunks())
 
 
-def _finalize(table: pa.Table, present: np.ndarray, store: object) -> ComparisonSequence:
+def _finalize(table: pa.Table, present: np.ndarray, name_order: np.ndarray) -> ComparisonSequence:
     a, b = np.searchsorted(present, table.column("a").to_numpy()), np.searchsorted(present, table.column("b").to_numpy())
     outcome = table.column("outcome").to_numpy()
     players = table.column("players").to_numpy().astype(np.int64)
@@ -127,7 +128,5 @@ def _finalize(table: pa.Table, present: np.ndarray, store: object) -> Comparison
 
 
 SEQUENCE = register_extra(Extra(
-    "sequence",
-    {"battles": ("battle_id", "timestamp"), "games": ("game_id", "timestamp")},
-    _partial, _merge, _finalize,
+    "sequence", {kind: (column, "timestamp") for kind, column in ID_COLUMNS.items()}, _partial, _merge, _finalize,
 ))

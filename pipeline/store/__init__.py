@@ -1,6 +1,6 @@
 """The partitioned Parquet store: layout, manifest of ingested files, id dictionaries."""
 
 from pipeline.store.dictionary import IdMap
-from pipeline.store.store import WINNER_CODES, IngestReport, Manifest, Partition, Store
+from pipeline.store.store import IngestReport, Manifest, Partition, Store, encode
 
-__all__ = ["WINNER_CODES", "IdMap", "IngestReport", "Manifest", "Partition", "Store"]
+__all__ = ["IdMap", "IngestReport", "Manifest", "Partition", "Store", "encode"]

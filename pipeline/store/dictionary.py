@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline.arrays import sort_positions
 from pipeline.store.files import write_parquet
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
@@ -41,15 +42,28 @@ class IdMap:
     def save(self, path: Path) -> None:
         write_parquet(path, pa.table({"id": pa.array(range(len(self.names)), pa.int32()), "name": self.names}, schema=SCHEMA))
 
-    def encode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
-        """Ids of `values` (nulls stay null), adding unseen names."""
+    def add(self, values: pa.Array | pa.ChunkedArray) -> None:
+        """Give the unseen names among `values` the next ids, in sorted order."""
         unseen = sorted(set(pc.unique(values).drop_null().to_pylist()) - self._index.keys())
         for name in unseen:
             self._index[name] = len(self.names)
             self.names.append(name)
+
+    def lookup(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """Ids of `values`; nulls, and names not in the dictionary, are null."""
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
         return pc.index_in(values, value_set=pa.array(self.names, pa.string())).cast(pa.int32())
+
+    def encode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """Ids of `values` (nulls stay null), adding unseen names."""
+        self.add(values)
+        return self.lookup(values)
+
+    def name_order(self) -> np.ndarray:
+        """Each id's position among the names sorted by Unicode code point: a key that orders ids by
+        name without handing the names on (statistics carry ids only)."""
+        return sort_positions(np.array(self.names, dtype=object))
 
     def ids(self, names: list[str]) -> np.ndarray:
         return np.array([self._index[n] for n in names], dtype=np.int32)

@@ -1,4 +1,5 @@
-"""The partitioned Parquet store (DESIGN.md, "Layout"; issue: the spine).
+"""The partitioned Parquet store: layout, manifest, id dictionaries; how each kind is encoded is
+declared by its `LogKind` (`pipeline.logs.kinds`).
 
 ```
 <root>/manifest.json                       the commit point: ingested files and their partitions
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -24,13 +26,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.logs import ReadResult, UnreadableFile, read_log
+from pipeline.logs import ReadResult, UnreadableFile, log_kind, read_log
+from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
 from pipeline.store.dictionary import IdMap
 from pipeline.store.files import exclusive_lock, sha256_file, write_json, write_parquet
 
 MANIFEST = "manifest.json"
-WINNER_CODES = {"model_a": 0, "model_b": 1, "tie": 2, "tie (bothbad)": 3}
-DICTIONARIES = ("agents", "judges", "prompts")
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class IngestReport:
     source: str
     kind: str
     sha256: str
-    status: str  # "ingested", "skipped" (already in the store) or "unreadable"
+    status: str  # "ingested", "skipped" (already in the store), "unreadable", or "read" (a kind rated directly, not stored)
     rows_in: int = 0
     rows_accepted: int = 0
     rows_quarantined: int = 0
@@ -73,74 +74,55 @@ class Manifest:
         write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.sha256)]})
 
 
-def _replace(table: pa.Table, **columns: pa.Array) -> pa.Table:
-    for name, values in columns.items():
-        table = table.set_column(table.schema.get_field_index(name), name, values)
-    return table
+def _replace(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
+    return table.set_column(table.schema.get_field_index(name), name, values)
 
 
-def _sorted_ballots(agents: pa.ListArray, levels: pa.ListArray, idmap: IdMap) -> tuple[pa.ListArray, pa.ListArray]:
-    """Ballot members as ids, ordered within each ballot by level, then id (a canonical form)."""
-    ids = idmap.encode(agents.flatten()).to_numpy()
-    lv = levels.flatten().to_numpy()
-    offsets = agents.offsets.to_numpy()
-    parent = np.repeat(np.arange(len(agents)), np.diff(offsets))
-    order = np.lexsort((ids, lv, parent))
-    offsets_arrow = pa.array(offsets, pa.int32())
-    return (pa.ListArray.from_arrays(offsets_arrow, pa.array(ids[order], pa.int32())),
-            pa.ListArray.from_arrays(offsets_arrow, pa.array(lv[order], pa.int16())))
+def _names(values: pa.ChunkedArray) -> pa.Array:
+    """The names in a column, list columns flattened."""
+    values = values.combine_chunks()
+    return values.flatten() if pa.types.is_list(values.type) else values
 
 
-def _encode_lists(lists: pa.ChunkedArray, idmap: IdMap) -> pa.ListArray:
-    lists = lists.combine_chunks()
-    offsets = pc.subtract(lists.offsets, lists.offsets[0])
-    return pa.ListArray.from_arrays(offsets, idmap.encode(lists.flatten()))
+def _ids(values: pa.ChunkedArray, idmap: IdMap) -> pa.Array:
+    """Ids of a column of names already in the dictionary (a list column element-wise)."""
+    values = values.combine_chunks()
+    if not pa.types.is_list(values.type):
+        return idmap.lookup(values)
+    offsets = pc.subtract(values.offsets, values.offsets[0])
+    return pa.ListArray.from_arrays(offsets, idmap.lookup(values.flatten()))
 
 
-def _winner_codes(winners: pa.ChunkedArray) -> pa.Array:
-    """WINNER_CODES of each winner label, vectorised; the reader has rejected other labels."""
-    labels = sorted(WINNER_CODES, key=WINNER_CODES.get)
-    codes = pc.index_in(winners.combine_chunks(), value_set=pa.array(labels, pa.string()))
+def label_codes(values: pa.ChunkedArray | pa.Array, labels: tuple[str, ...]) -> pa.Array:
+    """Each label's position in `labels`, as int8; the reader has rejected other labels."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    codes = pc.index_in(values, value_set=pa.array(labels, pa.string()))
     if codes.null_count:
-        raise ValueError(f"winner labels outside {labels}")
+        raise ValueError(f"labels outside {list(labels)}")
     return codes.cast(pa.int8())
 
 
-def _encode(kind: str, table: pa.Table, maps: dict[str, IdMap]) -> pa.Table:
-    """Names to dictionary ids; the battle winner to its code (WINNER_CODES).
+def encode(kind: LogKind, table: pa.Table, maps: Mapping[str, IdMap]) -> pa.Table:
+    """A read table as the store keeps it: names as ids of the kind's dictionaries, labels as codes.
 
-    Reviews: reviewers and models share the agents dictionary (a reviewer is usually also a
-    model, which self-vote exclusion needs); `models` and `order` become lists of ids.
+    Names new to the table get the next ids in sorted order, all the columns of one dictionary at
+    once, so the ids do not depend on the order of rows or of columns.
     """
-    agents = maps["agents"]
-    if kind == "battles":
-        return _replace(
-            table,
-            model_a=agents.encode(table.column("model_a")),
-            model_b=agents.encode(table.column("model_b")),
-            winner=_winner_codes(table.column("winner")),
-            judge=maps["judges"].encode(table.column("judge")),
-            prompt=maps["prompts"].encode(table.column("prompt")),
-        )
-    if kind == "games":
-        return _replace(table, player=agents.encode(table.column("player")))
-    if kind == "scores":
-        return _replace(table, agent=agents.encode(table.column("agent")))
-    if kind == "ballots":
-        ids, levels = _sorted_ballots(table.column("agents").combine_chunks(), table.column("levels").combine_chunks(), agents)
-        return _replace(table, agents=ids, levels=levels)
-    if kind == "reviews":
-        agents.encode(pa.concat_arrays([table.column("models").combine_chunks().flatten(), table.column("reviewer").combine_chunks()]))
-        return _replace(table, reviewer=agents.encode(table.column("reviewer")),
-                        models=_encode_lists(table.column("models"), agents), order=_encode_lists(table.column("order"), agents))
-    raise ValueError(f"unknown kind {kind!r}")
+    for dictionary in sorted(set(kind.ids.values())):
+        maps[dictionary].add(pa.concat_arrays([_names(table.column(c)) for c, d in kind.ids.items() if d == dictionary]))
+    for column, dictionary in kind.ids.items():
+        table = _replace(table, column, _ids(table.column(column), maps[dictionary]))
+    for column, labels in kind.codes.items():
+        table = _replace(table, column, label_codes(table.column(column), labels))
+    return kind.canonical(table) if kind.canonical is not None else table
 
 
-def _partition_keys(kind: str, table: pa.Table) -> pa.Array:
+def _partition_keys(kind: LogKind, table: pa.Table) -> pa.Array:
     """`date=YYYY-MM-DD` per row where a timestamp is known, else '' (partitioned by source)."""
-    if "timestamp" not in table.column_names:
+    if not kind.dated:
         return pa.array(np.full(table.num_rows, ""), pa.string())
-    dates = pc.strftime(table.column("timestamp"), format="%Y-%m-%d").combine_chunks()
+    dates = pc.strftime(table.column(TIMESTAMP), format="%Y-%m-%d").combine_chunks()
     return pc.fill_null(pc.binary_join_element_wise("date=", dates, ""), "")
 
 
@@ -211,9 +193,10 @@ class Store:
 
     def _write(self, result: ReadResult, sha: str, maps: dict[str, IdMap]) -> IngestReport:
         short = sha[:16]
-        table = _encode(result.kind, result.table, maps)
+        kind = log_kind(result.kind)
+        table = encode(kind, result.table, maps)
         partitions = []
-        for key, rows in _split(table, _partition_keys(result.kind, table)):
+        for key, rows in _split(table, _partition_keys(kind, table)):
             rel = f"{result.kind}/{key}/{short}.parquet" if key else f"{result.kind}/source={short}/part.parquet"
             write_parquet(self.root / rel, rows)
             partitions.append(Partition(rel, rows.num_rows))

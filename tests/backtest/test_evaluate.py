@@ -3,7 +3,7 @@ import pyarrow as pa
 import pytest
 
 from pipeline.backtest.evaluate import run_backtest, score_split, task_seed, training_statistics
-from pipeline.backtest.log import load_log
+from pipeline.backtest.units import load_units
 from pipeline.backtest.splits import random_splits
 from pipeline.methods import REGISTRY, Method, Ratings
 from pipeline.stats.extras import EXTRAS, Extra
@@ -13,7 +13,7 @@ SPECS = ["plurality", "approval:k=2", "borda", "copeland"]
 
 def test_true_skills_beat_a_random_ranking(small_games):
     store, games = small_games
-    log = load_log(store, "games")
+    log = load_units(store, "games")
     names = store.dictionary("agents").names
     agents = np.arange(len(names))
     oracle = Ratings.from_scores(agents, games.skill_of(names))
@@ -28,7 +28,7 @@ def test_true_skills_beat_a_random_ranking(small_games):
 
 def test_methods_rate_only_training_games(small_games):
     store, _ = small_games
-    log = load_log(store, "games")
+    log = load_units(store, "games")
     split = random_splits(log.units, 1, 100, seed=2)[0]
     stats = training_statistics(log, split, frozenset({"pairwise", "positions"}))
     # Each 7-player training game adds 7 appearances and 21 compared pairs (ties counted once).
@@ -40,7 +40,7 @@ def test_results_do_not_depend_on_the_workers(small_games, dask_client, dask_clu
     from distributed import Client, LocalCluster
 
     store, _ = small_games
-    log = load_log(store, "games")
+    log = load_units(store, "games")
     splits = random_splits(log.units, 4, 50, seed=3)
     local = run_backtest(log, splits, SPECS)
     two = run_backtest(log, splits, SPECS, client=dask_client)
@@ -76,7 +76,7 @@ def probe_method(monkeypatch):
 
 def test_extras_and_seeds_reach_methods(small_games, probe_method):
     store, _ = small_games
-    log = load_log(store, "games", frozenset({"probe_rows"}))
+    log = load_units(store, "games", frozenset({"probe_rows"}))
     splits = random_splits(log.units, 3, 50, seed=4)
     stats = training_statistics(log, splits[0], frozenset({"pairwise", "probe_rows"}))
     assert stats.extra["probe_rows"].sum() == 7 * len(splits[0].train)  # training rows only

@@ -5,7 +5,7 @@ import pytest
 
 from pipeline.backtest.redundancy import adversarial_draws, pairwise_view, rank_movement, redundancy, tolerant_ranks, with_copies
 from pipeline.methods import run
-from pipeline.stats.games import ScoreTable
+from pipeline.stats.game_data import ScoreTable
 
 # Agent 0 is best on average (mean 0.67 vs 0.5, 0.43, 0.2) but worst on t2, which agents 1 and 2
 # win; copies of t2 outweigh agent 0's two wins for the averaging methods, while an equilibrium

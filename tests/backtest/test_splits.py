@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from pipeline.backtest.log import NO_TIME
+from pipeline.backtest.units import NO_TIME
 from pipeline.backtest.splits import random_splits, temporal_splits
 
 

@@ -20,7 +20,7 @@ def test_f1_of_detection():
 
 
 def one_annotator(x_wins, y_wins, ties):
-    return AnnotatorCounts(np.arange(2), np.array([7]), ("j",), np.array([0]), np.array([0]), np.array([1]),
+    return AnnotatorCounts(np.arange(2), np.array([7]), np.array([0]), np.array([0]), np.array([1]),
                            np.array([x_wins], float), np.array([y_wins], float), np.array([ties], float))
 
 

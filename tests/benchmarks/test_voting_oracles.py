@@ -23,7 +23,7 @@ from tests.voting_profiles import strict_ballots
 
 from pipeline import methods
 from pipeline.methods.stv import count_rounds
-from pipeline.stats.memory import profile
+from pipeline.stats.in_memory import profile
 
 base = pytest.importorskip("open_spiel.python.voting.base")
 from open_spiel.python.voting import (  # noqa: E402

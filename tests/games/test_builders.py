@@ -3,7 +3,7 @@
 import numpy as np
 
 from pipeline.games import build
-from pipeline.stats.games import PromptCounts, ScoreTable
+from pipeline.stats.game_data import PromptCounts, ScoreTable
 
 
 def test_agent_agent_task_payoffs():

@@ -220,7 +220,7 @@ def test_preflib(tmp_path, suffix, body, accepted, reasons):
 def test_preflib_holds_ballots_only(tmp_path):
     path = tmp_path / "p.soc"
     path.write_text(PREFLIB_HEADER + "1: 1,2,3\n")
-    with pytest.raises(UnreadableFile, match="PrefLib files hold ballots"):
+    with pytest.raises(UnreadableFile, match=r"\.soc files hold ballots, not battles"):
         read_log(path, "battles")
 
 

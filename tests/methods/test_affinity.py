@@ -5,7 +5,7 @@ import pytest
 
 from pipeline.games import Game
 from pipeline.methods.affinity import affinity_cce, affinity_ne, affinity_target
-from pipeline.stats.games import PromptCounts
+from pipeline.stats.game_data import PromptCounts
 
 
 def test_target_spreads_each_clone_group_evenly():

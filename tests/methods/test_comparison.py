@@ -6,7 +6,7 @@ import numpy as np
 
 from pipeline.methods import Ratings
 from pipeline.methods.comparison import compare_ranks, rank_mismatch
-from pipeline.stats.memory import profile
+from pipeline.stats.in_memory import profile
 
 
 def test_mismatch_is_more_than_two_places():

@@ -6,7 +6,7 @@ import numpy as np
 from open_spiel.python.voting import copeland as os_copeland
 
 from pipeline.methods import run
-from pipeline.stats.memory import profile
+from pipeline.stats.in_memory import profile
 from tests.methods.oracle import openspiel_scores, random_strict_profile
 
 

@@ -21,9 +21,8 @@ def review(reviewer, ranking, labels="ABC", query="q1", **fields):
 
 
 def rate(records, spec="council-borda:compare="):
-    stats = council_profile(records)
+    stats, names = council_profile(records)
     result = run(spec, stats)
-    names = stats.extra["council_reviews"].names
     return result, {names[int(a)]: i for i, a in enumerate(result.agents)}
 
 
@@ -88,10 +87,11 @@ def test_tie_in_wins_ordered_by_model_name():
     result, at = rate(TIED)
     assert column(result, at, "rank")["a"] == column(result, at, "rank")["c"] == 1
     table = result.tables["per_query"].to_pydict()
-    names = council_profile(TIED).extra["council_reviews"].names
+    names = council_profile(TIED)[1]
     assert [names[a] for a in table["agent"]] == ["a", "c", "b"]
     # The name, not the id, orders: ids 0 ("zed") and 1 ("amy") with equal score and wins list 1 first.
-    order, rank = ranks(np.zeros(2, np.int64), np.ones(2, bool), np.ones(2), np.ones(2), name_ranks({0: "zed", 1: "amy"}, np.array([0, 1])))
+    # (name_ranks takes each id's position in name order: "zed" is after "amy".)
+    order, rank = ranks(np.zeros(2, np.int64), np.ones(2, bool), np.ones(2), np.ones(2), name_ranks({0: 1, 1: 0}, np.array([0, 1])))
     assert order.tolist() == [1, 0] and rank.tolist() == [1, 1]
 
 
@@ -161,7 +161,7 @@ def test_cross_query_mean_of_means_and_window():
     assert column(result, at, "votes") == {"a": 4, "b": 4, "c": 1}
     # The 30-day window ends at day 40 and starts after day 10: q1 is out.
     # x: q2 only -> b 1 (rank 1), a 0 (rank 2). y: q3 -> a 2, b 1, c 0.
-    names = council_profile(records).extra["council_reviews"].names
+    names = council_profile(records)[1]
     board = result.tables["leaderboard"].to_pylist()
     got = [(row["category"], row["rank"], names[row["agent"]], row["aggregate_borda"], row["total_votes"], row["total_wins"], row["queries"])
            for row in board]

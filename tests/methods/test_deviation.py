@@ -7,7 +7,7 @@ from pipeline.games import Game
 from pipeline.methods import run
 from pipeline.methods.deviation import deviation, deviation_ratings
 from pipeline.methods.nash_averaging import nash_average
-from pipeline.stats.games import ScoreTable
+from pipeline.stats.game_data import ScoreTable
 
 def random_game(seed: int, shape=(3, 4, 2)) -> Game:
     rng = np.random.default_rng(seed)

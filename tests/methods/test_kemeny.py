@@ -8,7 +8,7 @@ from tests.voting_profiles import mixed_profiles, strict_ballots
 
 from pipeline import methods
 from pipeline.methods.kemeny import ENUMERATE_MAX, components
-from pipeline.stats.memory import profile
+from pipeline.stats.in_memory import profile
 
 
 def test_mip_equals_enumeration():

@@ -147,10 +147,10 @@ def test_the_chord_bootstrap_agrees_with_newton_round_by_round(prior, wins):
 def test_agents_with_the_same_record_share_a_rank():
     # a and b each beat c twice and lose to d once, and drew each other: equal in exact arithmetic.
     from pipeline.methods import run
-    from pipeline.stats.memory import profile
+    from pipeline.stats.in_memory import profile
 
     rankings = ["a>c", "a>c", "b>c", "b>c", "d>a", "d>b", "a=b", "c>d"]
-    stats, names = profile(rankings, want=frozenset({"pairwise", "pairwise_per_game"}))  # ballots of two
+    stats, names = profile(rankings, statistics={"pairwise", "pairwise_per_game"})  # ballots of two
     ratings = run("m-elo:bootstrap=0", stats)
     by_name = dict(zip((names[i] for i in ratings.agents), ratings.rank.tolist()))
     assert by_name["a"] == by_name["b"]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pipeline.methods.majority import condorcet_info, ranked
-from pipeline.stats.memory import profile
+from pipeline.stats.in_memory import profile
 
 
 def test_condorcet_winners(condorcet_cycle):

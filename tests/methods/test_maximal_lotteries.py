@@ -10,7 +10,7 @@ from tests.voting_profiles import mixed_profiles, weak_ballots
 from pipeline import methods
 from pipeline.methods.maximal_lotteries import essential_set, lottery
 from pipeline.stats.counts import PairwiseCounts, Statistics
-from pipeline.stats.memory import profile
+from pipeline.stats.in_memory import profile
 
 
 def test_rock_paper_scissors(condorcet_cycle):

@@ -6,7 +6,7 @@ import pytest
 from pipeline.games import Game
 from pipeline.methods import nash_averaging as na
 from pipeline.methods.nash_averaging import max_support, game_value, nash_average, nash_averaging
-from pipeline.stats.games import ScoreTable
+from pipeline.stats.game_data import ScoreTable
 
 RPS = np.array([[0, -1, 1], [1, 0, -1], [-1, 1, 0.0]])
 

@@ -7,7 +7,7 @@ from tests.voting_profiles import mixed_profiles
 
 from pipeline import methods
 from pipeline.methods.ranked_pairs import _lock_plain, lock
-from pipeline.stats.memory import profile
+from pipeline.stats.in_memory import profile
 
 
 def test_fast_equals_plain():

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.methods import REGISTRY, Ratings, Spec, needs, run
+from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.ratings import competition_ranks
 
 
@@ -31,7 +31,7 @@ def test_spec_errors(text, message):
 
 
 def test_needs_lists_the_statistics():
-    assert needs(["borda", "copeland"]) == {"positions", "pairwise"}
+    assert needed_statistics(["borda", "copeland"]) == {"positions", "pairwise"}
 
 
 def test_competition_ranks():
@@ -69,7 +69,7 @@ def test_every_method_on_every_fixture(name, pentathlon, condorcet_cycle):
 @pytest.mark.parametrize("name", sorted(n for n, m in REGISTRY.items() if CORE >= set(m.needs) and m.kinds is None))
 def test_relabelling_agents_permutes_the_result(name):
     """Renaming agents so that their ids come in reverse order changes nothing but the order."""
-    from pipeline.stats.memory import profile
+    from pipeline.stats.in_memory import profile
 
     rankings = ["a>b>c>d", "b>a>d>c", "c>a>b>d", "a>c>d>b", "d>b>a>c"]
     rename = {"a": "w", "b": "x", "c": "y", "d": "z"}

@@ -8,7 +8,7 @@ from tests.voting_profiles import mixed_profiles
 
 from pipeline import methods
 from pipeline.methods.schulze import _strongest_paths_plain, layers, strongest_paths
-from pipeline.stats.memory import profile
+from pipeline.stats.in_memory import profile
 
 
 def test_fast_equals_plain():

@@ -9,7 +9,7 @@ from open_spiel.python.voting import borda as os_borda
 from open_spiel.python.voting import plurality as os_plurality
 
 from pipeline.methods import run
-from pipeline.stats.memory import profile
+from pipeline.stats.in_memory import profile
 from tests.methods.oracle import openspiel_scores, random_strict_profile
 
 

@@ -8,7 +8,7 @@ from tests.voting_profiles import weak_ballots
 
 from pipeline import methods
 from pipeline.methods.stv import _count_rounds_plain, _fraction, count_rounds
-from pipeline.stats.memory import profile
+from pipeline.stats.in_memory import profile
 
 
 def test_fast_equals_plain():

@@ -10,7 +10,7 @@ import pytest
 from tests.voting_profiles import NAMES, strict_ballots
 
 from pipeline import methods
-from pipeline.stats.memory import profile
+from pipeline.stats.in_memory import profile
 
 
 def _winners(spec: str, ballots: list[str]) -> set[str]:

@@ -35,10 +35,13 @@ def test_store_reduction_matches_the_in_memory_profile(tmp_path):
     # Self-votes excluded: m1's review counts only m2 > m3; m2's only m3 > m1; judge's m2 > m3 > m1.
     wins = {(names[stats.agents[i]], names[stats.agents[j]]): w for (i, j), w in np.ndenumerate(stats.pairwise.wins) if w}
     assert wins == {("m2", "m3"): 2.0, ("m3", "m1"): 2.0, ("m2", "m1"): 1.0}
-    memory = council_profile(RECORDS)
+    memory, memory_names = council_profile(RECORDS)
+    assert memory_names == sorted(names)  # in memory, ids follow the sorted names
     from_store, in_memory = run("council-borda:compare=", stats), run("council-borda:compare=", memory)
     by_name = lambda r, n: {n[int(a)]: (s, k) for a, s, k in zip(r.agents, r.score, r.rank)}  # noqa: E731
-    assert by_name(from_store, names) == by_name(in_memory, memory.extra["council_reviews"].names)
+    assert by_name(from_store, names) == by_name(in_memory, memory_names)
+    # The canonical name order is the same, whatever ids the store gave.
+    assert [names[a] for a in stats.agents[np.argsort(stats.agent_keys)]] == sorted(names[a] for a in stats.agents)
     reviews = stats.extra["council_reviews"]
     assert reviews.query_ids == ("q1", "q2") and reviews.abstained.tolist() == [False, False, True, False]  # by (query, reviewer id): m3 (2) before judge (3)
 

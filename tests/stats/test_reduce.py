@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipeline.stats import STATISTICS, reduce_store
+from pipeline.stats import CORE_STATISTICS, reduce_store
 from pipeline.store import Store
 
 AGENTS = [f"p{i}" for i in range(7)]
@@ -127,7 +127,7 @@ def test_reduction_equals_reference(tmp_path, kind, files, target_rows, dense):
     if kind == "scores":  # ties in a score table are equal scores, so every group is a level
         orders = [(groups, w) for groups, w in orders]
     store = build_store(tmp_path, kind, orders, files)
-    stats = reduce_store(store, kind, STATISTICS, dense=dense, target_rows=target_rows)
+    stats = reduce_store(store, kind, CORE_STATISTICS, dense=dense, target_rows=target_rows)
     assert stats.pairwise.is_sparse == (not dense)
     got = named(stats, store.dictionary().names)
     for name, mine, theirs in zip(("N", "T", "positions", "histogram"), got, reference(orders)):
@@ -146,7 +146,7 @@ def test_bit_identical_for_one_and_two_workers(tmp_path, kind):
     for workers in (1, 2):
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
                 Client(cluster) as client:
-            results.append(reduce_store(store, kind, STATISTICS, client=client, target_rows=50))
+            results.append(reduce_store(store, kind, CORE_STATISTICS, client=client, target_rows=50))
     one, two = results
     assert one.pairwise.wins.tobytes() == two.pairwise.wins.tobytes()
     assert one.pairwise.ties.tobytes() == two.pairwise.ties.tobytes()
@@ -199,3 +199,29 @@ def test_weighted_sums_are_exact_and_order_free():
     forward = to_units(w).sum()
     for perm in itertools.islice(itertools.permutations(range(3)), 3):
         assert to_units(w[np.r_[perm, 3:1000]]).sum() == forward
+
+
+def test_agent_keys_order_agents_by_name_whatever_ids_the_store_gave(tmp_path):
+    # The same battles in two stores; in the second, another file gave the names other ids first.
+    battles = tmp_path / "battles.csv"
+    battles.write_text("model_a,model_b,winner\ncat,ant,model_a\nbee,cat,tie\nant,bee,model_b\n")
+    other = tmp_path / "other.csv"
+    other.write_text("model_a,model_b,winner\nzoo,cat,model_a\nbee,zoo,model_a\n")
+    plain, rotated = Store(tmp_path / "plain"), Store(tmp_path / "rotated")
+    plain.ingest([battles], "battles")
+    rotated.ingest([other, battles], "battles")
+    orders = []
+    for store in (plain, rotated):
+        stats = reduce_store(store, "battles", {"pairwise"})
+        names = store.dictionary("agents").names
+        by_key = stats.agents[np.argsort(stats.agent_keys)]
+        orders.append([names[a] for a in by_key])
+    assert orders[0] == ["ant", "bee", "cat"] and orders[1] == ["ant", "bee", "cat", "zoo"]
+
+
+def test_agent_keys_default_to_id_order_and_are_checked():
+    from pipeline.stats import Statistics
+
+    assert Statistics("ballots", np.array([2, 5]), np.ones(2)).agent_keys.tolist() == [0, 1]
+    with pytest.raises(ValueError, match="agent_keys must be a permutation"):
+        Statistics("ballots", np.array([2, 5]), np.ones(2), agent_keys=np.array([0, 0]))

@@ -108,10 +108,29 @@ def test_ballots_are_stored_as_sorted_id_lists(tmp_path):
     assert row["levels"] == [0, 1, 1, 2] and row["ranking"] == "z>x=y>w"
 
 
-def test_winner_codes_follow_winner_codes_and_unknown_labels_raise():
+def test_winner_labels_become_their_codes_and_unknown_labels_raise():
     import pyarrow as pa
 
+    from pipeline.logs.battles import WINNERS
+
     labels = pa.chunked_array([["tie (bothbad)", "model_a"], ["tie", "model_b", "model_a"]])
-    assert store_module._winner_codes(labels).to_pylist() == [3, 0, 2, 1, 0]
-    with pytest.raises(ValueError, match="winner labels"):
-        store_module._winner_codes(pa.chunked_array([["model_a", "draw"]]))
+    assert store_module.label_codes(labels, WINNERS).to_pylist() == [3, 0, 2, 1, 0]
+    with pytest.raises(ValueError, match="labels outside"):
+        store_module.label_codes(pa.chunked_array([["model_a", "draw"]]), WINNERS)
+
+
+def test_new_names_of_a_file_get_ids_in_sorted_order_across_columns(tmp_path):
+    # model_b's names sort before model_a's: ids follow the names, not the columns (nor the rows).
+    path = tmp_path / "b.csv"
+    path.write_text("model_a,model_b,winner\nzed,amy,model_a\nyan,bea,tie\n")
+    swapped = tmp_path / "swapped.csv"
+    swapped.write_text("model_a,model_b,winner\nbea,yan,tie\namy,zed,model_b\n")
+    for source in (path, swapped):
+        store = Store(tmp_path / f"store-{source.stem}")
+        store.ingest([source], "battles")
+        assert store.dictionary("agents").names == ["amy", "bea", "yan", "zed"]
+
+
+def test_name_order_sorts_by_code_point():
+    ids = IdMap(["b", "B", "a", "é", "Z"])
+    assert ids.name_order().tolist() == [3, 0, 2, 4, 1]  # "B" < "Z" < "a" < "b" < "é": code points, not a locale

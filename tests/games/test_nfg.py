@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pipeline.logs.nfg import read_nfg
+from pipeline.games.nfg import read_nfg
 from pipeline.logs.records import UnreadableFile
 
 PD = 'NFG 1 R "PD" { "Row" "Col" }\n{ { "C" "D" } { "C" "D" } }\n""\n3 3 5 0 0 5 1 1\n'
@@ -45,3 +45,24 @@ def test_gambit_payoff_count_checked(tmp_path):
     path.write_text(PD.replace("1 1\n", "1\n"))
     with pytest.raises(UnreadableFile, match="payoffs"):
         read_nfg(path)
+
+
+def test_a_game_file_is_its_own_statistic(tmp_path):
+    from pipeline.games.nfg import game_statistics
+
+    path = tmp_path / "pd.nfg"
+    path.write_text(PD)
+    stats, names = game_statistics(path)
+    assert names == ["Row:C", "Row:D", "Col:C", "Col:D"]
+    assert stats.kind == "nfg" and stats.agents.tolist() == [0, 1, 2, 3] and stats.extra["game_data"].players == ("Row", "Col")
+    assert [names[i] for i in stats.agents[stats.agent_keys.argsort()]] == sorted(names)  # by code point: "Col" < "Row"
+
+
+def test_two_game_files_on_one_board_are_refused(tmp_path):
+    from pipeline.board import Board, reduce
+    from pipeline.store import Store
+
+    for name in ("a.nfg", "b.nfg"):
+        (tmp_path / name).write_text(PD)
+    with pytest.raises(ValueError, match="rates one file, and its sources name 2"):
+        reduce(Store(tmp_path / "store"), Board("g", "nfg", (str(tmp_path),), ("deviation",)))

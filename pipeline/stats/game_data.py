@@ -6,7 +6,8 @@ prompt, the input of model vs model vs prompt games [DevR] section 5.2, [GTLLM] 
 
 Merges are exact and order-independent: score rows are merged by a sort on the total key
 (task, agent, score, higher_is_better, task_weight); battle weights are integer units
-(`pipeline.stats.partials.UNIT`) summed by sorted key.
+(`pipeline.weights`) summed by sorted key. Prompts are prompt ids: the board layer hands the
+game builders their names (`PromptCounts.prompt_names`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import sum_by_key
 from pipeline.stats.extras import Extra, register_extra
-from pipeline.stats.partials import UNIT, _sum_by_key, to_units
+from pipeline.weights import UNIT, to_units
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,7 +48,8 @@ class PromptCounts:
 
     Row r: on prompt `prompt[r]` (a store id in the 'prompts' dictionary, -1 for battles without
     a prompt), agent `a[r]` beat agent `b[r]` with weight `wins[r]` and tied with it with weight
-    `ties[r]` (ties are stored in both directions). `prompt_names[i]` names store prompt id i.
+    `ties[r]` (ties are stored in both directions). `prompt_names[i]`, when the board layer gave
+    them, names store prompt id i (games built from these counts name their prompt strategies).
     """
 
     agents: np.ndarray
@@ -108,16 +111,18 @@ class _PromptUnits:
     units: np.ndarray  # int64 [m, 2]: wins, ties
 
     def __add__(self, other: _PromptUnits) -> _PromptUnits:
-        return _PromptUnits(self.n, *_sum_by_key(np.concatenate([self.keys, other.keys]), np.concatenate([self.units, other.units])))
+        return _PromptUnits(self.n, *sum_by_key(np.concatenate([self.keys, other.keys]), np.concatenate([self.units, other.units])))
 
 
-def _partial(table: pa.Table, kind: str, n: int) -> _ScoreRows | _PromptUnits:
-    if kind == "scores":
-        hib = pc.fill_null(table.column("higher_is_better"), True).to_numpy().astype(bool)
-        weight = pc.fill_null(table.column("task_weight"), 1.0).to_numpy().astype(np.float64)
-        rows = _ScoreRows(np.asarray(table.column("task").to_pylist(), dtype=object), table.column("agent").to_numpy().astype(np.int64),
-                          table.column("score").to_numpy().astype(np.float64), hib, weight)
-        return rows + _ScoreRows(*(c[:0] for c in rows._columns))  # sorted
+def _score_rows(table: pa.Table, n: int) -> _ScoreRows:
+    hib = pc.fill_null(table.column("higher_is_better"), True).to_numpy().astype(bool)
+    weight = pc.fill_null(table.column("task_weight"), 1.0).to_numpy().astype(np.float64)
+    rows = _ScoreRows(np.asarray(table.column("task").to_pylist(), dtype=object), table.column("agent").to_numpy().astype(np.int64),
+                      table.column("score").to_numpy().astype(np.float64), hib, weight)
+    return rows + _ScoreRows(*(c[:0] for c in rows._columns))  # sorted
+
+
+def _prompt_units(table: pa.Table, n: int) -> _PromptUnits:
     a = table.column("model_a").to_numpy().astype(np.int64)
     b = table.column("model_b").to_numpy().astype(np.int64)
     winner = table.column("winner").to_numpy()
@@ -131,18 +136,24 @@ def _partial(table: pa.Table, kind: str, n: int) -> _ScoreRows | _PromptUnits:
     values[: len(a), 0] = np.where(decided, units, 0)
     values[: len(a), 1] = np.where(tie, units, 0)
     values[len(a):, 1] = units[tie]
-    return _PromptUnits(n, *_sum_by_key(keys, values))
+    return _PromptUnits(n, *sum_by_key(keys, values))
 
 
-def _finalize(merged: _ScoreRows | _PromptUnits, present: np.ndarray, store: object) -> ScoreTable | PromptCounts:
+_PARTIALS = {"scores": _score_rows, "battles": _prompt_units}
+
+
+def _partial(table: pa.Table, kind: str, n: int) -> _ScoreRows | _PromptUnits:
+    return _PARTIALS[kind](table, n)
+
+
+def _finalize(merged: _ScoreRows | _PromptUnits, present: np.ndarray, name_order: np.ndarray) -> ScoreTable | PromptCounts:
     local = np.full(int(present.max(initial=-1)) + 1, -1, np.int64)
     local[present] = np.arange(len(present))
     if isinstance(merged, _PromptUnits):
         n, n2 = np.int64(merged.n), np.int64(merged.n) ** 2
         prompt, rest = merged.keys // n2 - 1, merged.keys % n2
-        names = tuple(store.dictionary("prompts").names) if store is not None else None
         wins, ties = (merged.units[:, c].astype(np.float64) / UNIT for c in (0, 1))
-        return PromptCounts(present, prompt, local[rest // n], local[rest % n], wins, ties, names)
+        return PromptCounts(present, prompt, local[rest // n], local[rest % n], wins, ties)
     tasks, task_index = np.unique(merged.task.astype(str), return_inverse=True)
     scores = np.full((len(present), len(tasks)), np.nan)
     total, count = np.zeros_like(scores), np.zeros_like(scores)

@@ -1,5 +1,9 @@
 """The `nfg` log kind: normal-form games given as payoff tensors, rated directly (not stored).
 
+A game file is its own statistic: `game_statistics` hands the game to the methods that read
+`game_data` (deviation, Nash averaging, affinity, uniform), one agent per strategy of every player,
+named `player:strategy` in the order of `Game.labels`.
+
 Formats:
 - `.npz`: arrays `payoffs` of shape (N, |A_1|, ..., |A_N|), or `payoff_0`, ..., `payoff_{N-1}`
   each of shape (|A_1|, ..., |A_N|); optional `players` (N strings) and `strategies_<p>` (names
@@ -21,8 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.games import Game
+from pipeline.arrays import sort_positions
+from pipeline.games.game import Game
+from pipeline.logs import LogKind, register_kind
 from pipeline.logs.records import UnreadableFile
+from pipeline.stats import Statistics
 
 NFG_SUFFIXES = (".nfg", ".npz")
 _TOKEN = re.compile(r'"((?:[^"\\]|\\.)*)"|([{}])|([^\s{}"]+)')
@@ -125,3 +132,18 @@ def _read_gambit(text: str) -> Game:
         raise ValueError(f"outcomes must have {n} payoffs")
     payoffs = tuple(flat[:, p].reshape(shape[::-1]).transpose() for p in range(n))  # first player fastest
     return Game(payoffs, tuple(players), tuple(names))
+
+
+def game_statistics(path: str | Path) -> tuple[Statistics, list[str]]:
+    """The game in a file as the `game_data` statistic over its strategies, and their names (`player:strategy`)."""
+    game = read_nfg(path)
+    labels = game.labels
+    keys = sort_positions(np.array(labels, dtype=object))
+    return Statistics("nfg", np.arange(len(labels)), np.ones(len(labels), np.int64), extra={"game_data": game},
+                      agent_keys=keys), labels
+
+
+NFG = register_kind(LogKind(
+    "nfg", holds="one normal-form game per file: Gambit .nfg, or .npz payoff tensors", unit="game",
+    suffixes=NFG_SUFFIXES, load=game_statistics, statistics=("game_data",),
+))

@@ -1,11 +1,11 @@
 import numpy as np
 
-from pipeline.backtest.log import load_log, select
+from pipeline.backtest.units import load_units
 
 
 def test_games_become_one_weak_order_per_game(small_games):
     store, games = small_games
-    log = load_log(store, "games")
+    log = load_units(store, "games")
     assert log.units == 300 and log.table.num_rows == 2100
     assert np.all(np.diff(log.orders.offsets) == 7)
     names = store.dictionary("agents").names
@@ -20,8 +20,8 @@ def test_games_become_one_weak_order_per_game(small_games):
 
 
 def test_select_keeps_members_and_levels(crowd_battles):
-    log_orders = load_log(crowd_battles, "battles").orders
-    picked = select(log_orders, np.array([5, 2]))
+    log_orders = load_units(crowd_battles, "battles").orders
+    picked = log_orders.select(np.array([5, 2]))
     for k, u in enumerate([5, 2]):
         lo, hi = log_orders.offsets[u], log_orders.offsets[u + 1]
         assert picked.agents[picked.offsets[k]: picked.offsets[k + 1]].tolist() == log_orders.agents[lo:hi].tolist()
@@ -29,7 +29,7 @@ def test_select_keeps_members_and_levels(crowd_battles):
 
 
 def test_battles_winner_ahead_and_ties_level(crowd_battles):
-    log = load_log(crowd_battles, "battles")
+    log = load_units(crowd_battles, "battles")
     assert log.units == log.table.num_rows
     winner = log.table.column("winner").to_numpy()
     levels = log.orders.levels.reshape(-1, 2)
