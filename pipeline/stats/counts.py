@@ -142,9 +142,17 @@ class Statistics:
     positions: PositionCounts | None = None
     histogram: BallotHistogram | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    # Per local agent, its position among the agents' names sorted by code point: a canonical
+    # order for deterministic tie-breaks that does not depend on the ids a store assigned.
+    # Until the reduction fills it, the default is store-id order.
+    agent_keys: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "agents", _check_agents(self.agents))
+        keys = np.arange(len(self.agents)) if self.agent_keys is None else np.asarray(self.agent_keys, dtype=np.int64)
+        if sorted(keys.tolist()) != list(range(len(self.agents))):
+            raise ValueError("agent_keys must be a permutation of 0..k-1, one per agent")
+        object.__setattr__(self, "agent_keys", keys)
         for stat in (self.pairwise, self.positions, self.histogram):
             if stat is not None and not np.array_equal(stat.agents, self.agents):
                 raise ValueError("every statistic must cover the same agents")
