@@ -16,6 +16,15 @@ Normalisation of scores (`norm`), per task after turning lower-is-better scores 
 `zscore` subtracts the mean and divides by the standard deviation, `none` keeps raw scores.
 Missing cells (an agent not scored on a task) get the task's mean normalised score; their number
 is reported in the game's info.
+
+Task weights (`task_weight` of score tables) are multiplicities, as in the voting path where a task
+of weight w is w identical voters: the task player gets w copies of the task (`name`, `name#2`,
+...), a weight of 0 drops the task, and a weight that is not a whole number is refused. Scaling a
+task's payoffs instead would make it a different task, not a more important one. So methods that
+are clone invariant (Nash averaging, deviation ratings, affinity; [Bal18], [DevR] property 4,
+[GTLLM] section 4.2) give the same agent ratings whatever the weights, by design: a repeated task
+is the redundancy they are built to ignore; methods that are not (uniform, alpha-rank) count a
+weight-2 task twice. `info["task_copies"]` reports the copies added.
 """
 
 from __future__ import annotations
@@ -47,22 +56,49 @@ def normalise(table: ScoreTable, norm: str) -> tuple[np.ndarray, int]:
     return t, int(missing.sum())
 
 
+MAX_TASK_COPIES = 4_096  # task strategies after weighting
+
+
+def task_copies(table: ScoreTable) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Columns of the weighted game (each task repeated task_weight times) and their names."""
+    weight = np.asarray(table.task_weight, dtype=np.float64)
+    bad = np.flatnonzero((weight < 0) | (weight != np.round(weight)))
+    if len(bad):
+        raise ValueError(f"task {table.tasks[bad[0]]!r}: task_weight {weight[bad[0]]:g} is not a whole number; in games a "
+                         "task weight is a number of copies of the task")
+    if weight.sum() > MAX_TASK_COPIES:
+        raise ValueError(f"task weights add up to {weight.sum():g} task copies, more than {MAX_TASK_COPIES}")
+    columns = np.repeat(np.arange(len(weight)), weight.astype(np.int64))
+    copy = np.arange(len(columns)) - np.searchsorted(columns, columns)
+    names = tuple(table.tasks[t] if k == 0 else f"{table.tasks[t]}#{k + 1}" for t, k in zip(columns.tolist(), copy.tolist()))
+    if not len(columns):
+        raise ValueError("every task has task_weight 0: no task to build a game from")
+    return columns, names
+
+
+def _weighted(table: ScoreTable, norm: str) -> tuple[np.ndarray, tuple[str, ...], dict[str, object]]:
+    """Normalised scores with each task repeated by its weight, its task names, and the game's info."""
+    t, missing = normalise(table, norm)
+    columns, names = task_copies(table)
+    return t[:, columns], names, {"norm": norm, "missing_cells": missing, "task_copies": len(columns) - len(table.tasks)}
+
+
 def _agent_names(ids: np.ndarray) -> tuple[str, ...]:
     return tuple(str(i) for i in ids)
 
 
 def agent_task(table: ScoreTable, *, norm: str = "minmax") -> Game:
-    t, missing = normalise(table, norm)
-    return Game((t, -t), ("agent", "task"), (_agent_names(table.agents), table.tasks), (table.agents, None),
-                {"game": "agent-task", "norm": norm, "missing_cells": missing})
+    t, tasks, info = _weighted(table, norm)
+    return Game((t, -t), ("agent", "task"), (_agent_names(table.agents), tasks), (table.agents, None),
+                {"game": "agent-task"} | info)
 
 
 def agent_agent_task(table: ScoreTable, *, norm: str = "minmax") -> Game:
-    t, missing = normalise(table, norm)
+    t, tasks, info = _weighted(table, norm)
     g = t[:, None, :] - t[None, :, :]
     names = _agent_names(table.agents)
-    return Game((g, -g, np.abs(g)), ("agent_a", "agent_b", "task"), (names, names, table.tasks),
-                (table.agents, table.agents, None), {"game": "agent-agent-task", "norm": norm, "missing_cells": missing})
+    return Game((g, -g, np.abs(g)), ("agent_a", "agent_b", "task"), (names, names, tasks),
+                (table.agents, table.agents, None), {"game": "agent-agent-task"} | info)
 
 
 def _margin(wins: np.ndarray, ties: np.ndarray) -> np.ndarray:

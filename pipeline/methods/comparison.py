@@ -1,9 +1,11 @@
 """Rank comparison: the same statistics rated by other methods, next to a base rating.
 
 Used where a method's known risks call for a second opinion ([Council] names Borda's: favouring
-safe answers, gaming). Each spec is run on the same statistics; a spec that is not registered, or
-that cannot rate these statistics, is reported with the reason, never skipped silently. An agent
-is flagged for a method when both rate it and its ranks differ by more than `MISMATCH_PLACES`.
+safe answers, gaming). Each spec is run on the same statistics, exactly as given (no hidden
+defaults: a bootstrap runs only if the spec asks for one); a spec that is not registered, or that
+refuses these statistics (a `RatingError`, or a `ValueError` for its parameters or the log kind),
+is reported with the reason, never skipped silently. Any other exception is a bug and propagates.
+An agent is flagged for a method when both rate it and its ranks differ by more than `MISMATCH_PLACES`.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from pipeline.methods.convergence import RatingError
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import REGISTRY, Spec, run
+from pipeline.methods.registry import ALWAYS, REGISTRY, Spec, run
 from pipeline.stats.counts import Statistics
 from pipeline.stats.counts import CORE_STATISTICS
 from pipeline.stats.extras import EXTRAS
@@ -38,7 +41,7 @@ class Comparison:
 
 def comparable_needs(specs: Sequence[str], kind: str) -> frozenset[str]:
     """The statistics that the registered specs read and that `kind` logs can give."""
-    wanted = {n for spec in specs if (name := spec.partition(":")[0].strip()) in REGISTRY for n in REGISTRY[name].needs}
+    wanted = {n for spec in specs if (name := spec.partition(":")[0].strip()) in REGISTRY for n in REGISTRY[name].needs} - ALWAYS
     return frozenset(n for n in wanted if n in CORE_STATISTICS or (n in EXTRAS and kind in EXTRAS[n].kinds))
 
 
@@ -57,7 +60,7 @@ def compare_ranks(base: Ratings, label: str, specs: Sequence[str], stats: Statis
             continue
         try:
             other = run(Spec.parse(spec), stats)
-        except Exception as exc:  # a diagnostic: report why, keep the base ratings  # noqa: BLE001
+        except (RatingError, ValueError) as exc:  # a refusal (data or parameters): report it, keep the base
             unavailable[spec] = f"{type(exc).__name__}: {exc}"
             continue
         rows = other.positions(base.agents)

@@ -9,11 +9,18 @@ the review saw (its label_to_model) and position 0 the top of its ranking:
 - a partial ranking uses the positions it gives (unranked models get no vote from it);
 - an explicit ranking wins over scores; scores are the fallback when no ranking is given (the
   reviews reader resolves this, `order_from` = "scores");
-- order: Borda score, then win count (more #1 votes = higher rank), then model name; equal ranks
-  for equal score and wins (the name only orders the listing, "deterministic ordering"). The
-  record's sample code gives equal ranks on equal scores alone, against its table's "more #1
-  votes = higher rank"; the table wins here;
-- a model with no votes gets score 0 and the last rank (shared by all such models);
+- order: Borda score, then win count (more #1 votes = higher rank), then model name (names sorted
+  by code point, through `CouncilReviews.name_order`). The record reads three ways, and
+  `ranks=` picks one. Case: five models, a and b with equal score and wins, c, then d and e with
+  equal score and d with more wins:
+    `strict` (default): the edge-case table, "Tie in scores: use win_count as tiebreaker", "Tie
+      in wins: alphabetical by model name": every model its own rank, 1, 2, 3, 4, 5;
+    `shared`: the record's reference code (`final_rank` changes only when the score drops):
+      equal scores share a rank whatever the wins, 1, 1, 3, 4, 4;
+    `shared-wins`: equal score and wins share a rank, names order only the listing: 1, 1, 3, 4, 5
+      (vase's reading before `ranks=` existed);
+- a model with no votes gets score 0 and the last rank, shared by all such models in every
+  reading (the table's "rank = last");
 - confidence: coverage = votes / possible votes, where possible votes are the query's reviews
   that did not abstain (less the model's own review when self-votes are excluded); high from
   0.8, medium from 0.5, low below, and low whenever a single reviewer did not abstain.
@@ -59,16 +66,26 @@ def confidence(votes: np.ndarray, possible: np.ndarray, single_reviewer: np.ndar
     return CONFIDENCE[np.where(single_reviewer, 0, level)]
 
 
-def ranks(group: np.ndarray, voted: np.ndarray, score: np.ndarray, wins: np.ndarray, name_rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+RANKS = ("strict", "shared", "shared-wins")
+
+
+def ranks(group: np.ndarray, voted: np.ndarray, score: np.ndarray, wins: np.ndarray, name_rank: np.ndarray,
+          reading: str = "strict") -> tuple[np.ndarray, np.ndarray]:
     """Listing order and rank within each group: voted first, then score, wins (both descending), name.
 
-    Equal (voted, score, wins) share the rank of the first of them (1, 2, 2, 4).
+    Models without votes share the last rank; among the others `reading` (see the module doc) says
+    which of score, wins and name separate ranks (a shared rank is the first of its tie, 1, 2, 2, 4).
     """
     order = np.lexsort((name_rank, -wins, -score, ~voted, group))
-    g, v, s, w = group[order], voted[order], score[order], wins[order]
+    g, v, s, w, n = group[order], voted[order], score[order], wins[order], name_rank[order]
     pos = np.arange(len(order))
     new_group = np.r_[True, g[1:] != g[:-1]]
-    new_tie = new_group | np.r_[True, (v[1:] != v[:-1]) | (s[1:] != s[:-1]) | (w[1:] != w[:-1])]
+    differs = (v[1:] != v[:-1]) | (s[1:] != s[:-1])
+    if reading != "shared":
+        differs |= w[1:] != w[:-1]
+    if reading == "strict":
+        differs |= (n[1:] != n[:-1]) & v[1:]
+    new_tie = new_group | np.r_[True, differs]
     start = np.maximum.accumulate(np.where(new_group, pos, 0))
     rank = np.empty(len(order), np.int64)
     rank[order] = np.maximum.accumulate(np.where(new_tie, pos, 0)) - start + 1
@@ -78,7 +95,7 @@ def ranks(group: np.ndarray, voted: np.ndarray, score: np.ndarray, wins: np.ndar
 class QueryResults:
     """Per (query, candidate model) cell: points, votes, wins, possible votes, rank, confidence."""
 
-    def __init__(self, reviews: CouncilReviews, exclude_self_votes: bool):
+    def __init__(self, reviews: CouncilReviews, exclude_self_votes: bool, reading: str):
         self.reviews = reviews
         self.query = np.repeat(np.arange(reviews.n_queries), np.diff(reviews.candidate_offsets))
         self.agent = reviews.candidates
@@ -105,8 +122,9 @@ class QueryResults:
         self.single = active_per_query[self.query] == 1
         self.voted = self.votes > 0
         self.score = np.divide(self.points, self.votes, out=np.zeros(size), where=self.voted)
-        self.name_rank = name_ranks(reviews.name_order, self.agent)
-        self.order, self.rank = ranks(self.query, self.voted, self.score, self.wins, self.name_rank)
+        self.reading = reading
+        self.order, self.rank = ranks(self.query, self.voted, self.score, self.wins,
+                                      name_ranks(reviews.name_order, self.agent), reading)
         self.confidence = confidence(self.votes, self.possible, self.single)
         self.active_reviewers = [set() for _ in range(reviews.n_queries)]
         for q, r in zip(reviews.query[active].tolist(), reviews.reviewer[active].tolist()):
@@ -119,8 +137,8 @@ class QueryResults:
             "query_id": pa.array([rv.query_ids[q] for q in self.query[o]], pa.string()),
             "category": pa.array([rv.category[q] for q in self.query[o]], pa.string()),
             "timestamp": pa.array(stamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-            "rank": self.rank[o], "agent": self.agent[o], "borda_score": self.score[o], "votes": self.votes[o],
-            "wins": self.wins[o], "possible_votes": self.possible[o], "confidence": self.confidence[o],
+            "final_rank": self.rank[o], "agent": self.agent[o], "borda_score": self.score[o], "vote_count": self.votes[o],
+            "win_count": self.wins[o], "possible_votes": self.possible[o], "confidence": self.confidence[o],
         })
 
 
@@ -133,7 +151,8 @@ def lookup(sorted_values: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
 
 
 def name_ranks(name_order: dict[int, int], ids: np.ndarray) -> np.ndarray:
-    """Alphabetical rank of each id's name (the record's last tie-break), from the ids' name order."""
+    """Alphabetical rank of each id's name (the record's last tie-break), from the ids' name order
+    (`CouncilReviews.name_order`: positions of the names sorted by code point, no names needed)."""
     alphabet = {i: k for k, i in enumerate(sorted(name_order, key=lambda i: (name_order[i], i)))}
     return np.array([alphabet[int(i)] for i in ids], dtype=np.int64)
 
@@ -153,12 +172,12 @@ def aggregate(results: QueryResults, cells: np.ndarray, key: list) -> dict:
     return dict(groups)
 
 
-def _columns(groups: dict, keys: list, agents: np.ndarray, name_order: dict[int, int], group: np.ndarray) -> dict[str, np.ndarray]:
+def _columns(groups: dict, keys: list, agents: np.ndarray, results: QueryResults, group: np.ndarray) -> dict[str, np.ndarray]:
     entries = [groups[k] for k in keys]
     score = np.array([float(e["sum"] / e["queries"]) if e["queries"] else 0.0 for e in entries])
     votes = np.array([e["votes"] for e in entries], np.int64)
     wins = np.array([e["wins"] for e in entries], np.int64)
-    order, rank = ranks(group, votes > 0, score, wins, name_ranks(name_order, agents))
+    order, rank = ranks(group, votes > 0, score, wins, name_ranks(results.reviews.name_order, agents), results.reading)
     possible = np.array([e["possible"] for e in entries], np.int64)
     single = np.array([len(e["reviewers"]) == 1 for e in entries])
     return {"order": order, "rank": rank, "score": score, "votes": votes, "wins": wins,
@@ -188,33 +207,36 @@ def leaderboard(results: QueryResults, window_days: int) -> tuple[pa.Table, dict
     keys = sorted(groups)
     category_codes = np.unique([k[0] for k in keys], return_inverse=True)[1] if keys else np.zeros(0, np.int64)
     agents = np.array([k[1] for k in keys], np.int64)
-    col = _columns(groups, keys, agents, results.reviews.name_order, np.asarray(category_codes).ravel())
+    col = _columns(groups, keys, agents, results, np.asarray(category_codes).ravel())
     o = col["order"]
     table = pa.table({
-        "category": pa.array([keys[i][0] or None for i in o], pa.string()), "rank": col["rank"][o], "agent": agents[o],
+        "category": pa.array([keys[i][0] or None for i in o], pa.string()), "final_rank": col["rank"][o], "agent": agents[o],
         "aggregate_borda": col["score"][o], "total_votes": col["votes"][o], "total_wins": col["wins"][o],
-        "queries": col["queries"][o], "confidence": col["confidence"][o],
+        "appearances": col["queries"][o], "confidence": col["confidence"][o],
     })
     return table, info | {"window_queries": int(inside.sum())}
 
 
 @method("council-borda", needs=("council_reviews",), kinds=("reviews",))
-def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True, window_days: int = 30,
-                  compare: str = "copeland+iterative-maximal-lotteries+m-elo") -> Ratings:
+def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True,
+                  window_days: int = 30, ranks: str = "strict",
+                  compare: str = "copeland+iterative-maximal-lotteries+m-elo:bootstrap=0") -> Ratings:
     """Council Borda: mean N-1-position points per query, self-votes and abstentions skipped [Council].
 
     The comparison uses maximal lotteries through their iterated form [VasE, C.2.9]: a single
     maximal lottery gives its support rank 1 and ties everyone else, so its ranks would "differ"
     from any full ranking for reasons that say nothing about Borda."""
-    results = QueryResults(reviews, exclude_self_votes)
+    if ranks not in RANKS:
+        raise ValueError(f"council-borda: ranks must be one of {', '.join(RANKS)}, not {ranks!r}")
+    results = QueryResults(reviews, exclude_self_votes, ranks)
     agents = np.unique(results.agent)
     cells = np.arange(len(results.agent))
     groups = aggregate(results, cells, results.agent.tolist())
-    col = _columns(groups, agents.tolist(), agents, reviews.name_order, np.zeros(len(agents), np.int64))
+    col = _columns(groups, agents.tolist(), agents, results, np.zeros(len(agents), np.int64))
     board, window = leaderboard(results, window_days)
     ratings = Ratings(
         agents, col["score"], col["rank"],
-        extras={"votes": col["votes"], "wins": col["wins"], "queries": col["queries"], "confidence": col["confidence"]},
+        extras={"vote_count": col["votes"], "win_count": col["wins"], "appearances": col["queries"], "confidence": col["confidence"]},
         info={"queries": reviews.n_queries, "reviews": len(reviews.query), "abstentions": int(reviews.abstained.sum()),
               "self_votes_excluded": results.self_votes, "rankings_from_scores": int(reviews.from_scores.sum()),
               "duplicate_reviews_dropped": reviews.duplicates,

@@ -94,9 +94,12 @@ class Spec:
         return self.method.parameters | self.params
 
 
+ALWAYS = frozenset({"agents", "agent_keys"})  # fields of every `Statistics`: nothing to reduce for them
+
+
 def needed_statistics(specs: Iterable[str]) -> frozenset[str]:
     """The statistics a list of specs needs, so a reduction computes only those."""
-    return frozenset(n for s in specs for n in Spec.parse(s).method.needs)
+    return frozenset(n for s in specs for n in Spec.parse(s).method.needs) - ALWAYS
 
 
 def run(spec: str | Spec, stats: Statistics) -> Ratings:

@@ -154,6 +154,10 @@ class Statistics:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "agents", _check_agents(self.agents))
+        keys = np.arange(len(self.agents)) if self.agent_keys is None else np.asarray(self.agent_keys, dtype=np.int64)
+        if sorted(keys.tolist()) != list(range(len(self.agents))):
+            raise ValueError("agent_keys must be a permutation of 0..k-1, one per agent")
+        object.__setattr__(self, "agent_keys", keys)
         for stat in (self.pairwise, self.positions, self.histogram):
             if stat is not None and not np.array_equal(stat.agents, self.agents):
                 raise ValueError("every statistic must cover the same agents")

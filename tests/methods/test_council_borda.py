@@ -34,16 +34,16 @@ def column(result, at, key):
 def test_self_vote_excluded_by_default():
     # Reviewer a ranks A>B>C, reviewer c ranks C>B>A (N = 3).
     # Excluded: a's review gives b 1, c 0 (a's own first place is skipped); c's gives b 1, a 0.
-    #   a = 0/1 = 0, b = (1+1)/2 = 1, c = 0/1 = 0 -> b first; a and c tie on score and wins: rank 2 both.
-    # Included: a = (2+0)/2 = 1 with 1 win, b = 1 with 0 wins, c = (0+2)/2 = 1 with 1 win -> a, c rank 1, b rank 3.
+    #   a = 0/1 = 0, b = (1+1)/2 = 1, c = 0/1 = 0 -> b first; a and c tie on score and wins: by name, a 2, c 3.
+    # Included: a = (2+0)/2 = 1 with 1 win, b = 1 with 0 wins, c = (0+2)/2 = 1 with 1 win -> a 1, c 2, b 3.
     records = [review("a", "ABC"), review("c", "CBA")]
     result, at = rate(records)
     assert column(result, at, "score") == {"a": 0.0, "b": 1.0, "c": 0.0}
-    assert column(result, at, "rank") == {"a": 2, "b": 1, "c": 2}
+    assert column(result, at, "rank") == {"a": 2, "b": 1, "c": 3}
     assert result.info["self_votes_excluded"] == 2
     included, at = rate(records, "council-borda:compare=,exclude_self_votes=false")
     assert column(included, at, "score") == {"a": 1.0, "b": 1.0, "c": 1.0}
-    assert column(included, at, "rank") == {"a": 1, "b": 3, "c": 1}
+    assert column(included, at, "rank") == {"a": 1, "b": 3, "c": 2}
     assert included.params["exclude_self_votes"] is False
 
 
@@ -54,7 +54,7 @@ def test_abstention_skipped_entirely():
     records = [review("r1", "BAC"), review("r2", "CAB", abstained=True), review("r3", "BAC")]
     result, at = rate(records)
     assert column(result, at, "score") == {"a": 1.0, "b": 2.0, "c": 0.0}
-    assert column(result, at, "votes") == {"a": 2, "b": 2, "c": 2}
+    assert column(result, at, "vote_count") == {"a": 2, "b": 2, "c": 2}
     assert set(column(result, at, "confidence").values()) == {"high"}
     assert result.info["abstentions"] == 1
 
@@ -78,35 +78,53 @@ def test_tie_in_scores_broken_by_win_count():
     # All score 1; b has no #1 vote, so it ranks below a and c.
     result, at = rate(TIED)
     assert column(result, at, "score") == {"a": 1.0, "b": 1.0, "c": 1.0}
-    assert column(result, at, "wins") == {"a": 1, "b": 0, "c": 1}
+    assert column(result, at, "win_count") == {"a": 1, "b": 0, "c": 1}
     assert column(result, at, "rank")["b"] == 3
 
 
 def test_tie_in_wins_ordered_by_model_name():
-    # a and c tie on score and wins: they share rank 1 and are listed alphabetically, a before c.
+    # a and c tie on score and wins: the table breaks it alphabetically, a 1 and c 2.
     result, at = rate(TIED)
-    assert column(result, at, "rank")["a"] == column(result, at, "rank")["c"] == 1
+    assert (column(result, at, "rank")["a"], column(result, at, "rank")["c"]) == (1, 2)
     table = result.tables["per_query"].to_pydict()
     names = council_profile(TIED)[1]
-    assert [names[a] for a in table["agent"]] == ["a", "c", "b"]
+    assert [names[a] for a in table["agent"]] == ["a", "c", "b"] and table["final_rank"] == [1, 2, 3]
     # The name, not the id, orders: ids 0 ("zed") and 1 ("amy") with equal score and wins list 1 first.
     # (name_ranks takes each id's position in name order: "zed" is after "amy".)
     order, rank = ranks(np.zeros(2, np.int64), np.ones(2, bool), np.ones(2), np.ones(2), name_ranks({0: 1, 1: 0}, np.array([0, 1])))
-    assert order.tolist() == [1, 0] and rank.tolist() == [1, 1]
+    assert order.tolist() == [1, 0] and rank.tolist() == [2, 1]
+
+
+# Five models (N = 5, 4 - position points), four reviewers; points a 3+3+0+2 = 8... per model:
+#   a: A at 0, 1, 4, 2 -> 4+3+0+2 = 9, one win;   b: 2, 3, 2, 0 -> 2+1+2+4 = 9, one win;
+#   c: 4, 0, 3, 1 -> 0+4+1+3 = 8, one win;         d: 1, 4, 0, 4 -> 3+0+4+0 = 7, one win;
+#   e: 3, 2, 1, 3 -> 1+2+3+1 = 7, no win. Every model got 4 votes, so the score is points / 4.
+READINGS = [review("r1", "ADBEC", "ABCDE"), review("r2", "CAEBD", "ABCDE"), review("r3", "DEBCA", "ABCDE"),
+            review("r4", "BCAED", "ABCDE")]
+
+
+@pytest.mark.parametrize(("reading", "expected"), [("strict", [1, 2, 3, 4, 5]), ("shared", [1, 1, 3, 4, 4]),
+                                                   ("shared-wins", [1, 1, 3, 4, 5])])
+def test_the_three_readings_of_the_record(reading, expected):
+    # a, b tie on score and wins (the table: by name; the code: shared); d, e tie on score, d has a win.
+    result, at = rate(READINGS, f"council-borda:compare=,ranks={reading}")
+    assert column(result, at, "score") == {"a": 2.25, "b": 2.25, "c": 2.0, "d": 1.75, "e": 1.75}
+    assert column(result, at, "win_count") == {"a": 1, "b": 1, "c": 1, "d": 1, "e": 0}
+    assert [column(result, at, "rank")[x] for x in "abcde"] == expected
 
 
 def test_no_votes_received_scores_zero_and_ranks_last():
-    # N = 4. r1 ranks only A, r2 only B: a = 3, b = 3 (one win each, tie: rank 1 both); c and d get no
+    # N = 4. r1 ranks only A, r2 only B: a = 3, b = 3 (one win each: by name, a 1, b 2); c and d get no
     # vote: score 0 and the last rank, shared (3). A voted model with 0 points would still rank above them.
     result, at = rate([review("r1", "A", "ABCD"), review("r2", "B", "ABCD")])
     assert column(result, at, "score") == {"a": 3.0, "b": 3.0, "c": 0.0, "d": 0.0}
-    assert column(result, at, "votes") == {"a": 1, "b": 1, "c": 0, "d": 0}
-    assert column(result, at, "rank") == {"a": 1, "b": 1, "c": 3, "d": 3}
+    assert column(result, at, "vote_count") == {"a": 1, "b": 1, "c": 0, "d": 0}
+    assert column(result, at, "rank") == {"a": 1, "b": 2, "c": 3, "d": 3}
     # A model whose only review is its own (self-vote excluded) has no votes either.
     result, at = rate([review("a", "AB", "AB"), review("r1", "A", "AB")])  # b: ranked only by a, below a
-    assert column(result, at, "votes") == {"a": 1, "b": 1}
+    assert column(result, at, "vote_count") == {"a": 1, "b": 1}
     result, at = rate([review("a", "AB", "AB")])
-    assert column(result, at, "score") == {"a": 0.0, "b": 0.0} and column(result, at, "votes") == {"a": 0, "b": 1}
+    assert column(result, at, "score") == {"a": 0.0, "b": 0.0} and column(result, at, "vote_count") == {"a": 0, "b": 1}
     assert column(result, at, "rank") == {"b": 1, "a": 2}
 
 
@@ -146,7 +164,7 @@ def test_cross_query_mean_of_means_and_window():
     # q1 (day 0, x): r1 A>B, r2 B>A (N = 2): a = (1+0)/2 = 1/2, b = 1/2, one win each.
     # q2 (day 40, x): r1 B>A: b = 1, a = 0.
     # q3 (day 35, y): r1 A>B>C (N = 3): a = 2, b = 1, c = 0.
-    # All queries: a = (1/2 + 0 + 2)/3 = 5/6, b = (1/2 + 1 + 1)/3 = 5/6; wins a 2, b 2 -> shared rank 1;
+    # All queries: a = (1/2 + 0 + 2)/3 = 5/6, b = (1/2 + 1 + 1)/3 = 5/6; wins a 2, b 2 -> by name a 1, b 2;
     # c = 0/1 (one vote, 0 points) -> rank 3. (Pooled points would give a 3/4, b 4/4: mean of means differs.)
     records = [
         review("r1", "AB", "AB", "q1", category="x", timestamp=day(0)),
@@ -156,14 +174,14 @@ def test_cross_query_mean_of_means_and_window():
     ]
     result, at = rate(records)
     assert column(result, at, "score") == pytest.approx({"a": 5 / 6, "b": 5 / 6, "c": 0.0})
-    assert column(result, at, "rank") == {"a": 1, "b": 1, "c": 3}
-    assert column(result, at, "queries") == {"a": 3, "b": 3, "c": 1}
-    assert column(result, at, "votes") == {"a": 4, "b": 4, "c": 1}
+    assert column(result, at, "rank") == {"a": 1, "b": 2, "c": 3}
+    assert column(result, at, "appearances") == {"a": 3, "b": 3, "c": 1}
+    assert column(result, at, "vote_count") == {"a": 4, "b": 4, "c": 1}
     # The 30-day window ends at day 40 and starts after day 10: q1 is out.
     # x: q2 only -> b 1 (rank 1), a 0 (rank 2). y: q3 -> a 2, b 1, c 0.
     names = council_profile(records)[1]
     board = result.tables["leaderboard"].to_pylist()
-    got = [(row["category"], row["rank"], names[row["agent"]], row["aggregate_borda"], row["total_votes"], row["total_wins"], row["queries"])
+    got = [(row["category"], row["final_rank"], names[row["agent"]], row["aggregate_borda"], row["total_votes"], row["total_wins"], row["appearances"])
            for row in board]
     assert got == [("x", 1, "b", 1.0, 1, 1, 1), ("x", 2, "a", 0.0, 1, 0, 1),
                    ("y", 1, "a", 2.0, 1, 1, 1), ("y", 2, "b", 1.0, 1, 0, 1), ("y", 3, "c", 0.0, 1, 0, 1)]
