@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import time
 
-import highspy
 import numpy as np
 import scipy.sparse as sp
 
 from pipeline.games import Game
-from pipeline.methods.equilibria import GameData, choose_game, game_ratings, solve_lp
+from pipeline.methods import highs
+from pipeline.methods.equilibria import GameData, choose_game, game_ratings
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
@@ -64,10 +64,11 @@ def _solve_full(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray) -> tup
     Returns s, eps, the row activities (gains), and the row duals (gain rows, then the sum row)."""
     c, n = cols.shape
     matrix = np.vstack([np.hstack([cols, -(~frozen).astype(np.float64)[:, None]]), np.r_[np.ones(n), 0.0][None, :]])
-    x, duals = solve_lp(np.r_[np.zeros(n), 1.0], matrix, np.r_[np.full(c, -highspy.kHighsInf), 1.0],
-                        np.r_[np.where(frozen, values, 0.0), 1.0], np.r_[np.zeros(n), -highspy.kHighsInf],
-                        np.full(n + 1, highspy.kHighsInf))
-    return x[:n], float(x[n]), cols @ x[:n], duals
+    solution = highs.solve("deviation ratings", np.r_[np.zeros(n), 1.0], matrix, np.r_[np.full(c, -highs.INF), 1.0],
+                           np.r_[np.where(frozen, values, 0.0), 1.0], np.r_[np.zeros(n), -highs.INF],
+                           np.full(n + 1, highs.INF))
+    x = solution.x
+    return x[:n], float(x[n]), cols @ x[:n], solution.row_duals
 
 
 def _solve(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray, work: np.ndarray,

@@ -9,6 +9,10 @@ Every LP and MIP of the rating methods goes through `solve`, with one policy:
   built wrong or the data break an assumption the model relies on), `ConvergenceError` for a
   limit or a solver failure. Statuses a caller expects (a MIP proving that nothing beats a bound)
   are listed in `allow` and come back in `Solution.status` instead of raising.
+- **One retry.** When the simplex method of an LP ends in an error or an undecided status (HiGHS
+  1.15's dual simplex does on some dense antisymmetric games of a few hundred agents), the LP is
+  solved once more by the interior-point method with crossover; `Solution.retried` keeps the
+  first status, for the method's `info`.
 - **One input form.** min cost @ x subject to row_lower <= A x <= row_upper and
   col_lower <= x <= col_upper, with A a dense array or any scipy sparse matrix (passed to HiGHS
   column-wise, no densifying), bounds as arrays with +-inf for free sides, and `integer` marking
@@ -41,6 +45,7 @@ _STATUS = {
     highspy.HighsModelStatus.kUnboundedOrInfeasible: "unbounded or infeasible",
     highspy.HighsModelStatus.kObjectiveBound: OBJECTIVE_BOUND,
 }
+_DECIDED = (OPTIMAL, INFEASIBLE, UNBOUNDED, OBJECTIVE_BOUND)
 FIXED_OPTIONS = ("threads", "random_seed", "output_flag")
 
 
@@ -60,6 +65,7 @@ class Solution:
     row_duals: np.ndarray
     objective: float
     status: str
+    retried: str | None = None  # the status of a first, failed simplex run
 
 
 def solve(model: str, cost: np.ndarray, matrix: np.ndarray | sp.sparray | sp.spmatrix,
@@ -86,27 +92,37 @@ def solve(model: str, cost: np.ndarray, matrix: np.ndarray | sp.sparray | sp.spm
     if integer is not None and np.any(integer):
         lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous
                            for i in np.asarray(integer, dtype=bool)]
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("random_seed", 0)
-    for key, value in (options or {}).items():
-        h.setOptionValue(key, value)
-    h.passModel(lp)
-    h.run()
-    raw = h.getModelStatus()
-    status = _STATUS.get(raw, h.modelStatusToString(raw).lower())
-    if raw == highspy.HighsModelStatus.kModelEmpty:  # no columns: the empty point is optimal
-        return Solution(np.zeros(0), np.zeros(a.shape[0]), 0.0, OPTIMAL)
+    status, h = _run(lp, options or {})
+    retried = None
+    if status not in _DECIDED and integer is None and "solver" not in (options or {}):
+        retried, (status, h) = status, _run(lp, {**(options or {}), "solver": "ipm"})
+    if status == OPTIMAL and lp.num_col_ == 0:
+        return Solution(np.zeros(0), np.zeros(a.shape[0]), 0.0, OPTIMAL, retried)
     if status == OPTIMAL:
         solution = h.getSolution()
         return Solution(np.asarray(solution.col_value), np.asarray(solution.row_dual),
-                        float(h.getInfo().objective_function_value), OPTIMAL)
+                        float(h.getInfo().objective_function_value), OPTIMAL, retried)
     if status in set(allow):
-        return Solution(np.zeros(0), np.zeros(0), float("nan"), status)
-    message = f"{model}: HiGHS stopped with status '{status}' ({a.shape[0]} rows, {a.shape[1]} columns)"
+        return Solution(np.zeros(0), np.zeros(0), float("nan"), status, retried)
+    message = (f"{model}: HiGHS stopped with status '{status}' ({a.shape[0]} rows, {a.shape[1]} columns"
+               + (f"; the simplex run before had ended '{retried}')" if retried else ")"))
     if status == INFEASIBLE:
         raise Infeasible(message)
     if status in (UNBOUNDED, "unbounded or infeasible"):
         raise Unbounded(message)
     raise ConvergenceError(message)
+
+
+def _run(lp: highspy.HighsLp, options: Mapping[str, object]) -> tuple[str, highspy.Highs]:
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("random_seed", 0)
+    for key, value in options.items():
+        h.setOptionValue(key, value)
+    h.passModel(lp)
+    h.run()
+    raw = h.getModelStatus()
+    if raw == highspy.HighsModelStatus.kModelEmpty:  # no columns: the empty point is optimal
+        return OPTIMAL, h
+    return _STATUS.get(raw, h.modelStatusToString(raw).lower()), h
