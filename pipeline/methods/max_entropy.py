@@ -26,12 +26,20 @@ mu_k <= r and a positive gradient are held at 0 (the active-set guess), and a Ne
 taken on the others, on the system H + r d I (H the Hessian E_F (diag q - q q^T) E_F^T, d its
 largest diagonal entry): the shift keeps the step defined when the guessed active set makes H
 singular or inconsistent, and fades as r -> 0, so convergence is quadratic near the optimum.
-The Newton system is solved densely when it is small, by Jacobi-preconditioned conjugate
+A step may change the log-odds between two outcomes by at most `STEP_LIMIT` (Newton overshoots
+into the flat region of the softmax otherwise, where the Hessian vanishes and no later step is
+defined). The Newton system is solved densely when it is small, by Jacobi-preconditioned conjugate
 gradients otherwise (forcing term [EW96]). A step is accepted on an Armijo decrease of phi,
 or, when the predicted decrease is below the resolution of phi (near the optimum, where phi
 moves by less than an ulp), on a decrease of r. The iteration stops when r <= `target`, when no
 step decreases r (the precision floor), or after `max_iter` steps; `Solution.converged` says
-whether r <= `accept`. Nothing is judged on an absolute tolerance near machine precision.
+whether r <= `accept`, `Solution.stopped` why it stopped. Nothing is judged on an absolute
+tolerance near machine precision.
+
+When no distribution satisfies the inequalities strictly (some hold with equality at every
+feasible point: the CCE of a 2-player zero-sum game), the dual has no minimiser; the multipliers
+of those rows grow without bound and r falls linearly rather than quadratically (hundreds of
+steps for 1e-12 on the 59 x 18 LiveBench game), which `MAX_ITER` allows for.
 """
 
 from __future__ import annotations
@@ -45,9 +53,11 @@ from scipy.special import logsumexp
 
 TARGET = 1e-12  # residual at which Newton stops: a thousand times the rounding error of E q
 ACCEPT = 1e-9  # largest residual certified as converged
+MAX_ITER = 500  # Newton steps; quadratic convergence needs tens, problems without a strictly feasible point more
 DENSE_ROWS = 2000  # free constraints up to which the Newton system is formed and solved densely
 DENSE_WORK = 2e8  # and rows^2 * columns up to which it is
 ARMIJO = 1e-4
+STEP_LIMIT = 8.0  # largest change of the log-odds of two outcomes in one step (a factor e^8 ~ 3000)
 RESOLUTION = 1e-12  # relative size below which a predicted change of phi cannot be observed
 
 Constraints = np.ndarray | sp.sparray | sp.spmatrix | spla.LinearOperator
@@ -62,10 +72,12 @@ class Solution:
     residual: float
     iterations: int
     converged: bool
+    stopped: str = "target"  # why: "target" reached, "floor" (no step lowers the residual), "iterations"
 
     def summary(self) -> dict[str, object]:
         """JSON-ready diagnostics for a method's `info`."""
-        return {"residual": float(f"{self.residual:.3g}"), "iterations": self.iterations, "converged": self.converged}
+        return {"residual": float(f"{self.residual:.3g}"), "iterations": self.iterations, "converged": self.converged,
+                "stopped": self.stopped}
 
 
 def _rows(matrix: Constraints, n: int) -> int:
@@ -95,7 +107,7 @@ def _stack(equal: Constraints | None, inequal: Constraints | None, n: int) -> Co
 
 
 def maximise(equal: Constraints | None, inequal: Constraints | None, n: int, *, log_prior: np.ndarray | None = None,
-             target: float = TARGET, accept: float = ACCEPT, max_iter: int = 200) -> Solution:
+             target: float = TARGET, accept: float = ACCEPT, max_iter: int = MAX_ITER) -> Solution:
     """argmax of the entropy relative to the prior, over q with equal @ q = 0 and inequal @ q >= 0.
 
     `equal` and `inequal` are arrays, sparse matrices or linear operators with n columns (None for
@@ -117,12 +129,18 @@ def maximise(equal: Constraints | None, inequal: Constraints | None, n: int, *, 
 
     y = np.zeros(k_eq + k_in)
     phi, q, g, r = evaluate(y)
-    iterations = 0
-    while r > target and iterations < max_iter:
+    iterations, stopped = 0, "target"
+    while r > target:
+        if iterations >= max_iter:
+            stopped = "iterations"
+            break
         held = bounded & (y <= r) & (g > 0)
         step = np.where(held, -y, 0.0)
         free = np.flatnonzero(~held)
         step[free] = _newton_step(e if operator else explicit, free, q, g[free], r)
+        spread = float(np.ptp(e.rmatvec(step) if operator else explicit.T @ step))
+        if spread > STEP_LIMIT:  # far from the optimum, where H is nearly singular, Newton overshoots
+            step *= STEP_LIMIT / spread
         alpha, moved = 1.0, False
         while alpha >= 1e-10:
             trial = y + alpha * step
@@ -138,9 +156,10 @@ def maximise(equal: Constraints | None, inequal: Constraints | None, n: int, *, 
             alpha /= 2
         iterations += 1
         if not moved:
-            break  # the precision floor: no step lowers phi or the residual
+            stopped = "floor"  # the precision floor: no step lowers phi or the residual
+            break
         y, phi, q, g, r = trial, phi_t, q_t, g_t, r_t
-    return Solution(q, y, r, iterations, r <= accept)
+    return Solution(q, y, r, iterations, r <= accept, stopped)
 
 
 def _newton_step(e: Constraints, free: np.ndarray, q: np.ndarray, grad: np.ndarray, r: float) -> np.ndarray:
