@@ -133,7 +133,12 @@ class BallotHistogram:
 
 @dataclass(frozen=True, eq=False)
 class Statistics:
-    """What a reduction produced for one log kind; each field is None unless it was asked for."""
+    """What a reduction produced for one log kind; each field is None unless it was asked for.
+
+    `agent_keys[i]` is local agent i's position in a canonical order that does not depend on the
+    store's numbering (methods that must break ties between equally good answers read it, by
+    listing `agent_keys` in `needs`); without one, store-id order (0..k-1).
+    """
 
     kind: str
     agents: np.ndarray
@@ -142,9 +147,14 @@ class Statistics:
     positions: PositionCounts | None = None
     histogram: BallotHistogram | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    agent_keys: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "agents", _check_agents(self.agents))
+        keys = np.arange(len(self.agents)) if self.agent_keys is None else np.asarray(self.agent_keys, dtype=np.int64)
+        if keys.shape != self.agents.shape or len(np.unique(keys)) != len(keys):
+            raise ValueError("agent_keys must give each agent a distinct key")
+        object.__setattr__(self, "agent_keys", keys)
         for stat in (self.pairwise, self.positions, self.histogram):
             if stat is not None and not np.array_equal(stat.agents, self.agents):
                 raise ValueError("every statistic must cover the same agents")

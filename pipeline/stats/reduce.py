@@ -28,7 +28,7 @@ from pipeline.stats.extras import EXTRAS
 from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, WeakOrders, battle_partial, finalize, weak_order_partial
 from pipeline.store import Store
 
-STATISTICS = frozenset({"pairwise", "positions", "histogram"})
+STATISTICS = frozenset({"pairwise", "positions", "histogram", "agent_keys"})  # agent_keys: always filled
 TARGET_ROWS = 2_000_000  # rows per unit of work
 _TARGET_ROWS_OF = {"ballots": 250_000}  # a ballot row holds a whole ranking
 _ROW_KINDS = ("battles", "ballots")  # rows are independent: big files may be split by row group
