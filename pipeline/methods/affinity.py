@@ -42,7 +42,7 @@ from scipy.special import softmax
 
 from pipeline.games import Game, deviation_payoff, marginals, product
 from pipeline.methods import max_entropy
-from pipeline.methods.equilibria import GameData, choose_game, game_ratings
+from pipeline.methods.equilibria import GameData, choose_game, game_ratings, payoff_range
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
@@ -70,15 +70,12 @@ def affinity_target(g: np.ndarray, p: int, *, kernel_variance: float = 1e-6, tol
             return x
         x = x * np.exp(-step * (grad - grad.min()))
         x /= x.sum()
-    raise ConvergenceError(f"affinity entropy not maximised to tol {tol:g} in {max_iter} iterations")
+    raise ConvergenceError(f"affinity: the affinity-entropy target of player {p} was not maximised to tol {tol:g} "
+                           f"in {max_iter} iterations")
 
 
 def _targets(game: Game, kernel_variance: float) -> list[np.ndarray]:
     return [affinity_target(g, p, kernel_variance=kernel_variance) for p, g in enumerate(game.payoffs)]
-
-
-def _scale(game: Game) -> float:
-    return max(max(float(np.ptp(g)) for g in game.payoffs), 1e-300)
 
 
 def gain_operator(game: Game) -> spla.LinearOperator:
@@ -108,7 +105,7 @@ def max_relative_entropy_cce(game: Game, targets: list[np.ndarray], *, tol: floa
     max -KL(x || t) subject to every deviation gain <= 0, by `pipeline.methods.max_entropy` on the
     gains divided by the payoff range, certified when its KKT residual is at most `tol`."""
     log_t = np.log(product(targets)).ravel()
-    scale = _scale(game)
+    scale = payoff_range(game)
     gains = gain_operator(game)
     found = max_entropy.maximise(None, -gains / scale, len(log_t), log_prior=log_t, accept=tol)
     x = found.q.reshape(game.shape)
@@ -137,7 +134,7 @@ def qre_loss(game: Game, xs: list[np.ndarray], targets: list[np.ndarray], tau: f
 def limiting_logit_equilibrium(game: Game, targets: list[np.ndarray], *, tau: float = 1.0, tau_min: float = 1e-2,
                                decay: float = 0.95, tol: float = 1e-6, max_iter: int = 100_000) -> list[np.ndarray]:
     """QREs traced from `targets` at temperature tau (payoffs divided by their range) down to tau_min."""
-    scale = _scale(game)
+    scale = payoff_range(game)
     unit = Game(tuple(g / scale for g in game.payoffs), game.players, game.strategies)
     xs = [t.copy() for t in targets]
     iterations = 0
@@ -160,7 +157,7 @@ def limiting_logit_equilibrium(game: Game, targets: list[np.ndarray], *, tau: fl
 
 
 def _regret_ratings(game: Game, sigma: np.ndarray, tol: float) -> list[np.ndarray]:
-    cut = tol * _scale(game)
+    cut = tol * payoff_range(game)
     return [np.where(np.abs(r) <= cut, 0.0, r) for r in game.gains(sigma)]
 
 
@@ -168,7 +165,7 @@ def _finish(game: Game, sigma: np.ndarray, tol: float, targets, info: dict[str, 
     contributions = game.contributions(sigma, 0, game.n_players - 1) if game.n_players > 1 else None
     if game.ids[0] is None:
         info = info | {"targets": {p: t.tolist() for p, t in zip(game.players, targets)}}
-    tie = tol * _scale(game)
+    tie = tol * payoff_range(game)
     return game_ratings(game, _regret_ratings(game, sigma, tol), marginals(sigma), contributions=contributions,
                         info=info | {"tie_tolerance": tie}, tie_tolerance=tie)
 

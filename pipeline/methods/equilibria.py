@@ -21,12 +21,22 @@ from pipeline.methods.ratings import Ratings
 from pipeline.stats.games import PromptCounts, ScoreTable
 
 GameData = ScoreTable | PromptCounts | Game
+PROMPT_GAMES = ("model-model-prompt", "king-of-the-hill")
+
+
+def payoff_range(game: Game) -> float:
+    """The largest payoff range of a player: the unit of the game solvers' tolerances and tie tolerances
+    (1 when every payoff is constant, where any unit will do)."""
+    return max(float(np.ptp(g)) for g in game.payoffs) or 1.0
 
 
 def choose_game(data: GameData, game: str, norm: str, defaults: dict[str, str]) -> Game:
-    """Build the game: `auto` picks `defaults['scores']` or `defaults['battles']`."""
+    """Build the game: `auto` picks `defaults['scores']` or `defaults['battles']`, and `agent-agent`
+    for battles of which none has a prompt (the per-prompt games need prompts)."""
     if game == "auto" and not isinstance(data, Game):
         game = defaults["scores" if isinstance(data, ScoreTable) else "battles"]
+        if isinstance(data, PromptCounts) and not len(data.prompts) and game in PROMPT_GAMES:
+            game = "agent-agent"
     return build(data, game, norm=norm)
 
 
