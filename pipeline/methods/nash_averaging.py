@@ -9,26 +9,29 @@ adversary keeps ("adversarial task selection").
 Three steps, on payoffs divided by their largest magnitude:
 1. **Maximal supports** R and C: the rows (columns) given positive probability by some optimal
    strategy. `algorithm="ipm"` (default) reads them from one interior-point solve of the game LP
-   (HiGHS, no crossover), which ends near a strictly complementary pair (p, q) [GT56]: each row i
-   has p_i > 0 or a slack v - (A q)_i > 0, not both, and likewise each column; the larger of the two
-   classifies it. `algorithm="lp"` (the reference, and the fallback) computes them exactly: the
-   essential set [DL99] of the symmetric zero-sum game
+   (HiGHS without crossover and without presolve, whose reductions would move the point off the
+   centre, run to a relative gap of 1e-12), which ends near a strictly complementary pair (p, q)
+   [GT56]: each row i has p_i > 0 or a slack max(A q) - (A q)_i > 0, not both, and likewise each
+   column; the larger of the two classifies it. `algorithm="lp"` (the reference, and the fallback)
+   computes them exactly: the essential set [DL99] of the symmetric zero-sum game
        B = [[0, A', -1], [-A'^T, 0, 1], [1, -1, 0]]    (A' = A shifted to entries >= 1, value > 0),
    one LP with no tolerance on the game value (B has value 0 exactly): the optimal strategies of
    B are (s p, s q, s v) for the optimal pairs (p, q) of A, so its essential set is R, C and the
-   last coordinate.
+   last coordinate. (HiGHS fails on that LP for a few near-degenerate games; the method then says so.)
 2. **Maximum entropy on the supports**, without the value: every p on R with (A^T p)_j equal for
    j in C and no smaller elsewhere is optimal (its payoff against an optimal q on C is v), so p*
    maximises H(p) subject to (A_j - A_c)^T p = 0 for j in C and >= 0 for j outside C (c the first
    column of C); likewise q*. Solved by `pipeline.methods.max_entropy` (projected Newton on the
    dual, certified on its KKT residual).
 3. **A certificate**: both strategies certified by Newton, and the duality gap
-   max_i (A q)_i - min_j (A^T p)_j at most `tol` (so both are optimal to `tol` times the payoff
-   scale). The interior-point supports must moreover be strictly complementary by more than
-   margin = 10 tol (probabilities on R and C above it, slacks off them above it times the scale):
-   any optimal p' then has p'_i <= tol / margin off R, so R is maximal. If the interior-point
-   supports fail, the exact supports are used and `info["support_path"]` says so; if those fail
-   too, a one-line `ConvergenceError` gives the gap and the residuals.
+   max_i (A q)_i - min_j (A^T p)_j at most `tol` times the payoff scale (both optimal). For the
+   interior-point supports, moreover, no optimal strategy may give an excluded strategy more than
+   10 `tol`: with the interior-point pair's gap g and an excluded row's slack s, any optimal p' has
+   p'_i <= g / s (`excluded_mass`). If the interior-point supports fail, the exact supports are
+   used and `info["support_path"]` says so, with why (`info["interior_point"]`); if those fail
+   too, a one-line `ConvergenceError` gives both reasons. Over 10,000 random normal games and
+   4,000 normal, antisymmetric, small-integer and 0/1 games (2..15 strategies) no game failed and
+   none needed the fallback; L-BFGS-B with the default interior point failed 2 of the 10,000.
 
 Ties: ratings closer than `tol` times the payoff scale share a rank (`info["tie_tolerance"]`): at
 the equilibrium every strategy of a support is rated exactly the value, and solver noise (1e-16
@@ -38,6 +41,7 @@ it; constant payoffs make every strategy optimal, and the ratings all equal the 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,7 +128,7 @@ def max_entropy_strategy(a: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> m
                                  int(rows.sum()))
     full = np.zeros(a.shape[0])
     full[rows] = found.q
-    return max_entropy.Solution(full, found.multipliers, found.residual, found.iterations, found.converged)
+    return dataclasses.replace(found, q=full)
 
 
 def excluded_mass(point: InteriorPoint) -> float:
