@@ -28,8 +28,10 @@ reference agreeing to 3e-9. On the Diplomacy-scale sparse log (52,958 players, e
 13,259) the step takes about 1 s (34 Newton steps with conjugate gradients).
 
 Ties: probabilities are rounded to 1e-10 (so that most bytes agree across BLAS kernels), and
-scores closer than `TIE_TOLERANCE` = 1e-9 share a rank: ten times the certified residual, and
-well above the rounding, while distinct probabilities of real profiles differ by much more. Scores: the
+scores closer than `TIE_TOLERANCE` = 1e-9 share a rank: Newton stops at a KKT residual of 1e-12
+(in units of the largest margin), so probabilities that are equal come out equal to about 1e-15,
+and 1e-9 sits well above that and the rounding, and well below the gaps between distinct
+probabilities of real profiles. Scores: the
 probability (`maximal-lotteries`); level + probability with levels numbered from 0 at the bottom
 (`iterative-maximal-lotteries`, one essential-set LP per level, the winners of a level removed
 from the margins before the next). Degenerate data: one agent gets probability 1; margins that
