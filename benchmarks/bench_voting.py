@@ -108,7 +108,7 @@ def maximal_lotteries_50(rng: np.random.Generator) -> dict:
                        b_eq=[1.0], bounds=[(0, None)] * m + [(None, None)], method="highs")
 
     theirs, res = best_of(scipy_maximin, repeat=5)
-    p, _ = lottery(margins, essential_set(margins))
+    p = lottery(margins, essential_set(margins)).p
     result = {"agents": m, "ours_s": ours, "scipy_linprog_s": theirs, "ratio": theirs / ours,
               "same_lottery": bool(np.allclose(p, res.x[:m], atol=1e-6)), "support": int((p > 0).sum())}
     try:  # OpenSpiel's maximal lotteries solve the same game with cvxpy (the bench extra)

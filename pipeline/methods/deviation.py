@@ -11,10 +11,18 @@ keeps every LP feasible under rounding.
 Appendix A.1: players whose payoffs are symmetric under a swap (agent A and agent B) are solved
 for symmetric equilibria only (columns averaged over the swap, the second player's constraint
 rows dropped as copies of the first's), and repeated joint columns are merged into one variable
-(mass spread evenly over the copies afterwards). Appendix A.2: the constraint matrix is rounded
-to `decimals` places. `symmetries=False` is the plain formulation, kept as a reference.
+(mass spread evenly over the copies afterwards). Appendix A.2: the constraint matrix, divided by
+the largest payoff range (the unit of every LP, so that HiGHS's tolerances and ours are relative),
+is rounded to `decimals` places. `symmetries=False` is the plain formulation, kept as a reference.
 Each LP is solved by column generation over the joint strategies (its optimum needs at most one
 column per constraint row); `column_generation=False` passes all columns to HiGHS at once.
+
+Tolerances, in units of the payoff range: a gain within `TOLERANCE` (1e-9) of the LP's eps is
+tight, a reduced cost above -1e-9 prices no new column, and ratings within `TIE_TOLERANCE` (1e-9)
+share a rank (strategies frozen in different LPs at the same value differ by rounding only).
+A constraint is active when its dual exceeds `dual_tol` (duals are dimensionless: they sum to 1).
+All LPs go through `pipeline.methods.highs`; `max_iter` LPs without every constraint frozen is a
+one-line `ConvergenceError`. Battles without prompts are rated as `agent-agent` under `game=auto`.
 
 Ratings are <= 0; in 2-player zero-sum games they equal Nash averaging minus the game value
 ([DevR] property 8). Contributions c(a'_p, t) by the last player's strategies sum to the rating
@@ -25,17 +33,19 @@ from __future__ import annotations
 
 import time
 
-import highspy
 import numpy as np
 import scipy.sparse as sp
 
 from pipeline.games import Game
-from pipeline.methods.equilibria import GameData, choose_game, game_ratings, solve_lp
+from pipeline.methods import highs
+from pipeline.methods.equilibria import GameData, choose_game, game_ratings, payoff_range
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 
 DEFAULT_GAMES = {"scores": "agent-agent-task", "battles": "model-model-prompt"}
+TOLERANCE = 1e-9  # of the payoff range: gains this close to eps are tight, reduced costs this small are 0
+TIE_TOLERANCE = 1e-9  # of the payoff range: ratings this close share a rank
 
 
 def constraint_matrix(game: Game) -> np.ndarray:
@@ -64,10 +74,11 @@ def _solve_full(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray) -> tup
     Returns s, eps, the row activities (gains), and the row duals (gain rows, then the sum row)."""
     c, n = cols.shape
     matrix = np.vstack([np.hstack([cols, -(~frozen).astype(np.float64)[:, None]]), np.r_[np.ones(n), 0.0][None, :]])
-    x, duals = solve_lp(np.r_[np.zeros(n), 1.0], matrix, np.r_[np.full(c, -highspy.kHighsInf), 1.0],
-                        np.r_[np.where(frozen, values, 0.0), 1.0], np.r_[np.zeros(n), -highspy.kHighsInf],
-                        np.full(n + 1, highspy.kHighsInf))
-    return x[:n], float(x[n]), cols @ x[:n], duals
+    solution = highs.solve("deviation ratings", np.r_[np.zeros(n), 1.0], matrix, np.r_[np.full(c, -highs.INF), 1.0],
+                           np.r_[np.where(frozen, values, 0.0), 1.0], np.r_[np.zeros(n), -highs.INF],
+                           np.full(n + 1, highs.INF))
+    x = solution.x
+    return x[:n], float(x[n]), cols @ x[:n], solution.row_duals
 
 
 def _solve(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray, work: np.ndarray,
@@ -79,7 +90,7 @@ def _solve(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray, work: np.nd
         s_work, eps, _, duals = _solve_full(cols[:, work], frozen, values)
         reduced = -(duals[:-1] @ cols + duals[-1])
         reduced[work] = 0.0
-        entering = np.flatnonzero(reduced < -1e-9)
+        entering = np.flatnonzero(reduced < -TOLERANCE)
         if not len(entering):
             s = np.zeros(cols.shape[1])
             s[work] = s_work
@@ -92,11 +103,12 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
                       column_generation: bool = True, max_iter: int | None = None) -> tuple[list[np.ndarray], np.ndarray, dict[str, object]]:
     """Per-player deviation ratings, a joint equilibrium sigma attaining them, and diagnostics."""
     start = time.perf_counter()
-    a = np.round(constraint_matrix(game), decimals)
+    scale = payoff_range(game)
+    a = np.round(constraint_matrix(game) / scale, decimals)
     joints = a.shape[1]
     offsets = np.cumsum((0,) + game.shape)
     keep = np.ones(a.shape[0], bool)
-    pairs = symmetric_pairs(game) if symmetries else []
+    pairs = symmetric_pairs(game, TOLERANCE * scale) if symmetries else []
     index = np.indices(game.shape).reshape(game.n_players, -1)
     for p, q in pairs:  # canonical joint of each orbit: the swapped pair in increasing order
         index[p], index[q] = np.minimum(index[p], index[q]), np.maximum(index[p], index[q])
@@ -111,12 +123,13 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
     else:
         group_of = np.arange(cols.shape[1])
     frozen, values = np.zeros(cols.shape[0], bool), np.zeros(cols.shape[0])
-    lps, first_lp = 0, None
+    lps, first_lp, eps = 0, None, float("nan")
     initial = work = np.argsort(cols.max(axis=0), kind="stable")[: cols.shape[0]]  # columns with small gains
     limit = cols.shape[0] if max_iter is None else max_iter
     while not frozen.all():
         if lps >= limit:
-            raise ConvergenceError(f"deviation ratings: {int((~frozen).sum())} constraints not frozen after {lps} LPs")
+            raise ConvergenceError(f"deviation: {int((~frozen).sum())} of {len(frozen)} gain constraints not frozen "
+                                   f"after {lps} LPs (eps {eps:.3g} of the payoff range)")
         lp_start = time.perf_counter()
         if column_generation:
             s, eps, gains, duals, work = _solve(cols, frozen, values, work, batch=max(50, cols.shape[0]))
@@ -128,7 +141,7 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
         lps += 1
         active = ~frozen & (duals > dual_tol)
         if not active.any():  # degenerate duals: freeze the tight constraints instead
-            active = ~frozen & (gains >= eps - 1e-9)
+            active = ~frozen & (gains >= eps - TOLERANCE)
         frozen |= active
         values[active] = eps
     rows = np.zeros(a.shape[0])
@@ -137,7 +150,7 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
         rows[offsets[q]: offsets[q + 1]] = rows[offsets[p]: offsets[p + 1]]
     group_size = np.bincount(group_of)
     sigma = (s[group_of] / group_size[group_of])[orbit_of] / orbit_size[orbit_of]
-    ratings = [rows[offsets[p]: offsets[p + 1]] for p in range(game.n_players)]
+    ratings = [rows[offsets[p]: offsets[p + 1]] * scale for p in range(game.n_players)]
     info = {"lps": lps, "joint_strategies": int(joints), "lp_columns": int(cols.shape[1]), "lp_rows": int(cols.shape[0]),
             "symmetric_players": [[game.players[p], game.players[q]] for p, q in pairs],
             "first_lp_s": round(first_lp or 0.0, 6), "solve_s": round(time.perf_counter() - start, 6)}
@@ -153,4 +166,6 @@ def deviation(data: GameData, *, game: str = "auto", norm: str = "minmax", decim
     info.pop("first_lp_s"), info.pop("solve_s")  # timings vary between runs; results must not
     contributions = chosen.contributions(sigma, 0, chosen.n_players - 1) if chosen.n_players > 1 else None
     marg = [sigma.sum(axis=tuple(a for a in range(sigma.ndim) if a != p)) for p in range(sigma.ndim)]
-    return game_ratings(chosen, ratings, marg, contributions=contributions, info=info)
+    tie = TIE_TOLERANCE * payoff_range(chosen)
+    return game_ratings(chosen, ratings, marg, contributions=contributions, info=info | {"tie_tolerance": tie},
+                        tie_tolerance=tie)

@@ -7,7 +7,9 @@ import pytest
 from tests.voting_profiles import mixed_profiles, strict_ballots
 
 from pipeline import methods
+from pipeline.methods.convergence import RatingError
 from pipeline.methods.kemeny import ENUMERATE_MAX, components
+from pipeline.stats.counts import PairwiseCounts, Statistics
 from pipeline.stats.in_memory import profile
 
 
@@ -17,8 +19,7 @@ def test_mip_equals_enumeration():
         mip, enum = methods.run("kemeny", stats), methods.run("kemeny:algorithm=enumerate", stats)
         assert mip.info["kemeny_value"] == enum.info["kemeny_value"]
         assert mip.info["kemeny_unique"] == enum.info["kemeny_unique"]
-        if enum.info["kemeny_unique"]:
-            np.testing.assert_array_equal(mip.rank, enum.rank)
+        np.testing.assert_array_equal(mip.rank, enum.rank)  # the same canonical order when several are optimal
 
 
 def test_cycle_is_not_unique(condorcet_cycle):
@@ -50,3 +51,59 @@ def test_larger_mip_beats_every_swap():
     rotations = profile([">".join(letters[i:] + letters[:i]) for i in range(len(letters))])[0]
     with pytest.raises(ValueError, match="enumeration"):
         methods.run("kemeny:algorithm=enumerate", rotations)
+
+
+def _relabelled(stats: Statistics, permutation: np.ndarray, keys: np.ndarray | None) -> Statistics:
+    """The same ballots with local agent i stored as agent permutation[i] (another store numbering)."""
+    inverse = np.argsort(permutation)
+    wins = stats.pairwise.wins[np.ix_(inverse, inverse)]
+    ties = stats.pairwise.ties[np.ix_(inverse, inverse)]
+    n = len(permutation)
+    return Statistics("ballots", np.arange(n), np.ones(n, dtype=np.int64),
+                      pairwise=PairwiseCounts(np.arange(n), wins, ties), agent_keys=keys)
+
+
+def test_several_optima_give_the_canonical_order_whatever_the_store_ids():
+    # Rock-paper-scissors: a>b>c, b>c>a and c>a>b are all optimal. With keys from the names the
+    # answer is a>b>c however the store numbered the agents; with store-id keys it follows the ids.
+    stats, names = profile(["a>b>c", "b>c>a", "c>a>b"])
+    r = methods.run("kemeny", stats)
+    assert r.rank.tolist() == [1, 2, 3] and r.info["kemeny_unique"] is False
+    reverse = np.array([2, 1, 0])  # a is stored as 2, b as 1, c as 0
+    named = methods.run("kemeny", _relabelled(stats, reverse, keys=reverse))
+    assert named.rank[reverse].tolist() == [1, 2, 3]
+    by_id = methods.run("kemeny", _relabelled(stats, reverse, keys=None))
+    assert by_id.rank[reverse].tolist() == [2, 3, 1]  # c (id 0) first: c>a>b
+
+
+def test_canonical_order_is_the_smallest_optimal_one_on_random_profiles():
+    # Against enumeration (which takes the first optimum in key order) on relabelled profiles.
+    rng = np.random.default_rng(12)
+    compared = 0
+    for ballots in mixed_profiles(4, 30, most=6):
+        stats = profile(ballots)[0]
+        permutation = rng.permutation(stats.pairwise.n)
+        for keys in (None, rng.permutation(stats.pairwise.n)):
+            moved = _relabelled(stats, permutation, keys)
+            mip, enum = methods.run("kemeny", moved), methods.run("kemeny:algorithm=enumerate", moved)
+            np.testing.assert_array_equal(mip.rank, enum.rank)
+            compared += not mip.info["kemeny_unique"]
+    assert compared >= 10
+
+
+@pytest.mark.parametrize("wins", [np.zeros((4, 4)), np.zeros((1, 1)), np.ones((3, 3)) - np.eye(3)])
+def test_degenerate_data(wins):
+    # No comparisons, one agent, or only even splits: every order is optimal, and the canonical
+    # one is the key order (here the store order).
+    n = len(wins)
+    stats = Statistics("ballots", np.arange(n), np.ones(n, dtype=np.int64),
+                       pairwise=PairwiseCounts(np.arange(n), wins, np.zeros((n, n))))
+    r = methods.run("kemeny", stats)
+    assert r.rank.tolist() == list(range(1, n + 1)) and r.info["kemeny_unique"] is (n == 1)
+
+
+def test_no_agents_is_refused_in_one_line():
+    stats = Statistics("ballots", np.arange(0), np.ones(0, dtype=np.int64),
+                       pairwise=PairwiseCounts(np.arange(0), np.zeros((0, 0)), np.zeros((0, 0))))
+    with pytest.raises(RatingError, match="kemeny: no agents to rate"):
+        methods.run("kemeny", stats)
