@@ -24,7 +24,7 @@ import yaml
 
 from pipeline.logs import KINDS, is_log_file
 from pipeline.methods import Ratings, Spec, apply, needs, run
-from pipeline.report import RunRecord, leaderboard_markdown, publish
+from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
 from pipeline.stats import Statistics, reduce_store
 from pipeline.store import IngestReport, Store
 
@@ -105,13 +105,15 @@ class BoardResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def write_board(store: Store, board: Board, ratings: list[Ratings], out: Path, timings: dict[str, float]) -> list[Path]:
-    """Publish a board's ratings with the row accounting of every file in its store."""
+def write_board(store: Store, board: Board, ratings: list[Ratings], out: Path, timings: dict[str, float],
+                stats: Statistics | None = None) -> list[Path]:
+    """Publish a board's ratings with the row accounting of every file in its store (and, given the
+    statistics, records per agent and the head-to-head table)."""
     inputs = sorted((r for r in store.manifest.files.values() if r.kind == board.kind), key=lambda r: r.source)
     record = RunRecord(board.kind, list(board.methods), str(store.root), inputs,
                        parameters={"board": board.name, "sources": list(board.sources)}, timings=timings)
     return publish(out, ratings, store.dictionary("agents").names, record, board.title or board.name,
-                   judges=store.dictionary("judges").names)
+                   judges=store.dictionary("judges").names, stats=stats)
 
 
 def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: int = 25) -> str:
@@ -127,6 +129,7 @@ def rate_game(path: str | Path, specs: list[str] | tuple[str, ...], out: Path, t
     ratings, timings = _rate_each(specs, lambda spec: _rate_game(game, spec))
     record = RunRecord("nfg", list(specs), "", [], parameters={"game": str(path)}, timings=timings)
     publish(out, ratings, game.labels, record, title or Path(path).name)
+    write_report(out)
     return ratings
 
 
@@ -141,5 +144,6 @@ def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult
     timings["reduce"] = time.perf_counter() - start
     ratings, rate_timings = rate(stats, board.methods)
     timings |= rate_timings
-    write_board(store, board, ratings, out, timings)
+    write_board(store, board, ratings, out, timings, stats)
+    write_report(out)
     return BoardResult(board, out, ratings, reports, timings)
