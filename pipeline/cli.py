@@ -178,6 +178,7 @@ def history(
     """Print the ranks of the top agents over the last nightly runs, per board and method."""
     from pipeline.report.history import HISTORY_FILE, history_views, read_history
     from pipeline.report.site import method_label, run_label
+    from pipeline.report.tables import decimals
 
     path = out / HISTORY_FILE if out.is_dir() else out
     if not path.exists():
@@ -186,27 +187,24 @@ def history(
     if not views:
         raise typer.BadParameter(f"nothing in {path} for board {board or 'any'} and method {method or 'any'}")
     for view in views:
-        table = Table(title=f"{view.board}: {method_label(view.method)[0]}", title_justify="left", caption=view.method,
-                      caption_justify="left")
-        table.add_column("agent", overflow="fold")
-        for run in view.runs:
-            table.add_column(run_label(run), justify="right", overflow="fold")
-        table.add_column("change", justify="right")
-        table.add_column("score", justify="right")
-        table.add_column("95% interval", justify="right")
+        runs = f"{run_label(view.runs[0])} to {run_label(view.runs[-1])} UTC" if len(view.runs) > 1 else f"{run_label(view.runs[0])} UTC"
+        table = Table(title=f"{view.board}: {method_label(view.method)[0]}", title_justify="left",
+                      caption=f"{view.method}; ranks over {len(view.runs)} runs, {runs}", caption_justify="left")
+        # Names stay whole on one line; the other columns fold when space is short.
+        table.add_column("agent", overflow="fold", min_width=min(48, max(map(len, view.agents), default=5)))
+        table.add_column("ranks", justify="right", overflow="fold")
+        table.add_column("change", justify="right", overflow="fold")
+        table.add_column("score", justify="right", overflow="fold")
+        table.add_column("95% CI", justify="right", overflow="fold")
+        digits = decimals(view.score)
+        shown = lambda v: "" if v is None else f"{v:.{digits}f}"  # noqa: E731
         for agent, ranks, score, interval in zip(view.agents, view.ranks, view.score, view.interval):
             now, before = ranks[-1], ranks[-2] if len(ranks) > 1 else None
             change = "" if len(ranks) < 2 else "new" if before is None else "=" if before == now else \
                 f"[green]\u25b2 {before - now}[/green]" if before > now else f"[red]\u25bc {now - before}[/red]"
-            table.add_row(agent, *["" if r is None else str(r) for r in ranks], change, _reading(score),
-                          "" if interval is None else f"{_reading(interval[0])} \u2013 {_reading(interval[1])}")
+            table.add_row(agent, " \u2192 ".join("-" if r is None else str(r) for r in ranks), change, shown(score),
+                          "" if interval is None else f"{shown(interval[0])}\u2013{shown(interval[1])}")
         console.print(table)
-
-
-def _reading(value: float | None) -> str:
-    from pipeline.report.diagnostics import number
-
-    return "" if value is None else number(round(value, 4) if abs(value) < 100 else round(value, 1))
 
 
 @app.command()

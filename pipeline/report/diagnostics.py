@@ -248,10 +248,10 @@ def _annotators(info: dict, ctx: Context) -> list[Note]:
     if table is not None and {"flagged", "ability"} <= set(table.columns):
         rows = table.filter(pl.col("flagged")).sort(["ability", "judge"], nulls_last=True)
         if rows.height:
-            shown = [f"{r['judge']} ({number(r['ability'])}" + (f", {number(r['records'])} records)" if "records" in r else ")")
+            shown = [f"{r['judge']} (ability {number(r['ability'])}" + (f", {number(r['records'])} records)" if "records" in r else ")")
                      for r in rows.head(LIST_SHOWN).iter_rows(named=True)]
             more = f" and {rows.height - LIST_SHOWN} more" if rows.height > LIST_SHOWN else ""
-            notes.append(Note(f"Flagged annotators (ability): {', '.join(shown)}{more}.", "warn"))
+            notes.append(Note(f"Flagged annotators: {', '.join(shown)}{more}.", "warn"))
     if info.get("unrated_agents"):
         notes.append(Note(f"Not rated (no battle left after the flagged annotators were removed): {names(info['unrated_agents'])}.", "warn"))
     return notes

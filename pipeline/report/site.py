@@ -404,8 +404,9 @@ def write_report(folder: str | Path, *, history: str | Path | None = None, run_i
             log.exception("report of %s failed", item.path)
             failed.append(Note(f"The report of {item.name} could not be built: {type(exc).__name__}: {exc}", "warn"))
     path = folder / "index.html"
-    write_text(path, render("index.html.j2", cards=cards, failed=failed, run_id=run_id or folder.name, up=None,
-                            title=f"Run {run_id}" if run_id else folder.name))
+    previous = past.filter(pl.col("run_id") < run_id).get_column("run_id").max() if run_id and past.height else None
+    write_text(path, render("index.html.j2", cards=cards, failed=failed, up=None, previous=run_label(previous) if previous else None,
+                            title=f"run of {run_label(run_id)} UTC" if run_id else folder.name))
     return path
 
 
