@@ -250,7 +250,7 @@ def board_page(board: BoardFolder, history: pl.DataFrame, run_id: str | None) ->
     if run_rows:
         facts += [("rows accepted", number(run_rows.get("rows_accepted", 0))), ("quarantined", number(run_rows.get("rows_quarantined", 0)))]
     if run_id:
-        facts.append(("run", run_id))
+        facts.append(("run", f"{run_label(run_id)} UTC"))
     children = [(c.name.rpartition("/")[2].removeprefix("category="), f"{c.path.name}/index.html", leader(c)) for c in board.children]
     return BoardPage(board.title, board.name, facts, prov.alerts, panels, headline, heatmap, heatmap_note, agreement, matrix, listed,
                      history_plot, history_note, children, prov)
