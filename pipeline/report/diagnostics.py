@@ -73,6 +73,11 @@ def top_weights(mapping: dict, shown: int = 6) -> str:
     return text + (f" and {len(items) - shown} more" if len(items) > shown else "")
 
 
+def phrases(info: dict, templates: dict[str, str]) -> list[str]:
+    """Each template whose key is present, filled with its value rounded for reading."""
+    return [template.format(number(info[key])) for key, template in templates.items() if key in info]
+
+
 Reader = Callable[[dict, Context], list[Note]]
 READERS: list[tuple[tuple[str, ...], Reader]] = []
 
@@ -183,13 +188,7 @@ def _ballots(info: dict, ctx: Context) -> list[Note]:
 
 @reads("quota", "rounds", "unique_votes", "winner_agents")
 def _stv(info: dict, ctx: Context) -> list[Note]:
-    parts = []
-    if "quota" in info:
-        parts.append(f"Droop quota {number(info['quota'])}")
-    if "rounds" in info:
-        parts.append(f"{number(info['rounds'])} counting rounds")
-    if "unique_votes" in info:
-        parts.append(f"{number(info['unique_votes'])} distinct ballots")
+    parts = phrases(info, {"quota": "Droop quota {}", "rounds": "{} counting rounds", "unique_votes": "{} distinct ballots"})
     notes = [Note("; ".join(parts) + ".")] if parts else []
     if "winner_agents" in info:
         notes.append(Note(f"Elected, in order: {names(info['winner_agents'])}."))
@@ -218,11 +217,7 @@ def _likelihood(info: dict, ctx: Context) -> list[Note]:
 
 @reads("logistic_scale", "anchor")
 def _scale(info: dict, ctx: Context) -> list[Note]:
-    parts = []
-    if "logistic_scale" in info:
-        parts.append(f"a gap of {number(info['logistic_scale'])} points means 10:1 odds of winning")
-    if "anchor" in info:
-        parts.append(f"anchored at {info['anchor']}")
+    parts = phrases(info, {"logistic_scale": "a gap of {} points means 10:1 odds of winning", "anchor": "anchored at {}"})
     return [Note("Scores are logistic ratings: " + "; ".join(parts) + ".")]
 
 

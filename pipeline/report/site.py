@@ -335,15 +335,9 @@ def board_card(board: BoardFolder, history: pl.DataFrame, run_id: str | None) ->
     rows = board.ratings.filter(pl.col("method") == first).sort(["rank", "agent"]) if first else board.ratings.clear()
     previous, before = rank_changes(history, board.name, first, run_id) if first else (None, {})
     table = leaderboard_table(rows, changes=before if previous else None, previous=previous, limit=CARD_AGENTS)
-    top = []
-    for row in rows.head(CARD_AGENTS).iter_rows(named=True):
-        change = None
-        if previous:
-            from pipeline.report.tables import change_cell
-
-            change = change_cell(before.get(row["agent"]), row["rank"], previous)
-        score = next(c.text for col, c in zip(table.columns, table.rows[len(top)]) if col.name == "score")
-        top.append((str(row["rank"]), str(row["agent"]), score, change))
+    at = {c.name: i for i, c in enumerate(table.columns)}
+    top = [(row[at["rank"]].text, row[at["agent"]].text, row[at["score"]].text, row[at["change"]] if "change" in at else None)
+           for row in table.rows]
     run_rows = board.run.get("rows") or {}
     facts = [("agents", number(rows.height)), ("methods", number(len(specs))), ("rows", number(run_rows.get("rows_accepted", 0)))]
     return Card(board.title, board.name, f"{board.path.name}/index.html", str(board.run.get("kind", "")), facts, top,

@@ -19,7 +19,6 @@ from pipeline.report.diagnostics import Context, describe
 from pipeline.report.folders import read_run
 from pipeline.store import Store
 
-from tests.conftest import SAMPLES
 from tests.report.conftest import RUNS
 from tests.report.pages import Page
 
