@@ -10,6 +10,7 @@ from flows import tasks
 from flows.cluster import dask_client
 from flows.ratings import rate_board
 from pipeline.board import load_boards
+from pipeline.report import HISTORY_FILE, append_history, write_report
 from pipeline.report.runs import discard, new_run_id, promote, staging_folder
 
 
@@ -23,10 +24,12 @@ def nightly(config: str, out: str, scheduler: str | None = None, workers: int = 
     staging = staging_folder(root, run_id)
     try:
         rate_boards(boards, root, staging, scheduler, workers)
+        write_report(staging, history=root / HISTORY_FILE, run_id=run_id)
     except BaseException:
         discard(staging)  # the previous `latest` stays as it was
         raise
     final = promote(root, staging, run_id)
+    append_history(root / HISTORY_FILE, final, run_id)
     log.info("published %s", final)
     return str(final)
 

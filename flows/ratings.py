@@ -10,6 +10,7 @@ from prefect import flow
 from flows import tasks
 from flows.cluster import dask_client
 from pipeline.board import Board
+from pipeline.report import write_report
 
 
 def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
@@ -20,7 +21,7 @@ def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
     futures = [tasks.rate.submit(stats, spec) for spec in board.methods]
     ratings = [f.result() for f in futures]
     timings["rate"] = time.perf_counter() - start - timings["reduce"]
-    written = tasks.publish(store, board, ratings, out, timings)
+    written = tasks.publish(store, board, ratings, out, timings, stats)
     tasks.artifact(store, board, ratings)
     return written
 
@@ -29,4 +30,5 @@ def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
 def ratings(store: str, kind: str, methods: list[str], out: str, scheduler: str | None = None, workers: int = 2) -> list[str]:
     board = Board(Path(out).name, kind, (), tuple(methods))
     with dask_client(scheduler, workers) as client:
-        return [str(p) for p in rate_board(store, board, out, client)]
+        written = rate_board(store, board, out, client)
+    return [str(p) for p in written] + [str(write_report(out))]

@@ -34,8 +34,9 @@ def rate(stats: Statistics, spec: str) -> Ratings:
 
 
 @task(cache_policy=NO_CACHE)
-def publish(store: str, board: boards.Board, ratings: list[Ratings], out: str, timings: dict[str, float]) -> list[Path]:
-    return boards.write_board(Store(store), board, ratings, Path(out), timings)
+def publish(store: str, board: boards.Board, ratings: list[Ratings], out: str, timings: dict[str, float],
+            stats: Statistics | None = None) -> list[Path]:
+    return boards.write_board(Store(store), board, ratings, Path(out), timings, stats)
 
 
 @task(cache_policy=NO_CACHE)

@@ -27,7 +27,7 @@ import yaml
 import pipeline.games  # noqa: F401  (registers the nfg kind)
 from pipeline.logs import KINDS, log_kind
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
-from pipeline.report import RunRecord, leaderboard_markdown, publish
+from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
 from pipeline.stats import Statistics, reduce_store
 from pipeline.stats.game_data import PromptCounts
 from pipeline.store import IngestReport, Store
@@ -140,13 +140,15 @@ class BoardResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def write_board(store: Store, board: Board, ratings: list[Ratings], out: Path, timings: dict[str, float]) -> list[Path]:
-    """Publish a board's ratings with the row accounting of every file behind them."""
+def write_board(store: Store, board: Board, ratings: list[Ratings], out: Path, timings: dict[str, float],
+                stats: Statistics | None = None) -> list[Path]:
+    """Publish a board's ratings with the row accounting of every file behind them (and, given the
+    statistics, records per agent and the head-to-head table)."""
     stored = log_kind(board.kind).stored
     record = RunRecord(board.kind, list(board.methods), str(store.root) if stored else "", inputs(store, board),
                        parameters={"board": board.name, "sources": list(board.sources)}, timings=timings)
     return publish(out, ratings, agent_names(store, board), record, board.title or board.name,
-                   judges=store.dictionary("judges").names if stored else None)
+                   judges=store.dictionary("judges").names if stored else None, stats=stats)
 
 
 def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: int = 25) -> str:
@@ -165,5 +167,6 @@ def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult
     timings["reduce"] = time.perf_counter() - start
     ratings, rate_timings = rate(stats, board.methods)
     timings |= rate_timings
-    write_board(store, board, ratings, out, timings)
+    write_board(store, board, ratings, out, timings, stats)
+    write_report(out)
     return BoardResult(board, out, ratings, reports, timings)

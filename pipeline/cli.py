@@ -152,6 +152,60 @@ def methods() -> None:
 
 
 @app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="a run folder: `rate --out`, a backtest, or a nightly run (runs/<id>, latest)")],
+    history: Annotated[Optional[Path], typer.Option(help="nightly history file; default: history.parquet beside runs/")] = None,
+) -> None:
+    """Write the HTML report of a run folder and print the path of its index.html."""
+    from pipeline.report import write_report
+    from pipeline.report.folders import read_run
+
+    if not run_dir.is_dir() or not read_run(run_dir):
+        raise typer.BadParameter(f"{run_dir} holds no published board or backtest", param_hint="RUN_DIR")
+    console.print(f"report: {write_report(run_dir, history=history)}", soft_wrap=True)
+
+
+@app.command()
+def history(
+    out: Annotated[Path, typer.Argument(help="the nightly output folder (holding history.parquet), or the file")],
+    board: Annotated[Optional[str], typer.Option("--board", "-b", help="only this board")] = None,
+    method: Annotated[Optional[str], typer.Option("--method", "-m", help="only this method (a name selects all its specs)")] = None,
+    runs: Annotated[int, typer.Option(help="runs shown, the latest last")] = 5,
+    top: Annotated[int, typer.Option(help="agents shown per board and method (0: all)")] = 10,
+) -> None:
+    """Print the ranks of the top agents over the last nightly runs, per board and method."""
+    from pipeline.report.history import HISTORY_FILE, history_views, read_history
+    from pipeline.report.site import method_label, run_label
+    from pipeline.report.tables import decimals
+
+    path = out / HISTORY_FILE if out.is_dir() else out
+    if not path.exists():
+        raise typer.BadParameter(f"no history at {path} (the nightly flow writes it)", param_hint="OUT")
+    views = history_views(read_history(path), board, method, max(1, runs), top or None)
+    if not views:
+        raise typer.BadParameter(f"nothing in {path} for board {board or 'any'} and method {method or 'any'}")
+    for view in views:
+        runs = f"{run_label(view.runs[0])} to {run_label(view.runs[-1])} UTC" if len(view.runs) > 1 else f"{run_label(view.runs[0])} UTC"
+        table = Table(title=f"{view.board}: {method_label(view.method)[0]}", title_justify="left",
+                      caption=f"{view.method}; ranks over {len(view.runs)} runs, {runs}", caption_justify="left")
+        # Names stay whole on one line; the other columns fold when space is short.
+        table.add_column("agent", overflow="fold", min_width=min(48, max(map(len, view.agents), default=5)))
+        table.add_column("ranks", justify="right", overflow="fold")
+        table.add_column("change", justify="right", overflow="fold")
+        table.add_column("score", justify="right", overflow="fold")
+        table.add_column("95% CI", justify="right", overflow="fold")
+        digits = decimals(view.score)
+        shown = lambda v: "" if v is None else f"{v:.{digits}f}"  # noqa: E731
+        for agent, ranks, score, interval in zip(view.agents, view.ranks, view.score, view.interval):
+            now, before = ranks[-1], ranks[-2] if len(ranks) > 1 else None
+            change = "" if len(ranks) < 2 else "new" if before is None else "=" if before == now else \
+                f"[green]\u25b2 {before - now}[/green]" if before > now else f"[red]\u25bc {now - before}[/red]"
+            table.add_row(agent, " \u2192 ".join("-" if r is None else str(r) for r in ranks), change, shown(score),
+                          "" if interval is None else f"{shown(interval[0])}\u2013{shown(interval[1])}")
+        console.print(table)
+
+
+@app.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", help="where the store and the published runs go")] = Path("vase-demo"),
     samples: Annotated[Path, typer.Option("--samples", help="folder with nightly.yaml and the sample logs")] = SAMPLES,
@@ -168,6 +222,7 @@ def demo(
     console.print(f"\n[bold green]leaderboards[/bold green] in {latest}:")
     for board in sorted(latest.glob("*/leaderboard.md")):
         console.print(f"  {board}")
+    console.print(f"report: {latest / 'index.html'}", soft_wrap=True)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from pipeline.backtest.splits import Split, random_splits, temporal_splits
 from pipeline.backtest.summary import summarise, write_backtest
 from pipeline.backtest.units import UnitLog, load_units
 from pipeline.methods import Spec, needed_statistics
+from pipeline.report import write_report
 from pipeline.report.publish import RunRecord
 from pipeline.store import Store
 
@@ -64,9 +65,9 @@ def publish_backtest(store: Store, config: BacktestConfig, results: pa.Table, ou
     parameters = asdict(config) | {"methods": list(config.methods),
                                    "reference_in_run": config.reference in config.methods,
                                    "tie_rule": "Kendall-tau distance K^(1/2): a pair tied in one order only counts 1/2"}
-    record = RunRecord(config.kind, list(config.methods), str(store.root), inputs, parameters=parameters, timings=timings)
     title = f"backtest: {config.kind}, {config.scheme} splits"
-    return write_backtest(out, results, summary, record, title, config.reference)
+    record = RunRecord(config.kind, list(config.methods), str(store.root), inputs, parameters=parameters, timings=timings, title=title)
+    return write_backtest(out, results, summary, record, title, config.reference) + [write_report(out)]
 
 
 def backtest(store: Store, config: BacktestConfig, out: str | Path, client=None) -> list[Path]:

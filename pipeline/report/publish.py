@@ -1,9 +1,13 @@
 """Publishing: ratings.parquet, ratings.json, leaderboard.md and run.json.
 
 Names come back here, from the store's dictionaries (agents, and judges for method tables):
-statistics and ratings carry ids only. Every file is written atomically. Rows are ordered by
-method (in the order given), then rank, then agent name, so equal inputs give equal bytes. A method's further tables (`Ratings.tables`) are written beside them as
-`<method>.<table>.parquet` and `.md`, and listed in run.json's outputs.
+statistics and ratings carry ids only. Every
+file is written atomically. Store ids are never published: they depend on the order in which files
+were ingested, and the same battles must give the same bytes under any numbering. Rows are ordered
+by method (in the order given), then rank, then agent name. A method's further tables
+(`Ratings.tables`) are written beside them as `<method>.<table>.parquet` and `.md`; with the
+board's statistics, `agents.parquet` (records per agent) and `pairwise.parquet` (head-to-head
+counts and win rates) too. All are listed in run.json's outputs.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import scipy.sparse as sp
 
 import pipeline
 from pipeline.methods.ratings import Ratings
+from pipeline.stats import PairwiseCounts, Statistics
 from pipeline.stats.annotators import NO_JUDGE
 from pipeline.store import IngestReport
 from pipeline.store.files import write_json, write_parquet, write_text
@@ -46,8 +52,7 @@ def ratings_records(ratings: list[Ratings], names: list[str]) -> list[dict[str, 
     for r in ratings:
         order = sorted(range(len(r.agents)), key=lambda i: (r.rank[i], names[r.agents[i]]))
         for i in order:
-            record = {"method": r.spec, "agent": names[r.agents[i]], "agent_id": int(r.agents[i]),
-                      "rank": int(r.rank[i]), "score": _plain(r.score[i])}
+            record = {"method": r.spec, "agent": names[r.agents[i]], "rank": int(r.rank[i]), "score": _plain(r.score[i])}
             record.update({k: _plain(v[i]) for k, v in r.extras.items()})
             records.append(record)
     return records
@@ -109,6 +114,35 @@ def table_markdown(title: str, table: pa.Table) -> str:
     return "\n".join(lines) + "\n"
 
 
+def agents_table(stats: Statistics, names: list[str]) -> pa.Table:
+    """Per agent the number of records (battles, games, tasks, ballots, reviews) it appears in, by name."""
+    rows = sorted(zip((names[a] for a in stats.agents.tolist()), stats.appearances.tolist()))
+    return pa.table({"agent": pa.array([r[0] for r in rows], pa.string()), "records": pa.array([r[1] for r in rows], pa.int64())})
+
+
+def pairwise_table(pairs: PairwiseCounts, names: list[str]) -> pa.Table:
+    """Every ordered pair of agents that met: `wins` N[x, y], `losses` N[y, x], `ties` T[x, y] and
+    `win_rate` (N[x, y] + T[x, y] / 2) / (N[x, y] + N[y, x] + T[x, y]), by agent then opponent name."""
+    met = pairs.wins + pairs.wins.T + pairs.ties
+    x, y = (sp.coo_array(met).coords if pairs.is_sparse else np.nonzero(met))
+    kept = np.asarray(met[x, y]).ravel() > 0  # a sparse matrix may hold explicit zeros
+    x, y = x[kept], y[kept]
+    n_xy, n_yx, t_xy = (np.asarray(m[i, j], dtype=np.float64).ravel() for m, i, j in
+                        ((pairs.wins, x, y), (pairs.wins, y, x), (pairs.ties, x, y)))
+    label = np.array([names[a] for a in pairs.agents.tolist()], dtype=object)
+    by_name = np.empty(len(label), dtype=np.int64)
+    by_name[sorted(range(len(label)), key=label.__getitem__)] = np.arange(len(label))
+    order = np.lexsort((by_name[y], by_name[x]))
+    return pa.table({
+        "agent": pa.array(label[x[order]].tolist(), pa.string()),
+        "opponent": pa.array(label[y[order]].tolist(), pa.string()),
+        "wins": pa.array(n_xy[order], pa.float64()),
+        "losses": pa.array(n_yx[order], pa.float64()),
+        "ties": pa.array(t_xy[order], pa.float64()),
+        "win_rate": pa.array(((n_xy + t_xy / 2) / (n_xy + n_yx + t_xy))[order], pa.float64()),
+    })
+
+
 def code_version() -> str:
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
@@ -130,10 +164,12 @@ class RunRecord:
     timings: dict[str, float] = field(default_factory=dict)
     diagnostics: dict[str, dict[str, object]] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
+    title: str = ""
 
     def to_json(self) -> dict[str, object]:
         rows = {key: sum(getattr(r, key) for r in self.inputs) for key in ("rows_in", "rows_accepted", "rows_quarantined")}
         return {
+            "title": self.title,
             "version": code_version(),
             "python": platform.python_version(),
             "kind": self.kind,
@@ -149,10 +185,12 @@ class RunRecord:
 
 
 def publish(out: str | Path, ratings: list[Ratings], names: list[str], run: RunRecord, title: str, *,
-            judges: list[str] | None = None) -> list[Path]:
+            judges: list[str] | None = None, stats: Statistics | None = None) -> list[Path]:
     """Write the standard outputs of one leaderboard into `out`; returns the paths written.
 
-    `names` are the agents dictionary's names, `judges` the judges dictionary's (for method tables)."""
+    `names` are the agents dictionary's names, `judges` the judges dictionary's (for method tables);
+    `stats`, the statistics the methods read, adds `agents.parquet` and (when the pairwise counts
+    were computed) `pairwise.parquet`."""
     out = Path(out)
     records = ratings_records(ratings, names)
     written = {
@@ -160,12 +198,17 @@ def publish(out: str | Path, ratings: list[Ratings], names: list[str], run: RunR
         "ratings.json": lambda p: write_text(p, json.dumps(records, indent=1, allow_nan=False) + "\n"),
         "leaderboard.md": lambda p: write_text(p, leaderboard_markdown(ratings, names, title)),
     }
+    if stats is not None:
+        written["agents.parquet"] = lambda p: write_parquet(p, agents_table(stats, names))
+        if stats.pairwise is not None:
+            written["pairwise.parquet"] = lambda p: write_parquet(p, pairwise_table(stats.pairwise, names))
     for stem, table in method_tables(ratings, names, judges).items():
         written[f"{stem}.parquet"] = lambda p, table=table: write_parquet(p, table)
         written[f"{stem}.md"] = lambda p, stem=stem, table=table: write_text(p, table_markdown(f"{title}: {stem}", table))
     for filename, write in written.items():
         write(out / filename)
     run.outputs = sorted(set(run.outputs) | set(written) | {"run.json"})
+    run.title = run.title or title
     run.diagnostics = {r.spec: published_info(r, names) for r in ratings}
     write_json(out / "run.json", run.to_json())
     return [out / name for name in run.outputs]

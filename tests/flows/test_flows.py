@@ -46,7 +46,8 @@ def test_ingest_and_ratings_flows(tmp_path, dask_cluster):
     assert [r.status for r in reports] == ["ingested"] and reports[0].rows_accepted == 8931
     written = ratings(str(tmp_path / "store"), "battles", ["copeland", "borda"], str(tmp_path / "out"),
                       scheduler=dask_cluster.scheduler_address)
-    assert {p.split("/")[-1] for p in written} == {"ratings.parquet", "ratings.json", "leaderboard.md", "run.json"}
+    assert {p.split("/")[-1] for p in written} == {"ratings.parquet", "ratings.json", "leaderboard.md", "run.json", "agents.parquet",
+                                                   "pairwise.parquet", "index.html"}
     records = json.loads((tmp_path / "out" / "ratings.json").read_text())
     assert len({r["agent"] for r in records}) == 59  # LLMFAO's crowd comparisons cover 59 models
 

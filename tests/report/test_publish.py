@@ -17,7 +17,7 @@ def test_board_outputs(tmp_path):
     result = run_board(board, Store(tmp_path / "store"), tmp_path / "out")
     out = tmp_path / "out"
     table = pq.read_table(out / "ratings.parquet")
-    assert table.column_names[:5] == ["method", "agent", "agent_id", "rank", "score"]
+    assert table.column_names[:4] == ["method", "agent", "rank", "score"] and "agent_id" not in table.column_names
     records = json.loads((out / "ratings.json").read_text())
     assert {r["method"] for r in records} == {"borda:normalise=false", "copeland:tie_credit=0.5"}
     top = [r for r in records if r["method"].startswith("borda")][0]
@@ -27,7 +27,8 @@ def test_board_outputs(tmp_path):
     assert ranks == sorted(ranks) and ranks[0] == 1
     run = json.loads((out / "run.json").read_text())
     assert run["rows"]["rows_in"] == run["rows"]["rows_accepted"] + run["rows"]["rows_quarantined"] == 1320
-    assert run["outputs"] == ["leaderboard.md", "ratings.json", "ratings.parquet", "run.json"]
+    assert run["outputs"] == ["agents.parquet", "leaderboard.md", "pairwise.parquet", "ratings.json", "ratings.parquet", "run.json"]
+    assert run["title"] == "F1" and (out / "index.html").exists()
     assert run["inputs"][0]["sha256"] and "reduce" in run["timings_s"]
     markdown = (out / "leaderboard.md").read_text()
     assert markdown.startswith("# F1\n") and "## copeland:tie_credit=0.5" in markdown and "| 1 | Max Verstappen |" in markdown
@@ -40,3 +41,35 @@ def test_same_inputs_same_bytes(tmp_path):
         run_board(board, Store(tmp_path / f"store{i}"), tmp_path / f"out{i}")
     for name in ("ratings.parquet", "ratings.json", "leaderboard.md"):
         assert (tmp_path / "out0" / name).read_bytes() == (tmp_path / "out1" / name).read_bytes(), name
+
+
+def test_same_battles_under_two_id_numberings_give_the_same_bytes(tmp_path):
+    """Store ids follow ingest order; nothing published may depend on them."""
+    source = SAMPLES / "arena_bench" / "arena_hard_battles.csv"
+    games = tmp_path / "games.csv"  # names the agents in another order first: the store numbers them so
+    games.write_text("game_id,player,place\ng1,gpt-4o-mini,1\ng1,gpt-4o,2\ng1,claude-3-opus-20240229,3\n")
+    Store(tmp_path / "store-b").ingest([games], "games")
+    specs = ("copeland", "borda", "plurality")
+    for name in "ab":
+        run_board(Board("arena", "battles", (str(source),), specs), Store(tmp_path / f"store-{name}"), tmp_path / name)
+    ids = [pq.read_table(tmp_path / f"store-{n}" / "dictionaries" / "agents.parquet").column(1).to_pylist() for n in "ab"]
+    assert ids[0] != ids[1]  # the two stores did number the agents differently
+    for output in ("ratings.parquet", "ratings.json", "leaderboard.md", "agents.parquet", "pairwise.parquet"):
+        assert (tmp_path / "a" / output).read_bytes() == (tmp_path / "b" / output).read_bytes(), output
+
+
+def test_pairwise_and_agents_tables(tmp_path):
+    # a beats b twice and ties once; b beats c once; a and c never meet.
+    source = tmp_path / "battles.csv"
+    source.write_text("model_a,model_b,winner\nb,a,model_b\na,b,model_a\na,b,tie\nc,b,model_b\n")
+    out = tmp_path / "out"
+    run_board(Board("t", "battles", (str(source),), ("copeland",)), Store(tmp_path / "store"), out)
+    pairs = pq.read_table(out / "pairwise.parquet").to_pylist()
+    assert pairs == [
+        {"agent": "a", "opponent": "b", "wins": 2.0, "losses": 0.0, "ties": 1.0, "win_rate": 2.5 / 3},
+        {"agent": "b", "opponent": "a", "wins": 0.0, "losses": 2.0, "ties": 1.0, "win_rate": 0.5 / 3},
+        {"agent": "b", "opponent": "c", "wins": 1.0, "losses": 0.0, "ties": 0.0, "win_rate": 1.0},
+        {"agent": "c", "opponent": "b", "wins": 0.0, "losses": 1.0, "ties": 0.0, "win_rate": 0.0},
+    ]
+    assert pq.read_table(out / "agents.parquet").to_pylist() == [{"agent": "a", "records": 3}, {"agent": "b", "records": 4},
+                                                                  {"agent": "c", "records": 1}]

@@ -1,0 +1,54 @@
+// Method tabs and sortable tables; without script every panel shows and tables keep their order.
+(function () {
+  "use strict";
+  document.documentElement.classList.add("js");
+
+  document.querySelectorAll(".tabs").forEach(function (tabs) {
+    var buttons = tabs.querySelectorAll("button[data-panel]");
+    buttons.forEach(function (button) {
+      button.addEventListener("click", function () {
+        buttons.forEach(function (b) {
+          var on = b === button;
+          b.classList.toggle("active", on);
+          b.setAttribute("aria-selected", on ? "true" : "false");
+          var panel = document.getElementById(b.dataset.panel);
+          if (panel) panel.classList.toggle("active", on);
+        });
+      });
+    });
+  });
+
+  // A cell sorts by its data-v (numbers as numbers), else by its text; empty cells go last either way.
+  function key(row, index) {
+    var cell = row.cells[index];
+    if (!cell) return null;
+    var value = cell.hasAttribute("data-v") ? cell.getAttribute("data-v") : cell.textContent.trim();
+    if (value === "") return null;
+    var n = Number(value);
+    return isNaN(n) ? value.toLowerCase() : n;
+  }
+
+  function compare(a, b) {
+    if (typeof a === "number" && typeof b === "number") return a - b;
+    return String(a).localeCompare(String(b));
+  }
+
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    var headers = table.tHead ? table.tHead.rows[0].cells : [];
+    Array.prototype.forEach.call(headers, function (th, index) {
+      th.addEventListener("click", function () {
+        var ascending = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (r, s) {
+          var a = key(r, index), b = key(s, index);
+          if (a === null || b === null) return a === b ? 0 : (a === null ? 1 : -1);
+          return ascending ? compare(a, b) : compare(b, a);
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  });
+})();

@@ -1,0 +1,61 @@
+"""A demo-like nightly output, built through the library as the nightly flow does (no Prefect):
+boards of the data samples, two runs a day apart, the second over one new file, with history."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pipeline import board as boards_api
+from pipeline.board import Board
+from pipeline.report import HISTORY_FILE, append_history, write_report
+from pipeline.report.runs import promote, staging_folder
+from pipeline.store import Store
+
+from tests.conftest import SAMPLES
+
+RUNS = ("2024-06-01T030000.000000Z", "2024-06-02T030000.000000Z")
+# Day two: gpt-4o-mini beats the baseline 300 times, and a newcomer appears.
+DAY_TWO = "model_a,model_b,winner\n" + "gpt-4o-mini,claude-3-haiku-20240307,model_a\n" * 300 + \
+    "newcomer-1b,claude-3-haiku-20240307,model_a\n" * 40 + "newcomer-1b,claude-3-haiku-20240307,model_b\n" * 20
+
+
+def boards(watched: Path) -> list[Board]:
+    return [
+        Board("arena", "battles", (str(watched),), ("m-elo:bootstrap=200", "elo", "copeland"), "Arena-Hard battles"),
+        Board("f1", "games", (str(SAMPLES / "f1"),), ("borda", "copeland", "schulze", "maximal-lotteries"), "Formula 1"),
+        Board("council", "reviews", (str(SAMPLES / "council"),), ("council-borda", "copeland"), "LLM council"),
+        Board("llmfao", "battles", (str(SAMPLES / "llmfao"),), ("am-elo", "m-elo:bootstrap=100", "iterative-maximal-lotteries"),
+              "LLMFAO crowd"),
+    ]
+
+
+def nightly_run(out: Path, run_id: str, board_list: list[Board]) -> Path:
+    """What `flows.nightly` does, in the calling process: stage, rate each board, report, promote, history."""
+    staging = staging_folder(out, run_id)
+    for board in board_list:
+        store = Store(out / "stores" / board.name)
+        boards_api.ingest(store, board)
+        stats = boards_api.reduce(store, board, use_cache=True)
+        ratings, timings = boards_api.rate(stats, board.methods)
+        boards_api.write_board(store, board, ratings, staging / board.name, timings, stats)
+    write_report(staging, history=out / HISTORY_FILE, run_id=run_id)
+    final = promote(out, staging, run_id)
+    append_history(out / HISTORY_FILE, final, run_id)
+    return final
+
+
+@pytest.fixture(scope="session")
+def demo_nightly(tmp_path_factory) -> Path:
+    """`<out>` of two nightly runs; `<out>/latest` is the second, which saw one new file."""
+    out = tmp_path_factory.mktemp("nightly")
+    watched = out.parent / (out.name + "-watched")
+    watched.mkdir()
+    shutil.copy(SAMPLES / "arena_bench" / "arena_hard_battles.csv", watched / "day1.csv")
+    board_list = boards(watched)
+    nightly_run(out, RUNS[0], board_list)
+    (watched / "day2.csv").write_text(DAY_TWO)
+    nightly_run(out, RUNS[1], board_list)
+    return out

@@ -1,0 +1,121 @@
+"""The report in a real browser: headless Chromium (the distribution's package) driven by Playwright.
+
+The set-up installs Chromium with apt when it is missing (tests run as root on CI machines); where
+that is impossible the test fails saying so, it is never skipped. Playwright's own browser download
+is not used: its Python package carries the driver, and `executable_path` points at Chromium.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+pytestmark = pytest.mark.slow
+
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+
+
+def installed_chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.fail("the browser test needs Chromium: install it (`apt-get install -y chromium`) or run the tests as root "
+                    "so that the set-up can install it")
+    # One install at a time when pytest-xdist runs several workers.
+    with open(Path(tempfile.gettempdir()) / "vase-chromium-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not shutil.which("chromium"):
+            env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
+            for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+                done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+                if done.returncode != 0:
+                    pytest.fail(f"could not install Chromium ({' '.join(command)}): {done.stderr.strip()[-500:]}")
+    found = shutil.which("chromium")
+    if not found:
+        pytest.fail("apt-get installed chromium but no `chromium` executable is on PATH")
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    executable = installed_chromium()
+    with sync_playwright() as playwright:
+        # Playwright gives the browser a fresh temporary profile (its --user-data-dir) per launch.
+        launched = playwright.chromium.launch(executable_path=executable, headless=True, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+def open_page(browser, path: Path):
+    """A page with everything it logs and every request it makes recorded."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.problems, page.requests = [], []
+    page.on("console", lambda m: page.problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: page.problems.append(f"page error: {e}"))
+    page.on("request", lambda r: page.requests.append(r.url))
+    page.goto(path.as_uri(), wait_until="load")
+    return page
+
+
+def column(page, table, index: int) -> list[str]:
+    return table.evaluate(f"t => Array.from(t.tBodies[0].rows, r => r.cells[{index}].textContent.trim())")
+
+
+def test_report_in_chromium(browser, demo_nightly, tmp_path):
+    latest = (demo_nightly / "latest").resolve()
+    index = open_page(browser, latest / "index.html")
+    boards = sorted(p.parent.name for p in latest.glob("*/run.json"))
+    assert index.locator("a.card").count() == len(boards)
+    assert index.problems == []
+    index.screenshot(path=str(tmp_path / "index.png"))
+
+    page = open_page(browser, latest / "llmfao" / "index.html")
+    run = json.loads((latest / "llmfao" / "run.json").read_text())
+    methods = len(run["methods"])
+    assert page.problems == []
+    assert all(url.startswith(("file:", "data:")) for url in page.requests), page.requests  # nothing from the network
+    # Every image decoded (hidden panels' too) and each kind counted against run.json.
+    images = page.evaluate("Array.from(document.images, i => [i.className, i.complete && i.naturalWidth > 0])")
+    assert images and all(ok for _, ok in images), images
+    kinds = [cls for cls, _ in images]
+    assert kinds.count("ratings-plot") == methods and kinds.count("heatmap") == ("pairwise.parquet" in run["outputs"])
+    assert kinds.count("agreement") == 1 and kinds.count("history") == 1
+    assert page.locator("table.leaderboard").count() == methods
+    assert page.locator("table.inputs").count() == 1
+
+    # Tabs: one method panel shows at a time; a click on a tab shows its panel.
+    assert page.locator("article.panel:visible").count() == 1
+    page.locator(".tabs button").nth(1).click()
+    visible = page.locator("article.panel:visible")
+    second = pl.read_parquet(latest / "llmfao" / "ratings.parquet").get_column("method").unique(maintain_order=True)[1]
+    assert visible.count() == 1 and visible.get_attribute("data-method") == second
+    assert visible.locator("table.leaderboard").is_visible()
+
+    # Sorting: by agent (text), then by score (numbers, not text), both ways.
+    table = visible.locator("table.leaderboard")
+    headers = table.locator("thead th")
+    names = [headers.nth(i).inner_text().strip(" \u2195\u2191\u2193") for i in range(headers.count())]
+    agent, score = names.index("agent"), names.index("score")
+    before = column(page, table, agent)
+    headers.nth(agent).click()
+    assert column(page, table, agent) == sorted(before, key=str.lower) != before
+    assert headers.nth(agent).get_attribute("aria-sort") == "ascending"
+    headers.nth(score).click()
+    headers.nth(score).click()
+    scores = [float(v) for v in column(page, table, score)]
+    assert scores == sorted(scores, reverse=True) and headers.nth(score).get_attribute("aria-sort") == "descending"
+    assert page.problems == []
+    page.screenshot(path=str(tmp_path / "board.png"), full_page=True)
+    assert (tmp_path / "board.png").stat().st_size > 10_000 and (tmp_path / "index.png").stat().st_size > 10_000

@@ -1,0 +1,82 @@
+"""The nightly history: rows per run, board, method and agent; rank changes; `vase history`."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.report import HISTORY_FILE, append_history, read_history
+from pipeline.report.history import history_views, rank_changes
+
+from tests.report.conftest import RUNS
+from tests.report.pages import Page
+
+
+def test_a_second_run_over_one_new_file_shows_rank_changes(demo_nightly):
+    history = read_history(demo_nightly / HISTORY_FILE)
+    assert sorted(set(history.get_column("run_id").to_list())) == list(RUNS)
+    spec = "m-elo:anchor=1000.0,bootstrap=200,games=pairs,max_iter=100,prior=0.0,scale=400.0,seed=0,ties=half,tol=1e-10"
+    previous, before = rank_changes(history, "arena", spec, RUNS[1])
+    assert previous == RUNS[0] and "newcomer-1b" not in before
+    now = dict(history.filter((pl.col("run_id") == RUNS[1]) & (pl.col("method") == spec)).select("agent", "rank").iter_rows())
+    assert now["gpt-4o-mini"] < before["gpt-4o-mini"]  # 300 new wins against the baseline moved it up
+    page = Page.read(demo_nightly / "latest" / "arena" / "index.html")
+    board = page.tables_of("leaderboard")[0]
+    mini = board.row_of("gpt-4o-mini")
+    gained = before["gpt-4o-mini"] - now["gpt-4o-mini"]
+    assert mini["change"] == (f"\u25b2 {gained}", "up num")
+    assert board.row_of("newcomer-1b")["change"][0] == "new"
+    for agent in ("gpt-4o", "claude-3-opus-20240229"):
+        shift = before[agent] - now[agent]
+        assert board.row_of(agent)["change"][0] == ("=" if shift == 0 else f"\u25b2 {shift}" if shift > 0 else f"\u25bc {-shift}")
+    assert page.images_of("history"), "a ratings-over-time plot once there are two runs"
+    # The first run's own report had nothing to compare with.
+    first = Page.read(demo_nightly / "runs" / RUNS[0] / "arena" / "index.html")
+    assert "change" not in first.tables_of("leaderboard")[0].header and not first.images_of("history")
+
+
+def test_history_rows_match_the_published_ratings(demo_nightly):
+    history = read_history(demo_nightly / HISTORY_FILE).filter(pl.col("run_id") == RUNS[1])
+    for board in ("arena", "f1", "council", "llmfao"):
+        records = json.loads((demo_nightly / "latest" / board / "ratings.json").read_text())
+        rows = history.filter(pl.col("board") == board).sort(["method", "rank", "agent"])
+        assert rows.height == len(records)
+        got = {(r["method"], r["agent"]): (r["rank"], r["score"], r["ci_low"]) for r in rows.iter_rows(named=True)}
+        assert got == {(r["method"], r["agent"]): (r["rank"], r["score"], r.get("ci_low")) for r in records}
+
+
+def test_append_is_idempotent_and_bounded(demo_nightly, tmp_path):
+    path = tmp_path / HISTORY_FILE
+    for run_id in RUNS:
+        append_history(path, demo_nightly / "runs" / run_id, run_id)
+    once = path.read_bytes()
+    append_history(path, demo_nightly / "runs" / RUNS[1], RUNS[1])  # the same run again replaces its rows
+    assert path.read_bytes() == once
+    assert path.read_bytes() == (demo_nightly / HISTORY_FILE).read_bytes()
+    append_history(path, demo_nightly / "runs" / RUNS[1], RUNS[1], max_runs=1)
+    assert set(read_history(path).get_column("run_id").to_list()) == {RUNS[1]}
+    assert not list(tmp_path.glob(".*tmp*"))  # written under a temporary name, then renamed
+
+
+def test_history_views_follow_the_latest_order(demo_nightly):
+    history = read_history(demo_nightly / HISTORY_FILE)
+    (view,) = history_views(history, board="arena", method="copeland", runs=5, top=3)
+    assert view.runs == list(RUNS) and len(view.agents) == 3
+    ranks = [r[-1] for r in view.ranks]
+    assert ranks == sorted(ranks)
+    assert history_views(history, board="nope") == []
+
+
+def test_history_command_prints_every_name_whole(demo_nightly):
+    result = CliRunner().invoke(app, ["history", str(demo_nightly), "--board", "arena", "--method", "m-elo"],
+                                env={"COLUMNS": "80"}, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    for name in ("claude-3-5-sonnet-20240620", "gpt-4o-mini", "newcomer-1b"):
+        assert name in result.output  # whole, on one line
+    assert "\u2026" not in result.output
+    assert "new" in result.output and "\u25b2" in result.output
+    missing = CliRunner().invoke(app, ["history", str(demo_nightly / "nowhere")])
+    assert missing.exit_code != 0 and "no history" in missing.output

@@ -1,0 +1,157 @@
+"""The HTML report: what each page holds, against what run.json promises; escaping; future columns and keys."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from typer.testing import CliRunner
+
+from pipeline.backtest.evaluate import RESULT_SCHEMA
+from pipeline.backtest.summary import summarise, write_backtest
+from pipeline.board import Board, run_board
+from pipeline.cli import app
+from pipeline.report import RunRecord, write_report
+from pipeline.report.diagnostics import Context, describe
+from pipeline.report.folders import read_run
+from pipeline.store import Store
+
+from tests.report.conftest import RUNS
+from tests.report.pages import Page
+
+
+def expected_counts(run: dict, outputs: set[str]) -> dict[str, int]:
+    """What a board page must show, from its run.json: a table and a ratings plot per method, a
+    head-to-head map when pairwise.parquet was published, agreement with two or more methods."""
+    methods = len(run["methods"])
+    return {"leaderboard": methods, "ratings-plot": methods, "heatmap": int("pairwise.parquet" in outputs),
+            "agreement": int(methods > 1)}
+
+
+def test_every_board_page_shows_what_run_json_promises(demo_nightly):
+    latest = demo_nightly / "latest"
+    index = Page.read(latest / "index.html")
+    boards = sorted(p.parent.name for p in latest.glob("*/run.json"))
+    assert sorted(link.split("/")[0] for link in index.links) == boards
+    for board in boards:
+        run = json.loads((latest / board / "run.json").read_text())
+        page = Page.read(latest / board / "index.html")
+        want = expected_counts(run, set(run["outputs"]))
+        assert len(page.tables_of("leaderboard")) == want["leaderboard"], board
+        for css in ("ratings-plot", "heatmap", "agreement"):
+            assert len(page.images_of(css)) == want[css], (board, css)
+        assert all(i["src"].startswith("data:image/svg+xml;base64,") and i["alt"] for i in page.images)
+        assert len(page.tables_of("inputs")) == 1 and run["inputs"][0]["sha256"][:12] in page.all_text
+        assert not [link for link in page.links if link.startswith(("http:", "https:", "//"))]  # nothing fetched at view time
+        for table in page.tables_of("leaderboard"):
+            ranks = [int(r[table.column("rank")][0]) for r in table.rows]
+            assert ranks == sorted(ranks) and ranks[0] == 1
+
+
+def test_intervals_records_and_method_tables(demo_nightly):
+    page = Page.read(demo_nightly / "latest" / "llmfao" / "index.html")
+    melo = next(t for t in page.tables_of("leaderboard") if "95% interval" in t.header)
+    assert {"rank (UB)", "records"} <= set(melo.header)
+    agents = pl.read_parquet(demo_nightly / "latest" / "llmfao" / "agents.parquet")
+    gpt4 = melo.row_of("GPT 4")
+    assert int(gpt4["records"][0].replace(",", "")) == agents.filter(pl.col("agent") == "GPT 4").get_column("records").item()
+    low, high = (float(x) for x in gpt4["95% interval"][0].split(" \u2013 "))
+    assert low < float(gpt4["score"][0]) < high
+    text = page.all_text
+    assert "flagged" in text and "Flagged annotators" in text  # am-elo's annotators, in words
+    assert any("judge" in t.header and "ability" in t.header for t in page.tables)  # and its table
+
+
+def test_diagnostics_of_every_sample_method_are_in_words(demo_nightly):
+    """Each info key the sample boards publish has a sentence; nothing falls through to key: value."""
+    for board in read_run(demo_nightly / "latest"):
+        for spec, info in board.run["diagnostics"].items():
+            rows = board.ratings.filter(pl.col("method") == spec)
+            assert describe(info, Context({}, rows, board.tables)).other == [], (board.name, spec)
+
+
+def test_unknown_keys_future_columns_categories_refusals_and_failures(demo_nightly, tmp_path):
+    board = tmp_path / "board"
+    shutil.copytree(demo_nightly / "latest" / "f1", board)
+    shutil.copytree(demo_nightly / "latest" / "f1", board / "category=wet races")
+    ratings = pl.read_parquet(board / "ratings.parquet")
+    n = ratings.height
+    ratings.with_columns(rank_low=pl.col("rank"), rank_high=pl.col("rank") + 2, tier=pl.col("rank") // 3 + 1,
+                         win_share=pl.lit(0.25), speed_low=pl.lit(1.0), speed_high=pl.lit(2.0)).write_parquet(board / "ratings.parquet")
+    run = json.loads((board / "run.json").read_text())
+    spec = next(iter(run["diagnostics"]))
+    run["diagnostics"][spec]["a_key_from_the_future"] = {"answer": 42}
+    run["refused"] = [{"file": "broken.csv", "reason": "not UTF-8 (byte 0xff at offset 3)"}]
+    run["failed_methods"] = {"kemeny": "kemeny stops above 5,000 agents (52,958)"}
+    run["something_new"] = "kept"
+    (board / "run.json").write_text(json.dumps(run))
+    page = Page.read(write_report(board))
+    table = page.tables_of("leaderboard")[0]
+    assert {"rank interval", "tier", "win share", "speed interval"} <= set(table.header) and len(table.rows) == n // 4
+    text = page.all_text
+    assert "a_key_from_the_future" in text and '{"answer": 42}' in text
+    assert "broken.csv" in text and "not UTF-8" in text
+    assert "Method kemeny failed: kemeny stops above 5,000 agents (52,958)" in text
+    assert "something_new" in text and "kept" in text
+    assert "category=wet races/index.html" in page.links
+    assert Page.read(board / "category=wet races" / "index.html").tables_of("leaderboard")
+
+
+def test_names_are_text_never_markup(tmp_path):
+    hostile = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>', "Ω & co"]
+    pairs = [(a, b) for a in hostile for b in hostile if a != b] * 2
+    source = tmp_path / "battles.csv"
+    pl.DataFrame({"model_a": [a for a, _ in pairs], "model_b": [b for _, b in pairs], "winner": ["model_a"] * len(pairs)}).write_csv(source)
+    out = tmp_path / "out"
+    run_board(Board("hostile", "battles", (str(source),), ("copeland", "borda")), Store(tmp_path / "store"), out)
+    html = (out / "index.html").read_text()
+    assert "<script>alert(1)" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "Ω &amp; co" in html
+    assert html.count("<script>") == 1  # the page's own
+    page = Page(html)
+    assert set(r[page.tables_of("leaderboard")[0].column("agent")][0] for r in page.tables_of("leaderboard")[0].rows) == set(hostile)
+
+
+def test_same_run_same_bytes(demo_nightly, tmp_path):
+    copy = tmp_path / "runs" / RUNS[1]
+    shutil.copytree(demo_nightly / "runs" / RUNS[1], copy)
+    shutil.copy(demo_nightly / "history.parquet", tmp_path / "history.parquet")
+    write_report(copy)  # the history beside runs/ and the run id from the folder's name, as `vase report` finds them
+    for page in sorted(copy.rglob("index.html")):
+        original = demo_nightly / "runs" / RUNS[1] / page.relative_to(copy)
+        assert page.read_bytes() == original.read_bytes(), page
+
+
+def test_quarantine_reasons_and_the_report_command(tmp_path):
+    source = tmp_path / "battles.csv"
+    source.write_text("model_a,model_b,winner\n" + "a,b,model_a\nb,c,model_b\n" * 5 + "a,a,model_a\nc,d,nobody\nc,d,nobody\n")
+    out = tmp_path / "out"
+    run_board(Board("q", "battles", (str(source),), ("copeland",)), Store(tmp_path / "store"), out)
+    (out / "index.html").unlink()
+    result = CliRunner().invoke(app, ["report", str(out)], terminal_width=60)
+    assert result.exit_code == 0 and result.output.strip() == f"report: {out / 'index.html'}"
+    page = Page.read(out / "index.html")
+    (reasons,) = page.tables_of("quarantine")
+    assert sum(int(r[0][0]) for r in reasons.rows) == 3 and len(reasons.rows) == 2
+    assert not page.images_of("agreement")  # one method: nothing to compare
+    assert CliRunner().invoke(app, ["report", str(tmp_path / "nothing")]).exit_code != 0
+
+
+def test_backtest_report(tmp_path):
+    rng = np.random.default_rng(0)
+    base = 8 + rng.normal(0, 0.3, 6)
+    errors = {"elo": base, "copeland": base - 0.5 + rng.normal(0, 0.05, 6), "borda": base + rng.normal(0, 0.4, 6)}
+    results = pa.Table.from_pylist(
+        [{"split": s, "label": "", "method": m, "seed": 0, "train_units": 9, "test_units": 1, "rated_agents": 3, "test_pairs": 21,
+          "unseen_pairs": 0, "kendall": float(e), "kendall_normalised": float(e) / 21, "log_loss": None, "brier": None, "auc": None}
+         for m, values in errors.items() for s, e in enumerate(values)], schema=RESULT_SCHEMA)
+    record = RunRecord("games", list(errors), "store", [], parameters={"reference": "elo"}, title="backtest: games")
+    write_backtest(tmp_path, results, summarise(results, list(errors), "elo"), record, "backtest: games", "elo")
+    page = Page.read(write_report(tmp_path))
+    assert [len(page.images_of(css)) for css in ("errors", "differences", "scatter")] == [1, 1, 1]
+    summary = page.tables[0]
+    assert [r[summary.column("method")][0] for r in summary.rows] == list(errors)
+    assert dict((r[summary.column("method")][0], r[summary.column("verdict")][0]) for r in summary.rows)["copeland"] == "better"
