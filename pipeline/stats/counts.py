@@ -142,9 +142,14 @@ class Statistics:
     positions: PositionCounts | None = None
     histogram: BallotHistogram | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    agent_keys: np.ndarray | None = None  # per agent, its position among the agents' names sorted by code point
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "agents", _check_agents(self.agents))
+        if self.agent_keys is None:  # ids given in name order
+            object.__setattr__(self, "agent_keys", np.arange(len(self.agents), dtype=np.int64))
+        if not np.array_equal(np.sort(self.agent_keys), np.arange(len(self.agents))):
+            raise ValueError("agent_keys must be a permutation of 0..k-1, one per agent")
         for stat in (self.pairwise, self.positions, self.histogram):
             if stat is not None and not np.array_equal(stat.agents, self.agents):
                 raise ValueError("every statistic must cover the same agents")

@@ -6,6 +6,7 @@ the agents ids in sorted name order, and reduces them exactly as the store path 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -46,4 +47,5 @@ def profile(rankings: Sequence[str], weights: Sequence[float] | None = None, *, 
                           "levels": pa.ListArray.from_arrays(offsets, pa.array(orders.levels.astype(np.int16))),
                           "weight": pa.array(orders.weights)})
         partial.extra = {name: EXTRAS[name].partial(table, "ballots", len(names)) for name in extras}
-    return finalize(kind, partial, want), names
+    stats = finalize(kind, partial, want)
+    return dataclasses.replace(stats, agent_keys=np.arange(len(names), dtype=np.int64)), names  # ids in name order

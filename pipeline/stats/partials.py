@@ -303,7 +303,16 @@ def finalize(kind: str, partial: Partial, want: frozenset[str], store: object = 
     if kind == "battles" and pairwise is not None:
         positions = _battle_positions(pairwise) if "positions" in want else None
         histogram = _battle_histogram(pairwise) if "histogram" in want else None
-    return Statistics(kind, present, partial.appearances[present], pairwise, positions, histogram, extra)
+    return Statistics(kind, present, partial.appearances[present], pairwise, positions, histogram, extra,
+                      agent_keys=None if store is None else name_order(store.dictionary("agents").names, present))
+
+
+def name_order(names: list[str], present: np.ndarray) -> np.ndarray:
+    """Each present agent's position among the present agents' names sorted by code point."""
+    order = sorted(range(len(present)), key=lambda i: names[present[i]])
+    keys = np.empty(len(present), np.int64)
+    keys[order] = np.arange(len(present))
+    return keys
 
 
 def _battle_positions(pairs: PairwiseCounts) -> PositionCounts:

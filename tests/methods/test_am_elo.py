@@ -4,9 +4,15 @@ import numpy as np
 import pytest
 
 from pipeline.backtest.stability import perturbation_experiment, simulate_votes
-from pipeline.methods.am_elo import am_elo, fit_am_elo
+from pipeline.methods.am_elo import am_elo as am_elo_method
+from pipeline.methods.am_elo import fit_am_elo
 from pipeline.methods.convergence import NoEstimate
 from tests.conftest import SAMPLES
+
+
+def am_elo(counts, **options):
+    """The method on counts whose ids are in name order."""
+    return am_elo_method(counts, np.arange(len(counts.agents)), **options)
 
 
 def test_abilities_sum_to_one_and_a_contrarian_is_flagged():
