@@ -7,10 +7,10 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from flows import tasks
-from flows.cluster import dask_client
 from flows.ratings import rate_board
 from pipeline.board import load_boards
 from pipeline.report.runs import discard, new_run_id, promote, staging_folder
+from pipeline.runtime import dask_client
 
 
 @flow(name="nightly")
@@ -43,4 +43,4 @@ def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, 
             for bad in (r for r in reports if r.status == "unreadable"):
                 log.error("%s", bad.error)
             rate_board(store, board, str(staging / board.name), client)
-            log.info("[%d/%d] %s: rated with %s", i, len(boards), board.name, ", ".join(board.methods))
+            log.info("[%d/%d] %s: rated with %s", i, len(boards), board.name, ", ".join(map(str, board.methods)))

@@ -12,11 +12,18 @@ boards:
     sources: [llmfao]            # files or folders (folders are scanned for log files)
     methods: [borda, copeland]
 ```
+
+Method specs are parsed once, when a board is made (`Board.methods` holds `Spec`s); a spec given
+twice under different spellings (`borda`, `borda:normalise=false`) runs once, and run.json says
+so (`parameters.methods_merged`). A method that cannot rate the data (a `RatingError`) does not
+stop the board: the other methods are published, and run.json's `errors` holds its one-line
+message with the agents named.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +31,8 @@ import yaml
 
 from pipeline.logs import KINDS, is_log_file
 from pipeline.methods import Ratings, Spec, apply, needs, run
+from pipeline.methods.convergence import RatingError
+from pipeline.methods.registry import unique_specs
 from pipeline.report import RunRecord, leaderboard_markdown, publish
 from pipeline.stats import Statistics, reduce_store
 from pipeline.store import IngestReport, Store
@@ -31,17 +40,25 @@ from pipeline.store import IngestReport, Store
 
 @dataclass(frozen=True)
 class Board:
+    """A leaderboard: `methods` may be given as spec texts; they are kept as distinct `Spec`s, and
+    `merged` maps each spec given more than once to the spellings given."""
+
     name: str
     kind: str
     sources: tuple[str, ...]
-    methods: tuple[str, ...]
+    methods: tuple[Spec, ...]
     title: str = ""
+    merged: dict[str, list[str]] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"board {self.name}: unknown kind {self.kind!r}; expected one of {', '.join(KINDS)}")
-        for spec in self.methods:
-            Spec.parse(spec)
+        try:
+            methods, merged = unique_specs(self.methods)
+        except ValueError as exc:
+            raise ValueError(f"board {self.name}: {exc}") from None
+        object.__setattr__(self, "methods", methods)
+        object.__setattr__(self, "merged", dict(self.merged) | merged)
 
 
 def load_boards(path: str | Path) -> list[Board]:
@@ -71,25 +88,46 @@ def ingest(store: Store, board: Board) -> list[IngestReport]:
     return store.ingest(source_files(board.sources), board.kind)
 
 
-def reduce(store: Store, kind: str, specs: list[str] | tuple[str, ...], client=None, use_cache: bool = False) -> Statistics:
+def reduce(store: Store, kind: str, specs: Iterable[str | Spec], client=None, use_cache: bool = False) -> Statistics:
     return reduce_store(store, kind, needs(specs), client=client, use_cache=use_cache)
 
 
-def rate(stats: Statistics, specs: list[str] | tuple[str, ...]) -> tuple[list[Ratings], dict[str, float]]:
-    return _rate_each(specs, lambda spec: run(spec, stats))
+@dataclass
+class Rated:
+    """The outcome of rating with several specs: the ratings, a timing per spec, and the specs refused."""
+
+    ratings: list[Ratings] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    refused: dict[str, RatingError] = field(default_factory=dict)  # canonical spec -> why
+
+    def add(self, other: Rated) -> None:
+        self.ratings += other.ratings
+        self.timings |= other.timings
+        self.refused |= other.refused
+
+    def messages(self, names: Sequence[str]) -> dict[str, str]:
+        """Each refusal as its one-line message, agents named."""
+        return {spec: error.named(names) for spec, error in self.refused.items()}
 
 
-def _rate_each(specs, rate_one) -> tuple[list[Ratings], dict[str, float]]:
-    ratings, timings = [], {}
-    for spec in specs:
+def rate(stats: Statistics, specs: Iterable[str | Spec], client=None) -> Rated:
+    """Rate with every spec; methods that fan out do so on `client` (None: local threads)."""
+    return _rate_each(specs, lambda spec: run(spec, stats, client=client))
+
+
+def _rate_each(specs: Iterable[str | Spec], rate_one: Callable[[Spec], Ratings]) -> Rated:
+    rated = Rated()
+    for spec in map(Spec.parse, specs):
         start = time.perf_counter()
-        ratings.append(rate_one(spec))
-        timings[f"rate {spec}"] = time.perf_counter() - start
-    return ratings, timings
+        try:
+            rated.ratings.append(rate_one(spec))
+        except RatingError as error:
+            rated.refused[spec.canonical] = error
+        rated.timings[f"rate {spec}"] = time.perf_counter() - start
+    return rated
 
 
-def _rate_game(game, text: str) -> Ratings:
-    spec = Spec.parse(text)
+def _rate_game(game, spec: Spec) -> Ratings:
     if spec.method.needs != ("game_data",):
         raise ValueError(f"{spec.name} does not rate normal-form games (game methods: deviation, nash-averaging, "
                          "affinity-cce, affinity-ne, uniform)")
@@ -103,15 +141,19 @@ class BoardResult:
     ratings: list[Ratings]
     reports: list[IngestReport]
     timings: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # canonical spec -> one-line message, agents named
 
 
-def write_board(store: Store, board: Board, ratings: list[Ratings], out: Path, timings: dict[str, float]) -> list[Path]:
-    """Publish a board's ratings with the row accounting of every file in its store."""
+def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: dict[str, float]) -> list[Path]:
+    """Publish a board's ratings with the row accounting of every file in its store; refusals go to run.json."""
     inputs = sorted((r for r in store.manifest.files.values() if r.kind == board.kind), key=lambda r: r.source)
-    record = RunRecord(board.kind, list(board.methods), str(store.root), inputs,
-                       parameters={"board": board.name, "sources": list(board.sources)}, timings=timings)
-    return publish(out, ratings, store.dictionary("agents").names, record, board.title or board.name,
-                   judges=store.dictionary("judges").names)
+    names = store.dictionary("agents").names
+    parameters = {"board": board.name, "sources": list(board.sources)}
+    if board.merged:
+        parameters["methods_merged"] = board.merged
+    record = RunRecord(board.kind, [str(s) for s in board.methods], str(store.root), inputs, parameters=parameters,
+                       timings=timings, errors=rated.messages(names))
+    return publish(out, rated.ratings, names, record, board.title or board.name, judges=store.dictionary("judges").names)
 
 
 def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: int = 25) -> str:
@@ -119,19 +161,23 @@ def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: in
     return leaderboard_markdown(ratings, store.dictionary("agents").names, board.title or board.name, top=top)
 
 
-def rate_game(path: str | Path, specs: list[str] | tuple[str, ...], out: Path, title: str = "") -> list[Ratings]:
+def rate_game(path: str | Path, specs: Iterable[str | Spec], out: Path, title: str = "") -> Rated:
     """Rate the strategies of an nfg file (no store): names published as `player:strategy`."""
     from pipeline.logs.nfg import read_nfg
 
+    specs, merged = unique_specs(specs)
     game = read_nfg(path)
-    ratings, timings = _rate_each(specs, lambda spec: _rate_game(game, spec))
-    record = RunRecord("nfg", list(specs), "", [], parameters={"game": str(path)}, timings=timings)
-    publish(out, ratings, game.labels, record, title or Path(path).name)
-    return ratings
+    rated = _rate_each(specs, lambda spec: _rate_game(game, spec))
+    parameters = {"game": str(path)} | ({"methods_merged": merged} if merged else {})
+    record = RunRecord("nfg", [str(s) for s in specs], "", [], parameters=parameters, timings=rated.timings,
+                       errors=rated.messages(game.labels))
+    publish(out, rated.ratings, game.labels, record, title or Path(path).name)
+    return rated
 
 
 def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult:
-    """Ingest, reduce, rate and publish one board, in the calling process (no Prefect)."""
+    """Ingest, reduce, rate and publish one board, in the calling process (no Prefect); the reduction and
+    the methods that fan out run on `client` (None: local threads)."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
     reports = ingest(store, board)
@@ -139,7 +185,7 @@ def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult
     start = time.perf_counter()
     stats = reduce(store, board.kind, board.methods, client)
     timings["reduce"] = time.perf_counter() - start
-    ratings, rate_timings = rate(stats, board.methods)
-    timings |= rate_timings
-    write_board(store, board, ratings, out, timings)
-    return BoardResult(board, out, ratings, reports, timings)
+    rated = rate(stats, board.methods, client)
+    timings |= rated.timings
+    write_board(store, board, rated, out, timings)
+    return BoardResult(board, out, rated.ratings, reports, timings, rated.messages(store.dictionary("agents").names))

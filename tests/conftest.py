@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-# Prefect in local mode, offline, with its state out of the home folder (ECOSYSTEM.md section 2b).
+# Prefect in local mode, offline, with its state out of the home folder.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
@@ -54,7 +54,7 @@ def biased_shapley():
 @pytest.fixture(scope="session")
 def dask_cluster():
     """One real LocalCluster per test process, as the flows start it: two single-threaded workers."""
-    from flows.cluster import local_cluster
+    from pipeline.runtime import local_cluster
 
     with local_cluster(2) as cluster:
         yield cluster

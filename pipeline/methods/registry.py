@@ -147,14 +147,16 @@ class Spec:
         return hash(self.canonical)
 
 
-def unique_specs(specs: Iterable[str | Spec]) -> tuple[tuple[Spec, ...], dict[str, list[str]]]:
-    """The specs parsed, each once in first-seen order, and for every spec given more than once
-    (under any spelling) the spellings given, keyed by its canonical spelling."""
-    spellings: dict[Spec, list[str]] = {}
+def unique_specs(specs: Iterable[str | Spec], key: Callable[[Spec], str] = str) -> tuple[tuple[Spec, ...], dict[str, list[str]]]:
+    """The specs parsed, each once in first-seen order (specs with the same `key`, by default the
+    canonical spelling, are one), and for every spec given more than once the spellings given, by key."""
+    first: dict[str, Spec] = {}
+    spellings: dict[str, list[str]] = {}
     for text in specs:
-        spellings.setdefault(Spec.parse(text), []).append(str(text).strip())
-    repeated = {spec.canonical: given for spec, given in spellings.items() if len(given) > 1}
-    return tuple(spellings), repeated
+        spec = Spec.parse(text)
+        first.setdefault(key(spec), spec)
+        spellings.setdefault(key(spec), []).append(str(text).strip())
+    return tuple(first.values()), {k: given for k, given in spellings.items() if len(given) > 1}
 
 
 def needs(specs: Iterable[str | Spec]) -> frozenset[str]:
