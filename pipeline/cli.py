@@ -113,7 +113,11 @@ def rate(
     board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged)
     _report_merged(board.merged)
     with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client:
-        result = run_board(board, Store(store or scratch), out, client)
+        try:
+            result = run_board(board, Store(store or scratch), out, client)
+        except ValueError as exc:  # the data cannot be rated at all (e.g. a store without rows of this kind)
+            console.print(f"[bold red]error[/bold red]: {exc}", soft_wrap=True)
+            raise typer.Exit(1) from None
     if result.reports:
         console.print(_report_table(result.reports))
     for r in result.ratings:

@@ -43,7 +43,7 @@ import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
-from pipeline.methods.convergence import SHOWN, ConvergenceError, NoEstimate
+from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.partials import DENSE_MAX_AGENTS
 
@@ -222,8 +222,8 @@ def laplacian_solve(cells: Cells, h: np.ndarray, prior: float, rhs: np.ndarray, 
 
 
 def _largest(values: np.ndarray, agents: np.ndarray | None) -> list[int]:
-    """The agents (store ids, or indices without them) with the largest |values|, largest first."""
-    top = np.argsort(-np.abs(values), kind="stable")[:SHOWN]
+    """The three agents (store ids, or indices without them) with the largest |values|, largest first."""
+    top = np.argsort(-np.abs(values), kind="stable")[:3]
     return (top if agents is None else agents[top]).tolist()
 
 

@@ -111,10 +111,49 @@ def test_relabelling_permutes_and_scaling_weights_changes_nothing():
     assert m_elo(counts(3 * wins), NONE, bootstrap=0).score == pytest.approx(base, abs=1e-9)
 
 
-def test_runs_out_of_iterations_loudly():
+def test_runs_out_of_iterations_loudly_naming_agents_and_numbers():
     wins, _ = random_counts(n=8, battles=500, seed=3)
-    with pytest.raises(ConvergenceError):
-        m_elo(counts(wins), NONE, bootstrap=0, max_iter=1)
+    with pytest.raises(ConvergenceError) as failed:
+        m_elo(counts(wins, agents=np.arange(8) * 2), NONE, bootstrap=0, max_iter=1)
+    message = failed.value.named([f"agent-{i}" for i in range(16)])
+    assert re.fullmatch(r"m-elo: Newton's method did not converge in 1 iterations \(largest step [0-9.e+-]+ > tol=1e-07\); "
+                        r"agents with the largest steps: agent-\d+, agent-\d+, agent-\d+", message), message
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("ties", ["half", "davidson"])
+def test_multiplying_every_weight_by_1e11_or_1e_7_gives_the_same_ratings(monkeypatch, sparse, ties):
+    if sparse:
+        monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_MAX_AGENTS", 4)  # the conjugate-gradient path
+    wins, _ = random_counts(n=40, battles=600, seed=1)
+    draw = np.triu(np.random.default_rng(1).random((40, 40)) < 0.2, 1) * 1.0
+    scores = []
+    for factor in (1.0, 1e11, 1e-7):
+        rated = m_elo(counts(wins * factor, (draw + draw.T) * factor, sparse=sparse), NONE, bootstrap=0, ties=ties)
+        assert rated.info["stopped"] == "converged"
+        scores.append(rated.score)
+    assert np.abs(scores[1] - scores[0]).max() < 1e-6 and np.abs(scores[2] - scores[0]).max() < 1e-6
+
+
+def test_a_tolerance_below_the_precision_floor_stops_at_the_floor_not_in_error():
+    wins, _ = random_counts(n=30, battles=2000, seed=2)
+    reachable = fit(Cells.from_counts(counts(wins)))
+    floor = fit(Cells.from_counts(counts(wins)), tol=1e-30)
+    assert reachable.stopped == "converged" and floor.stopped == "precision floor" and floor.last_step < 1e-12
+    assert np.abs(floor.beta - reachable.beta).max() < 1e-12  # the default already has every meaningful digit
+
+
+def test_the_same_counts_under_other_ids_give_the_same_bytes():
+    """Agents numbered differently by the store, same names: the canonical order (agent_keys) fixes every sum and draw."""
+    wins, _ = random_counts(n=9, battles=700, seed=8)
+    ties = np.triu(np.ones((9, 9)), 1) * (np.arange(81).reshape(9, 9) % 4 == 0)
+    ties = ties + ties.T
+    canonical = m_elo_method(counts(wins, ties), NONE, np.arange(9), bootstrap=100, seed=2)
+    perm = np.random.default_rng(0).permutation(9)  # local agent i is canonical agent perm[i]
+    shuffled = m_elo_method(counts(wins[np.ix_(perm, perm)], ties[np.ix_(perm, perm)]), NONE, perm, bootstrap=100, seed=2)
+    assert shuffled.score.tobytes() == canonical.score[perm].tobytes()
+    for key in ("ci_low", "ci_high", "rank_ci"):
+        assert shuffled.extras[key].tobytes() == canonical.extras[key][perm].tobytes()
 
 
 def test_bootstrap_intervals_and_ranks_that_respect_them():
