@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from flows.cluster import dask_client
+from pipeline.runtime import dask_client
 from pipeline.backtest.evaluate import run_backtest
 from pipeline.backtest.units import load_units
 from pipeline.backtest.splits import random_splits

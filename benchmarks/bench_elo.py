@@ -26,7 +26,8 @@ import numpy as np
 import scipy.optimize as opt
 
 from benchmarks.common import best_of
-from pipeline.methods.m_elo import Cells, bootstrap_intervals, fit, m_elo
+from pipeline.methods.bradley_terry import STEP_TOL, Cells, fit
+from pipeline.methods.m_elo import bootstrap_intervals, m_elo
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
 
@@ -97,7 +98,7 @@ def bench_fit(results: dict) -> None:
 def bench_bootstrap(results: dict) -> None:
     a, b, outcome = battles(MODELS, BATTLES, SEED)
     counts = vase_counts(MODELS, a, b, outcome)
-    t_vase, _ = best_of(lambda: m_elo(counts, PerGameCounts(None), bootstrap=1000, seed=1), 1)
+    t_vase, _ = best_of(lambda: m_elo(counts, PerGameCounts(None), np.arange(counts.n), bootstrap=1000, seed=1), 1)
     ra, rb, y, w = fastchat_rows(MODELS, a, b, outcome)
     rng = np.random.default_rng(1)
 
@@ -107,7 +108,7 @@ def bench_bootstrap(results: dict) -> None:
 
     t_fc, _ = best_of(fastchat_bootstrap, 1)
     cells = Cells.from_counts(counts)
-    full, options = fit(cells), {"davidson": False, "prior": 0.0, "tol": 1e-10, "max_iter": 100}
+    full, options = fit(cells), {"davidson": False, "prior": 0.0, "tol": STEP_TOL, "max_iter": 100}
     t_plain, _ = best_of(lambda: bootstrap_intervals(cells, full, options, 100, 1, 400.0, 1000.0, algorithm="newton"), 1)
     results["bootstrap"] = {"vase_1000_rounds_s": t_vase, "fastchat_100_rounds_s": t_fc,
                             "fastchat100_over_vase1000": t_fc / t_vase, "vase_plain_100_rounds_s": t_plain,
@@ -143,7 +144,7 @@ def bench_end_to_end(results: dict, rows: int = 100_000_000, per_file: int = 10_
             print(f"  ingested {path.name} in {t_file:.1f} s", flush=True)
         t_reduce, stats = best_of(lambda: reduce_store(store, "battles", {"pairwise", "pairwise_per_game"}), 1)
         print(f"  reduced in {t_reduce:.1f} s", flush=True)
-        t_rate, ratings = best_of(lambda: m_elo(stats.pairwise, stats.extra["pairwise_per_game"], bootstrap=1000, seed=1), 1)
+        t_rate, ratings = best_of(lambda: m_elo(stats.pairwise, stats.extra["pairwise_per_game"], stats.agent_keys, bootstrap=1000, seed=1), 1)
     results["end_to_end"] = {"rows": rows, "files": len(paths), "generate_s": t_write, "ingest_s": t_ingest,
                              "reduce_s": t_reduce, "m_elo_1000_bootstrap_s": t_rate,
                              "store_to_ratings_s": t_reduce + t_rate, "agents": int(len(ratings.agents))}

@@ -1,1 +1,1 @@
-"""Prefect flows: thin orchestration over `pipeline` (DESIGN.md, "Orchestration")."""
+"""Prefect flows: thin orchestration over `pipeline` (docs/design-notes.md, "Orchestration")."""

@@ -7,9 +7,9 @@ import time
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.cluster import dask_client
 from pipeline.backtest import runner
 from pipeline.backtest.evaluate import run_backtest
+from pipeline.runtime import dask_client
 from pipeline.store import Store
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from flows import tasks
-from flows.cluster import dask_client
 from flows.ratings import rate_board
 from pipeline.board import load_boards
 from pipeline.report import HISTORY_FILE, append_history, write_report
 from pipeline.report.runs import discard, new_run_id, promote, staging_folder
+from pipeline.runtime import dask_client
 
 
 @flow(name="nightly")
@@ -46,4 +46,4 @@ def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, 
             for bad in (r for r in reports if r.status == "unreadable"):
                 log.error("%s", bad.error)
             rate_board(store, board, str(staging / board.name), client)
-            log.info("[%d/%d] %s: rated with %s", i, len(boards), board.name, ", ".join(board.methods))
+            log.info("[%d/%d] %s: rated with %s", i, len(boards), board.name, ", ".join(map(str, board.methods)))

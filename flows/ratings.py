@@ -5,24 +5,32 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from prefect import flow
+from prefect import flow, get_run_logger
 
 from flows import tasks
-from flows.cluster import dask_client
-from pipeline.board import Board
+from pipeline.board import Board, Rated
 from pipeline.report import write_report
+from pipeline.runtime import dask_client
 
 
 def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
-    """The body shared by `ratings` and `nightly`: reduce once, rate per method, publish."""
+    """The body shared by `ratings` and `nightly`: reduce once, rate per method, publish.
+
+    A method that cannot rate the data is logged (one line, agents named) and recorded in
+    run.json; the other methods are published."""
     start = time.perf_counter()
     stats = tasks.reduce(store, board, client)
     timings = {"reduce": time.perf_counter() - start}
-    futures = [tasks.rate.submit(stats, spec) for spec in board.methods]
-    ratings = [f.result() for f in futures]
+    futures = [tasks.rate.submit(stats, spec, client) for spec in board.methods]
+    rated = Rated()
+    for future in futures:
+        rated.add(future.result())
     timings["rate"] = time.perf_counter() - start - timings["reduce"]
-    written = tasks.publish(store, board, ratings, out, timings, stats)
-    tasks.artifact(store, board, ratings)
+    written = tasks.publish(store, board, rated, out, timings, stats)
+    tasks.artifact(store, board, rated.ratings)
+    log = get_run_logger()
+    for spec, message in tasks.refusals(store, board, rated).items():
+        log.warning("%s: %s could not rate: %s", board.name, spec, message)
     return written
 
 

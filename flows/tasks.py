@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import re
+from pathlib import Path
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from pipeline import board as boards
-from pipeline.methods import Ratings
+from pipeline.methods import Ratings, Spec
 from pipeline.stats import Statistics
 from pipeline.store import IngestReport, Store
 
@@ -29,14 +28,20 @@ def reduce(store: str, board: boards.Board, client, use_cache: bool = True) -> S
 
 
 @task(cache_policy=NO_CACHE)
-def rate(stats: Statistics, spec: str) -> Ratings:
-    return boards.rate(stats, [spec])[0][0]
+def rate(stats: Statistics, spec: Spec, client) -> boards.Rated:
+    # A method that cannot rate the data comes back as a refusal, not as a failed task.
+    return boards.rate(stats, [spec], client)
 
 
 @task(cache_policy=NO_CACHE)
-def publish(store: str, board: boards.Board, ratings: list[Ratings], out: str, timings: dict[str, float],
+def publish(store: str, board: boards.Board, rated: boards.Rated, out: str, timings: dict[str, float],
             stats: Statistics | None = None) -> list[Path]:
-    return boards.write_board(Store(store), board, ratings, Path(out), timings, stats)
+    return boards.write_board(Store(store), board, rated, Path(out), timings, stats)
+
+
+def refusals(store: str, board: boards.Board, rated: boards.Rated) -> dict[str, str]:
+    """The refusals' one-line messages, agents named."""
+    return rated.messages(boards.agent_names(Store(store), board))
 
 
 @task(cache_policy=NO_CACHE)
@@ -44,4 +49,4 @@ def artifact(store: str, board: boards.Board, ratings: list[Ratings]) -> None:
     """The leaderboard as a markdown artifact, shown in the Prefect UI."""
     key = re.sub(r"[^a-z0-9-]+", "-", board.name.lower()).strip("-") + "-leaderboard"
     create_markdown_artifact(key=key, markdown=boards.summary_markdown(Store(store), board, ratings),
-                             description=f"{board.title or board.name}: {', '.join(board.methods)}")
+                             description=f"{board.title or board.name}: {', '.join(s.name for s in board.methods)}")

@@ -13,12 +13,19 @@ boards:
     sources: [llmfao]            # files or folders (folders are scanned for the kind's files)
     methods: [borda, copeland]
 ```
+
+Method specs are parsed once, when a board is made (`Board.methods` holds `Spec`s); a spec given
+twice under different spellings (`borda`, `borda:normalise=false`) runs once, and run.json says
+so (`parameters.methods_merged`). A method that cannot rate the data (a `RatingError`) does not
+stop the board: the other methods are published, and run.json's `errors` holds its one-line
+message with the agents named.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +34,8 @@ import yaml
 import pipeline.games  # noqa: F401  (registers the nfg kind)
 from pipeline.logs import KINDS, log_kind
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
+from pipeline.methods.convergence import RatingError
+from pipeline.methods.registry import unique_specs
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
 from pipeline.stats import Statistics, reduce_store
 from pipeline.stats.game_data import PromptCounts
@@ -36,21 +45,31 @@ from pipeline.store.files import sha256_file
 
 @dataclass(frozen=True)
 class Board:
+    """A leaderboard: `methods` may be given as spec texts; they are kept as distinct `Spec`s, and
+    `merged` maps each spec given more than once to the spellings given."""
+
     name: str
     kind: str
     sources: tuple[str, ...]
-    methods: tuple[str, ...]
+    methods: tuple[Spec, ...]
     title: str = ""
+    merged: dict[str, list[str]] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"board {self.name}: unknown kind {self.kind!r}; expected one of {', '.join(KINDS)}")
+        try:
+            methods, merged = unique_specs(self.methods)
+        except ValueError as exc:
+            raise ValueError(f"board {self.name}: {exc}") from None
+        object.__setattr__(self, "methods", methods)
+        object.__setattr__(self, "merged", dict(self.merged) | merged)
         kind = KINDS[self.kind]
-        for text in self.methods:
-            spec = Spec.parse(text)
-            if not kind.stored and not set(spec.method.needs) <= set(kind.statistics):
-                able = sorted(name for name, m in REGISTRY.items() if set(m.needs) <= set(kind.statistics))
-                raise ValueError(f"{spec.name} does not rate {kind.name} files (methods that do: {', '.join(able)})")
+        for spec in methods:
+            if not kind.stored and not set(spec.method.statistics) <= set(kind.statistics):
+                able = sorted(name for name, m in REGISTRY.items() if set(m.statistics) <= set(kind.statistics))
+                raise ValueError(f"board {self.name}: {spec.name} does not rate {kind.name} files "
+                                 f"(methods that do: {', '.join(able)})")
 
 
 def load_boards(path: str | Path) -> list[Board]:
@@ -107,14 +126,36 @@ def reduce(store: Store, board: Board, client=None, use_cache: bool = False) -> 
     return stats
 
 
-def rate(stats: Statistics, specs: list[str] | tuple[str, ...]) -> tuple[list[Ratings], dict[str, float]]:
-    """Each spec's ratings of `stats`, and the time each took."""
-    ratings, timings = [], {}
-    for spec in specs:
+@dataclass
+class Rated:
+    """The outcome of rating with several specs: the ratings, a timing per spec, and the specs refused."""
+
+    ratings: list[Ratings] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    refused: dict[str, RatingError] = field(default_factory=dict)  # canonical spec -> why
+
+    def add(self, other: Rated) -> None:
+        self.ratings += other.ratings
+        self.timings |= other.timings
+        self.refused |= other.refused
+
+    def messages(self, names: Sequence[str]) -> dict[str, str]:
+        """Each refusal as its one-line message, agents named."""
+        return {spec: error.named(names) for spec, error in self.refused.items()}
+
+
+def rate(stats: Statistics, specs: Iterable[str | Spec], client=None) -> Rated:
+    """Rate with every spec; methods that fan out do so on `client` (None: local threads). A method
+    that cannot rate the data is refused, and the others still rate."""
+    rated = Rated()
+    for spec in map(Spec.parse, specs):
         start = time.perf_counter()
-        ratings.append(run(spec, stats))
-        timings[f"rate {spec}"] = time.perf_counter() - start
-    return ratings, timings
+        try:
+            rated.ratings.append(run(spec, stats, client=client))
+        except RatingError as error:
+            rated.refused[spec.canonical] = error
+        rated.timings[f"rate {spec}"] = time.perf_counter() - start
+    return rated
 
 
 def agent_names(store: Store, board: Board) -> list[str]:
@@ -138,16 +179,21 @@ class BoardResult:
     ratings: list[Ratings]
     reports: list[IngestReport]
     timings: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # canonical spec -> one-line message, agents named
 
 
-def write_board(store: Store, board: Board, ratings: list[Ratings], out: Path, timings: dict[str, float],
+def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: dict[str, float],
                 stats: Statistics | None = None) -> list[Path]:
     """Publish a board's ratings with the row accounting of every file behind them (and, given the
-    statistics, records per agent and the head-to-head table)."""
+    statistics, records per agent and the head-to-head table); refusals go to run.json."""
     stored = log_kind(board.kind).stored
-    record = RunRecord(board.kind, list(board.methods), str(store.root) if stored else "", inputs(store, board),
-                       parameters={"board": board.name, "sources": list(board.sources)}, timings=timings)
-    return publish(out, ratings, agent_names(store, board), record, board.title or board.name,
+    names = agent_names(store, board)
+    parameters = {"board": board.name, "sources": list(board.sources)}
+    if board.merged:
+        parameters["methods_merged"] = board.merged
+    record = RunRecord(board.kind, [str(s) for s in board.methods], str(store.root) if stored else "",
+                       inputs(store, board), parameters=parameters, timings=timings, errors=rated.messages(names))
+    return publish(out, rated.ratings, names, record, board.title or board.name,
                    judges=store.dictionary("judges").names if stored else None, stats=stats)
 
 
@@ -157,7 +203,8 @@ def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: in
 
 
 def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult:
-    """Ingest, reduce, rate and publish one board, in the calling process (no Prefect)."""
+    """Ingest, reduce, rate and publish one board, in the calling process (no Prefect); the reduction and
+    the methods that fan out run on `client` (None: local threads)."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
     reports = ingest(store, board)
@@ -165,8 +212,8 @@ def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult
     start = time.perf_counter()
     stats = reduce(store, board, client)
     timings["reduce"] = time.perf_counter() - start
-    ratings, rate_timings = rate(stats, board.methods)
-    timings |= rate_timings
-    write_board(store, board, ratings, out, timings, stats)
+    rated = rate(stats, board.methods, client)
+    timings |= rated.timings
+    write_board(store, board, rated, out, timings, stats)
     write_report(out)
-    return BoardResult(board, out, ratings, reports, timings)
+    return BoardResult(board, out, rated.ratings, reports, timings, rated.messages(agent_names(store, board)))

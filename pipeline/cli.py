@@ -1,14 +1,14 @@
-"""The `vase` command.
+"""The `vase` command (README, "Command line").
 
-`ingest`, `rate` and `methods` use the library directly and need no Prefect server; `demo`
-runs the nightly Prefect flow over data-samples/ in Prefect's local mode.
+`ingest`, `rate`, `backtest` and `methods` use the library directly and need no Prefect server.
+`demo`, which runs the nightly Prefect flow, is added by `flows.cli` (the installed `vase`
+command), so the library imports nothing from `flows`. Where to compute follows one policy,
+`pipeline.runtime.dask_client`.
 """
 
 from __future__ import annotations
 
-import os
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -19,6 +19,9 @@ from rich.table import Table
 from pipeline.board import Board, run_board
 from pipeline.logs import KINDS, UnreadableFile
 from pipeline.methods import REGISTRY
+from pipeline.methods.convergence import RatingError
+from pipeline.methods.registry import unique_specs
+from pipeline.runtime import SCHEDULER_ENV, dask_client
 from pipeline.store import IngestReport, Store
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ratings of agents from logs of battles, games, scores and ballots.")
@@ -26,7 +29,8 @@ console = Console()
 SAMPLES = Path(__file__).resolve().parent.parent / "data-samples"
 
 KindOption = Annotated[str, typer.Option("--kind", "-k", help=f"log kind: {', '.join(KINDS)}")]
-SchedulerOption = Annotated[Optional[str], typer.Option("--scheduler", help="address of an existing Dask scheduler")]
+SchedulerOption = Annotated[Optional[str], typer.Option(
+    "--scheduler", help=f"address of an existing Dask scheduler (default: ${SCHEDULER_ENV}); tls:// uses Dask's TLS configuration")]
 
 
 def _report_table(reports: list[IngestReport]) -> Table:
@@ -44,15 +48,17 @@ def _check_kind(kind: str, *, stored: bool = False) -> None:
         raise typer.BadParameter(f"{kind} files are rated directly, not stored: use `vase rate`", param_hint="--kind")
 
 
-@contextmanager
-def _client(scheduler: str | None):
-    if scheduler is None:
-        yield None
-        return
-    from distributed import Client
+def _report_refusals(errors: dict[str, str]) -> None:
+    """Print each method's one-line refusal; the command then exits with status 1."""
+    for spec, message in errors.items():
+        console.print(f"[bold red]{spec}[/bold red] could not rate: {message}", soft_wrap=True)
+    if errors:
+        raise typer.Exit(1)
 
-    with Client(scheduler) as client:
-        yield client
+
+def _report_merged(merged: dict[str, list[str]]) -> None:
+    for spec, spellings in merged.items():
+        console.print(f"{' and '.join(spellings)} are the same spec ({spec}): rated once", soft_wrap=True)
 
 
 @app.command()
@@ -82,6 +88,7 @@ def rate(
     sources: Annotated[Optional[list[Path]], typer.Argument(help="log files or folders (ingested first)")] = None,
     store: Annotated[Optional[Path], typer.Option("--store", help="store folder; a temporary one if omitted")] = None,
     scheduler: SchedulerOption = None,
+    workers: Annotated[int, typer.Option(help="local Dask worker processes when no scheduler is given (0: local threads)")] = 0,
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
@@ -91,14 +98,19 @@ def rate(
     if store is None and not sources:
         raise typer.BadParameter("give log files or --store", param_hint="SOURCES")
     try:
-        board = Board(title or out.name, kind, tuple(map(str, sources or ())), tuple(method), title)
+        specs, merged = unique_specs(method)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--method") from None
-    with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, _client(scheduler) as client:
+    try:
+        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged)
+    except ValueError as exc:  # methods that do not rate this kind
+        raise typer.BadParameter(str(exc), param_hint="--method") from None
+    _report_merged(board.merged)
+    with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client:
         try:
             result = run_board(board, Store(store or scratch), out, client)
-        except UnreadableFile as exc:  # a file rated directly (stored kinds quarantine or report theirs)
-            console.print(f"[red]{exc}[/red]")
+        except (UnreadableFile, ValueError) as exc:  # a file rated directly cannot be read, or the data cannot be rated at all
+            console.print(f"[bold red]error[/bold red]: {exc}", soft_wrap=True)
             raise typer.Exit(1) from None
     if result.reports:
         console.print(_report_table(result.reports))
@@ -106,6 +118,7 @@ def rate(
         top = sorted(range(len(r.agents)), key=lambda i: r.rank[i])[:3]
         console.print(f"[bold]{r.spec}[/bold]: {len(r.agents)} agents; top ranks {[int(r.rank[i]) for i in top]}")
     console.print(f"leaderboard: {out / 'leaderboard.md'}")
+    _report_refusals(result.errors)
 
 
 @app.command()
@@ -122,7 +135,7 @@ def backtest(
     reference: Annotated[str, typer.Option("--reference", help="method spec the others are compared with")] = "elo",
     unseen: Annotated[str, typer.Option("--unseen", help="pairs with a player unseen in training: tie or skip")] = "tie",
     scheduler: SchedulerOption = None,
-    workers: Annotated[int, typer.Option(help="local Dask workers when no --scheduler is given")] = 2,
+    workers: Annotated[int, typer.Option(help="local Dask worker processes when no scheduler is given (0: local threads)")] = 2,
 ) -> None:
     """Which method best predicts held-out games: rate training splits, score test games by Kendall tau."""
     _check_kind(kind, stored=True)
@@ -133,10 +146,14 @@ def backtest(
         config = BacktestConfig(kind, tuple(method), splits, test_size, seed, scheme, window_days, reference, unseen)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    from flows.cluster import dask_client
-
-    with dask_client(scheduler, workers) as client:
-        written = run_backtest(Store(store), config, out, client)
+    _report_merged(config.merged)
+    opened = Store(store)
+    try:
+        with dask_client(scheduler, workers) as client:
+            written = run_backtest(opened, config, out, client)
+    except RatingError as error:
+        console.print(f"[bold red]backtest stopped[/bold red]: {error.named(opened.dictionary('agents').names)}", soft_wrap=True)
+        raise typer.Exit(1) from None
     console.print((out / "summary.md").read_text(encoding="utf-8"))
     console.print(f"outputs: {', '.join(p.name for p in written)} in {out}")
 
@@ -147,7 +164,7 @@ def methods() -> None:
     table = Table("method", "parameters", "statistics", "summary")
     for name, m in sorted(REGISTRY.items()):
         params = ", ".join(f"{k}={v}" for k, v in m.parameters.items())
-        table.add_row(name, params, ", ".join(m.needs), m.summary)
+        table.add_row(name, params, ", ".join(m.statistics), m.summary)
     console.print(table)
 
 
@@ -203,26 +220,6 @@ def history(
             table.add_row(agent, " \u2192 ".join("-" if r is None else str(r) for r in ranks), change, shown(score),
                           "" if interval is None else f"{shown(interval[0])}\u2013{shown(interval[1])}")
         console.print(table)
-
-
-@app.command()
-def demo(
-    out: Annotated[Path, typer.Option("--out", help="where the store and the published runs go")] = Path("vase-demo"),
-    samples: Annotated[Path, typer.Option("--samples", help="folder with nightly.yaml and the sample logs")] = SAMPLES,
-    workers: Annotated[int, typer.Option(help="local Dask workers")] = 2,
-    scheduler: SchedulerOption = None,
-) -> None:
-    """Run the nightly flow over data-samples/ offline and print where the leaderboards are."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("DO_NOT_TRACK", "1")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-    from flows.runtime import run_nightly
-
-    latest = run_nightly(samples / "nightly.yaml", out.resolve(), workers=workers, scheduler=scheduler, console=console)
-    console.print(f"\n[bold green]leaderboards[/bold green] in {latest}:")
-    for board in sorted(latest.glob("*/leaderboard.md")):
-        console.print(f"  {board}")
-    console.print(f"report: {latest / 'index.html'}", soft_wrap=True)
 
 
 if __name__ == "__main__":

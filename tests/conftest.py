@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-# Prefect in local mode, offline, with its state out of the home folder (ECOSYSTEM.md section 2b).
+# Prefect in local mode, offline, with its state out of the home folder.
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
@@ -54,7 +54,7 @@ def biased_shapley():
 @pytest.fixture(scope="session")
 def dask_cluster():
     """One real LocalCluster per test process, as the flows start it: two single-threaded workers."""
-    from flows.cluster import local_cluster
+    from pipeline.runtime import local_cluster
 
     with local_cluster(2) as cluster:
         yield cluster
@@ -85,5 +85,163 @@ def log_stats(tmp_path):
             paths.append(path)
         store.ingest(paths, kind)
         return reduce_store(store, kind, statistics, **options), store
+
+    return make
+
+
+# The inputs of every rating method, as small logs of each kind through a real store and reduction
+# (tests/methods/test_contract.py runs every registered method on every kind whose statistics it reads).
+# Names mix case and scripts and include a look-alike pair ("Epsilon" / Greek "Εpsilon"), so that
+# name order, store-id order and file order all differ.
+CONTRACT_NAMES = ["Alpha", "beta", "Γάμμα", "delta 4", "Epsilon", "Εpsilon", "eta-7", "Theta"]
+CONTRACT_KINDS = ("battles", "games", "scores", "ballots", "reviews")
+WEIGHT_COLUMN = {"battles": "weight", "games": "weight", "scores": "task_weight", "ballots": "weight"}  # reviews: none
+
+
+def contract_rows(kind: str) -> list[dict]:
+    """A deterministic log of `kind` over CONTRACT_NAMES on which every method has an answer (every agent
+    wins and loses, every pair is compared): judges, prompts, timestamps, ties and uneven weights."""
+    import json
+
+    rng = np.random.default_rng(CONTRACT_KINDS.index(kind) + 11)
+    names, k = CONTRACT_NAMES, len(CONTRACT_NAMES)
+    strength = np.linspace(1.2, -1.2, k)[rng.permutation(k)]
+    weights = [1.0, 0.5, 2.0, 1.0]
+    if kind == "battles":
+        rows = []
+        for i in range(360):
+            a = i % k
+            b = (a + 1 + (i // k) % (k - 1)) % k
+            u = rng.random()
+            p = 1 / (1 + np.exp(strength[b] - strength[a]))
+            winner = "tie" if u < 0.1 else ("model_a" if rng.random() < p else "model_b")
+            rows.append({"battle_id": f"b{i:04d}", "model_a": names[a], "model_b": names[b], "winner": winner,
+                         "judge": f"judge-{i % 4}", "prompt": f"p{i % 9}", "weight": weights[i % 4],
+                         "timestamp": f"2024-01-{1 + i // 60:02d}T{(i % 60) // 6:02d}:{i % 6 * 7:02d}:00Z"})
+        return rows
+    if kind == "games":
+        rows = []
+        for g in range(48):
+            players = rng.choice(k, size=3 + g % 3, replace=False)
+            noisy = strength[players] + rng.normal(0, 1, len(players))
+            places = 1 + np.argsort(np.argsort(-np.round(noisy, 0), kind="stable"), kind="stable")
+            places = np.where(np.round(noisy, 0) == np.round(noisy, 0).max(), 1, places)  # ties for first happen
+            rows += [{"game_id": f"g{g:03d}", "player": names[p], "place": int(pl), "weight": weights[g % 4],
+                      "timestamp": f"2024-02-{1 + g // 4:02d}T{g % 4:02d}:00:00Z"} for p, pl in zip(players, places)]
+        return rows
+    if kind == "scores":
+        rows = []
+        for t in range(7):
+            for i, name in enumerate(names):
+                if (t, i) != (3, 5):  # one agent did not run one task
+                    # a task weight is a number of copies of the task in the games built from scores
+                    rows.append({"task": f"task-{t}", "agent": name, "task_weight": 2 * weights[t % 4],
+                                 "score": float(np.round(50 + 10 * strength[i] + rng.normal(0, 8), 1))})
+        return rows
+    if kind == "ballots":
+        rows = []
+        for v in range(40):
+            chosen = rng.permutation(k)[: 3 + v % (k - 2)]
+            order = chosen[np.argsort(-(strength[chosen] + rng.normal(0, 1, len(chosen))), kind="stable")]
+            text = names[order[0]]
+            for j, agent in enumerate(order[1:], start=1):
+                text += ("=" if (v + j) % 7 == 0 else ">") + names[agent]
+            rows.append({"ranking": text, "weight": weights[v % 4]})
+        return rows
+    rows = []  # reviews: six models answer each query; each one reviews the others' anonymised answers
+    models = names[:6]
+    labels = [f"Response {c}" for c in "ABCDEF"]
+    for q in range(24):
+        mapping = dict(zip(labels, [models[j] for j in rng.permutation(6)]))
+        for reviewer in models:
+            if (q + models.index(reviewer)) % 11 == 0:
+                rows.append({"query_id": f"q{q:03d}", "reviewer": reviewer, "abstained": True, "ranking": [],
+                             "label_to_model": mapping, "category": "general", "timestamp": f"2024-03-{1 + q:02d}T00:00:00Z"})
+                continue
+            noise = {label: strength[names.index(m)] + rng.normal(0, 1) for label, m in mapping.items()}
+            rows.append({"query_id": f"q{q:03d}", "reviewer": reviewer, "abstained": False,
+                         "ranking": sorted(labels, key=lambda label: -noise[label]), "label_to_model": mapping,
+                         "category": ["coding", "writing"][q % 2], "timestamp": f"2024-03-{1 + q:02d}T00:00:00Z"})
+    return json.loads(json.dumps(rows))
+
+
+def write_log(path: Path, kind: str, rows: list[dict]) -> Path:
+    """Rows as a log file: JSONL for reviews, CSV otherwise."""
+    import json
+
+    import polars as pl
+
+    if kind == "reviews":
+        path = path.with_suffix(".jsonl")
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    else:
+        path = path.with_suffix(".csv")
+        pl.DataFrame(rows).write_csv(path)
+    return path
+
+
+def renamed_rows(kind: str, rows: list[dict], rename: dict[str, str]) -> list[dict]:
+    """The same log with every agent name mapped through `rename`."""
+    import re
+
+    out = []
+    for row in rows:
+        row = dict(row)
+        if kind == "battles":
+            row["model_a"], row["model_b"] = rename[row["model_a"]], rename[row["model_b"]]
+        elif kind == "games":
+            row["player"] = rename[row["player"]]
+        elif kind == "scores":
+            row["agent"] = rename[row["agent"]]
+        elif kind == "ballots":
+            row["ranking"] = re.sub(r"[^>=]+", lambda m: rename[m.group(0)], row["ranking"])
+        else:
+            row["reviewer"] = rename[row["reviewer"]]
+            row["label_to_model"] = {label: rename[m] for label, m in row["label_to_model"].items()}
+        out.append(row)
+    return out
+
+
+def scaled_rows(kind: str, rows: list[dict], factor: float) -> list[dict]:
+    return [dict(r, **{WEIGHT_COLUMN[kind]: r[WEIGHT_COLUMN[kind]] * factor}) for r in rows]
+
+
+def all_statistics(kind: str) -> frozenset[str]:
+    """Every statistic a reduction can give for `kind`."""
+    from pipeline.stats import CORE_STATISTICS, EXTRAS
+
+    return CORE_STATISTICS | {name for name, extra in EXTRAS.items() if kind in extra.kinds}
+
+
+def stats_of_rows(root: Path, kind: str, rows: list[dict], first: tuple[tuple[str, list[dict]], ...] = ()):
+    """(statistics, agent names of the store) of a log of `kind` ingested into a fresh store at `root`,
+    after the logs `first` ((kind, rows) each, e.g. to give the agents other store ids)."""
+    from pipeline.stats import reduce_store
+    from pipeline.store import Store
+
+    store = Store(root / "store")
+    for i, (other_kind, other_rows) in enumerate(first):
+        store.ingest([write_log(root / f"first-{i}", other_kind, other_rows)], other_kind)
+    store.ingest([write_log(root / "log", kind, rows)], kind)
+    return reduce_store(store, kind, all_statistics(kind)), store.dictionary("agents").names
+
+
+@pytest.fixture(scope="session")
+def contract_inputs(tmp_path_factory):
+    """Factory: (statistics, names) of `contract_rows(kind)`, optionally relabelled or with scaled weights; cached."""
+    made: dict[tuple, tuple] = {}
+
+    def make(kind: str, variant: str = "base"):
+        if (kind, variant) not in made:
+            rows = contract_rows(kind)
+            if variant == "reversed":  # names in reverse order, and rows too (other store ids)
+                ordered = sorted(CONTRACT_NAMES)
+                rows = renamed_rows(kind, rows, dict(zip(ordered, ordered[::-1])))[::-1]
+            elif variant == "prefixed":  # names in the same order, rows reversed (other store ids)
+                rows = renamed_rows(kind, rows, {n: f"x-{n}" for n in CONTRACT_NAMES})[::-1]
+            elif variant == "scaled":
+                rows = scaled_rows(kind, rows, 8.0)
+            made[kind, variant] = stats_of_rows(tmp_path_factory.mktemp(f"contract-{kind}-{variant}"), kind, rows)
+        return made[kind, variant]
 
     return make

@@ -95,3 +95,38 @@ def test_nfg_files_are_rated_not_ingested_and_a_bad_one_is_named(tmp_path):
     result = runner.invoke(app, ["rate", str(bad), "--kind", "nfg", "-m", "deviation", "--out", str(tmp_path / "out")])
     assert result.exit_code == 1 and "bad.nfg" in result.output and "payoffs" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_method_that_cannot_rate_is_reported_by_name_and_the_others_published(tmp_path):
+    log = tmp_path / "battles.csv"
+    log.write_text("model_a,model_b,winner\nzeta,alpha,model_a\nalpha,mu,model_a\nmu,zeta,model_b\nzeta,mu,model_a\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["rate", str(log), "--kind", "battles", "-m", "m-elo", "-m", "copeland", "--out", str(out)])
+    assert result.exit_code == 1
+    message = ("m-elo: the maximum-likelihood ratings do not exist: agents that never win or never lose: mu, zeta (the "
+               "comparison graph has 1 connected piece(s) and 3 strongly connected piece(s)); use m-elo:prior=0.01 for a "
+               "small Gaussian prior")
+    canonical = "m-elo:anchor=1000.0,bootstrap=1000,games=pairs,max_iter=100,prior=0.0,scale=400.0,seed=0,ties=half,tol=1e-07"
+    assert f"{canonical} could not rate: {message}" in " ".join(result.output.split())
+    run = json.loads((out / "run.json").read_text())
+    assert run["errors"] == {canonical: message}
+    assert {r["method"] for r in json.loads((out / "ratings.json").read_text())} == {"copeland:tie_credit=0.5"}
+
+
+def test_a_spec_given_twice_under_two_spellings_runs_once_and_the_outputs_say_so(tmp_path):
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "-m", "copeland",
+                                 "-m", "borda:normalise=false", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "borda and borda:normalise=false are the same spec (borda:normalise=false): rated once" in result.output
+    run = json.loads((out / "run.json").read_text())
+    assert run["methods"] == ["borda:normalise=false", "copeland:tie_credit=0.5"]
+    assert run["parameters"]["methods_merged"] == {"borda:normalise=false": ["borda", "borda:normalise=false"]}
+    assert len(json.loads((out / "ratings.json").read_text())) == 2 * 29  # 29 drivers, once per method
+
+
+def test_rate_without_rows_of_the_kind_is_one_line(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("model_a,model_b,winner\n")
+    result = runner.invoke(app, ["rate", str(empty), "--kind", "battles", "-m", "borda", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1 and "holds no battles" in result.output and "Traceback" not in result.output

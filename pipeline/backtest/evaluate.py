@@ -6,9 +6,10 @@ method declares through `pipeline.stats.extras`; sparse pair counts beyond `DENS
 agents). Then each split x method is its own task: rate the training statistics, and score every
 test unit (`pipeline.backtest.kendall`, and `pipeline.backtest.predictive` when the ratings give
 win probabilities). A method with a `seed` parameter that the spec leaves unset gets the task's
-own seed, spawned from the split's seed and a checksum of the spec, so every number depends only
-on (seed, split, spec): results are identical whatever the number of workers or the order of the
-specs.
+own seed, spawned from the split's seed and a checksum of the spec's canonical spelling
+(`task_label`), so every number depends only on (seed, split, spec): results are identical
+whatever the number of workers, the order or the spelling of the specs. Methods run on the
+worker's threads: the registry gets no client here.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pipeline.backtest.splits import Split
 from pipeline.backtest.units import UnitLog
 from pipeline.logs import log_kind
 from pipeline.methods import Ratings, Spec, needed_statistics, run
+from pipeline.methods.ratings import spec_text
+from pipeline.methods.registry import unique_specs
 from pipeline.stats.counts import Statistics
 from pipeline.stats.extras import EXTRAS, extra_partials
 from pipeline.stats.partials import DENSE_MAX_AGENTS, comparison_partial, finalize, weak_order_partial
@@ -38,9 +41,19 @@ RESULT_SCHEMA = pa.schema([
 ])
 
 
-def task_seed(split: Split, spec: str) -> int:
-    """The seed of one split x method task: independent of the other specs and of the workers."""
-    state = np.random.SeedSequence(split.seed, spawn_key=(zlib.crc32(spec.encode()),)).generate_state(1, np.uint64)
+def task_label(spec: Spec) -> str:
+    """How a spec appears in a backtest's results: its canonical spelling, without a `seed` the spec
+    leaves unset (each split x method task then draws its own, `task_seed`)."""
+    params = spec.effective_params
+    if "seed" in params and "seed" not in spec.params:
+        del params["seed"]
+    return spec_text(spec.name, params)
+
+
+def task_seed(split: Split, spec: Spec) -> int:
+    """The seed of one split x method task: independent of the other specs, their spelling and the workers."""
+    key = zlib.crc32(task_label(spec).encode())
+    state = np.random.SeedSequence(split.seed, spawn_key=(key,)).generate_state(1, np.uint64)
     return int(state[0] >> np.uint64(1))
 
 
@@ -54,14 +67,13 @@ def training_statistics(log: UnitLog, split: Split, statistics: frozenset[str]) 
     else:
         partial = weak_order_partial(log.orders.select(split.train), log.n, statistics, dense)
     partial.extra = extra_partials(rows, log.kind, log.n, statistics)
-    return finalize(log.kind, partial, statistics, log.name_order)
+    return finalize(log.kind, partial, statistics, log.name_orders)
 
 
-def rate_split(stats: Statistics, spec: str, seed: int) -> Ratings:
-    parsed = Spec.parse(spec)
-    if "seed" in parsed.method.parameters and "seed" not in parsed.params:
-        parsed = Spec(parsed.name, parsed.params | {"seed": seed})
-    return run(parsed, stats)
+def rate_split(stats: Statistics, spec: Spec, seed: int) -> Ratings:
+    if "seed" in spec.method.parameters and "seed" not in spec.params:
+        spec = spec.with_params(seed=seed)
+    return run(spec, stats)
 
 
 def score_split(log: UnitLog, split: Split, ratings: Ratings, unseen: str = "tie") -> dict[str, object]:
@@ -81,23 +93,24 @@ def score_split(log: UnitLog, split: Split, ratings: Ratings, unseen: str = "tie
     return result
 
 
-def evaluate(log: UnitLog, split: Split, stats: Statistics, spec: str, unseen: str = "tie") -> dict[str, object]:
+def evaluate(log: UnitLog, split: Split, stats: Statistics, spec: Spec, unseen: str = "tie") -> dict[str, object]:
     """One split x method task: rate the training statistics and score the test units."""
     seed = task_seed(split, spec)
     ratings = rate_split(stats, spec, seed)
-    return {"split": split.index, "label": split.label, "method": spec, "seed": seed} | score_split(log, split, ratings, unseen)
+    row = {"split": split.index, "label": split.label, "method": task_label(spec), "seed": seed}
+    return row | score_split(log, split, ratings, unseen)
 
 
-def results_table(rows: list[dict[str, object]], specs: Sequence[str]) -> pa.Table:
+def results_table(rows: list[dict[str, object]], specs: Sequence[Spec]) -> pa.Table:
     """Rows sorted by split, then by the order of `specs`."""
-    position = {s: i for i, s in enumerate(specs)}
+    position = {task_label(s): i for i, s in enumerate(specs)}
     rows = sorted(rows, key=lambda r: (r["split"], position[r["method"]]))
     return pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
 
 
-def run_backtest(log: UnitLog, splits: Sequence[Split], specs: Sequence[str], *, client=None, unseen: str = "tie") -> pa.Table:
+def run_backtest(log: UnitLog, splits: Sequence[Split], specs: Sequence[str | Spec], *, client=None, unseen: str = "tie") -> pa.Table:
     """Per split x method results; on `client` (a distributed Client) when given, else in this process."""
-    specs = list(dict.fromkeys(specs))
+    specs = list(unique_specs(specs, key=task_label)[0])
     statistics = needed_statistics(specs)
     if client is None:
         rows = []

@@ -7,17 +7,18 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 
-from pipeline.backtest.evaluate import run_backtest
+from pipeline.backtest.evaluate import run_backtest, task_label
 from pipeline.backtest.kendall import UNSEEN_POLICIES
 from pipeline.backtest.splits import Split, random_splits, temporal_splits
 from pipeline.backtest.summary import summarise, write_backtest
 from pipeline.backtest.units import UnitLog, load_units
 from pipeline.methods import Spec, needed_statistics
+from pipeline.methods.registry import unique_specs
 from pipeline.report import write_report
 from pipeline.report.publish import RunRecord
 from pipeline.store import Store
@@ -27,15 +28,19 @@ DAY_US = 86_400 * 1_000_000
 
 @dataclass(frozen=True)
 class BacktestConfig:
+    """What to backtest. Specs may be given as texts; they are parsed here, once. Two spellings of
+    one task (the same `task_label`) run once, and `merged` maps its label to the spellings given."""
+
     kind: str
-    methods: tuple[str, ...]
+    methods: tuple[Spec, ...]
     splits: int = 50
     test_size: int = 3000
     seed: int = 0
     scheme: str = "random"  # or "temporal"
     window_days: float = 30.0  # temporal splits only
-    reference: str = "elo"
+    reference: Spec | str = "elo"  # parsed to a Spec
     unseen: str = "tie"
+    merged: dict[str, list[str]] = field(default_factory=dict, compare=False, hash=False)
 
     def __post_init__(self) -> None:
         if self.scheme not in ("random", "temporal"):
@@ -44,8 +49,15 @@ class BacktestConfig:
             raise ValueError(f"unknown unseen-player policy {self.unseen!r}; expected one of {', '.join(UNSEEN_POLICIES)}")
         if not self.methods:
             raise ValueError("a backtest needs at least one method")
-        for spec in self.methods:
-            Spec.parse(spec)
+        methods, merged = unique_specs(self.methods, key=task_label)
+        object.__setattr__(self, "methods", methods)
+        object.__setattr__(self, "merged", dict(self.merged) | merged)
+        object.__setattr__(self, "reference", Spec.parse(self.reference))
+
+    @property
+    def labels(self) -> list[str]:
+        """The methods as they appear in the results (`task_label`)."""
+        return [task_label(spec) for spec in self.methods]
 
 
 def load(store: Store, config: BacktestConfig) -> UnitLog:
@@ -60,14 +72,18 @@ def make_splits(log: UnitLog, config: BacktestConfig) -> list[Split]:
 
 def publish_backtest(store: Store, config: BacktestConfig, results: pa.Table, out: str | Path,
                      timings: dict[str, float]) -> list[Path]:
-    summary = summarise(results, config.methods, config.reference)
+    reference = task_label(config.reference)
+    summary = summarise(results, config.labels, reference)
     inputs = sorted((r for r in store.manifest.files.values() if r.kind == config.kind), key=lambda r: r.source)
-    parameters = asdict(config) | {"methods": list(config.methods),
-                                   "reference_in_run": config.reference in config.methods,
-                                   "tie_rule": "Kendall-tau distance K^(1/2): a pair tied in one order only counts 1/2"}
+    given = {k: v for k, v in asdict(config).items() if k not in ("methods", "reference", "merged")}
+    parameters = given | {"methods": config.labels, "reference": reference, "reference_in_run": reference in config.labels,
+                          "seeds": "a method whose spec leaves `seed` unset gets a seed per split x method task",
+                          "tie_rule": "Kendall-tau distance K^(1/2): a pair tied in one order only counts 1/2"}
+    if config.merged:
+        parameters["methods_merged"] = config.merged
     title = f"backtest: {config.kind}, {config.scheme} splits"
-    record = RunRecord(config.kind, list(config.methods), str(store.root), inputs, parameters=parameters, timings=timings, title=title)
-    return write_backtest(out, results, summary, record, title, config.reference) + [write_report(out)]
+    record = RunRecord(config.kind, config.labels, str(store.root), inputs, parameters=parameters, timings=timings, title=title)
+    return write_backtest(out, results, summary, record, title, reference) + [write_report(out)]
 
 
 def backtest(store: Store, config: BacktestConfig, out: str | Path, client=None) -> list[Path]:

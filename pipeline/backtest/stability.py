@@ -18,9 +18,9 @@ import itertools
 
 import numpy as np
 
-from pipeline.methods.am_elo import _Problem, stable_arena
+from pipeline.methods.am_elo import AnnotatorCells, stable_arena
+from pipeline.methods.bradley_terry import Cells, fit_or_refuse
 from pipeline.methods.elo import shuffled_elo
-from pipeline.methods.m_elo import Cells, check_and_fit
 from pipeline.stats.annotators import AnnotatorCounts
 from pipeline.stats.sequence import ComparisonSequence
 
@@ -44,13 +44,9 @@ def consistency(runs: np.ndarray) -> float:
 def _sequence_cells(seq: ComparisonSequence, order: np.ndarray) -> Cells:
     """Counts of the comparisons, accumulated in the given order (ties as half a win)."""
     a, b, s, w = seq.a[order], seq.b[order], seq.score[order], seq.weight[order]
-    x, y = np.minimum(a, b), np.maximum(a, b)
     sx = np.where(a < b, s, 1 - s)
-    n = len(seq.agents)
-    key = x * n + y
-    keys, inverse = np.unique(key, return_inverse=True)
-    add = lambda v: np.bincount(inverse.ravel(), v, minlength=len(keys))  # noqa: E731
-    return Cells(n, keys // n, keys % n, add(w * (sx == 1)), add(w * (sx == 0)), add(w * (sx == 0.5)))
+    columns = np.column_stack([w * (sx == 1), w * (sx == 0), w * (sx == 0.5)])
+    return Cells.summed(len(seq.agents), np.minimum(a, b), np.maximum(a, b), columns)
 
 
 def shuffle_stability(seq: ComparisonSequence, *, shuffles: int = 10, seed: int = 0, k: float = 4.0,
@@ -58,7 +54,7 @@ def shuffle_stability(seq: ComparisonSequence, *, shuffles: int = 10, seed: int 
     """Consistency of the rankings over `shuffles` random orders: online Elo and m-Elo."""
     elo_runs = shuffled_elo(seq, k=k, scale=400.0, initial=1000.0, shuffles=shuffles, seed=seed)
     rng = np.random.default_rng(seed)
-    m_runs = np.array([check_and_fit(_sequence_cells(seq, rng.permutation(len(seq))), seq.agents, "m-elo", prior=prior).beta
+    m_runs = np.array([fit_or_refuse(_sequence_cells(seq, rng.permutation(len(seq))), seq.agents, "m-elo", prior=prior).beta
                        for _ in range(shuffles)])
     return {"elo": consistency(elo_runs), "m-elo": consistency(m_runs)}
 
@@ -96,9 +92,9 @@ def f1_score(predicted: np.ndarray, truth: np.ndarray) -> float:
 
 
 def _m_elo(counts: AnnotatorCounts, prior: float) -> np.ndarray:
-    problem, rated = _Problem.build(counts)
+    cells = AnnotatorCells.from_counts(counts)
     beta = np.full(len(counts.agents), np.nan)
-    beta[rated] = check_and_fit(problem.pairs, counts.agents[rated], "m-elo", prior=prior).beta
+    beta[cells.rated] = fit_or_refuse(cells.pooled, counts.agents[cells.rated], "m-elo", prior=prior).beta
     return beta
 
 

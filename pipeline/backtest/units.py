@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from pipeline.arrays import SOURCE
 from pipeline.logs import log_kind
-from pipeline.logs.kinds import TIMESTAMP
+from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP
 from pipeline.logs.orders import WeakOrders
 from pipeline.stats.extras import extra_columns
 from pipeline.store import Store
@@ -33,7 +33,7 @@ class UnitLog:
 
     kind: str
     n: int  # size of the store's id space
-    name_order: np.ndarray  # each store id's position in name order (`IdMap.name_order`)
+    name_orders: dict[str, np.ndarray]  # per dictionary, each id's position in name order (`IdMap.name_order`)
     table: pa.Table  # the rows, in store order
     row_unit: np.ndarray  # unit of each row
     orders: WeakOrders  # one weak order per unit
@@ -80,4 +80,4 @@ def load_units(store: Store, kind: str, statistics: frozenset[str] = frozenset()
     table = pa.concat_tables(tables, promote_options="default")
     row_unit, orders = chosen.unit_orders(table)
     agents = store.dictionary("agents")
-    return UnitLog(kind, len(agents), agents.name_order(), table, row_unit, orders, _unit_times(table, row_unit, len(orders)))
+    return UnitLog(kind, len(agents), {space: store.dictionary(space).name_order() for space in DICTIONARIES}, table, row_unit, orders, _unit_times(table, row_unit, len(orders)))

@@ -10,16 +10,23 @@ Fit: block Newton, alternating one Newton step on R (a Laplacian system, as in m
 safeguarded Newton step on every theta_k (each a 1-d concave problem), then rescaling theta by
 1/sum(theta) and R by sum(theta), which leaves the likelihood unchanged [AmElo, algorithm 2 with
 Newton steps instead of fixed-rate gradient epochs]. Starting point: the m-Elo fit with all
-theta_k = 1/M. It stops when the largest change of the ratings (in natural units of the average
-annotator, R/M) and of the relative abilities M*theta_k is below `tol`, and raises
-`ConvergenceError` after `max_iter` rounds.
+theta_k = 1/M. Agents are handled in canonical (name) order and annotators by name, so the
+result does not depend on store ids. It stops when the largest change of the ratings (in
+natural units of the average annotator, R/M) and of the relative abilities M*theta_k is below
+`tol` (both free of the weights' scale), or at the precision floor (every step's predicted gain
+below `FLOOR` times its objective while the changes no longer halve; `info["stopped"]`). Steps
+are accepted by the Armijo rule of `pipeline.methods.bradley_terry`. After `max_iter` rounds it
+raises a `ConvergenceError` with the last change, the largest abilities and the agents still
+moving most.
 
 Priors: `prior` is m-Elo's Gaussian prior on the ratings in natural units of the average
 annotator; `ability_prior=q` adds q/2 * (M theta_k - 1)^2 to the loss of each annotator, a
 Gaussian prior pulling its relative ability towards the average. The theta_k MLE does not exist
 for an annotator whose votes all agree (or all disagree) with the ranking and who never tied:
-its theta_k grows without bound; the default q = 1 (worth about one vote) keeps it finite and
-has no visible effect on annotators with tens of votes.
+its theta_k grows without bound; the default q = 1 (worth about one vote of weight 1) keeps it
+finite and has no visible effect on annotators with tens of votes. The priors count in votes of
+weight 1, so am-Elo's results depend on the scale of the weights (with weights of 1e11 per vote,
+q = 1 is no prior at all).
 
 Stable arena [AmElo, algorithm 3]: annotators with fewer than `min_records` votes (by weight) are
 left out; am-Elo is fitted on the others; those with ability theta_k <= `threshold` are flagged
@@ -35,81 +42,135 @@ keeps the counts and the threshold.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 from scipy.special import expit
 
-from pipeline.methods.convergence import ConvergenceError, NoEstimate
-from pipeline.methods.m_elo import Cells, _laplacian_solve, _spread, check_and_fit, elo_points
+from pipeline.methods.bradley_terry import (ARMIJO, FLOOR, MIN_STEP_SHARE, Cells, elo_points, fit_or_refuse,
+                                            laplacian_solve, spread)
+from pipeline.methods.convergence import SHOWN, ConvergenceError, NoEstimate
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 from pipeline.stats.annotators import AnnotatorCounts
-from pipeline.arrays import sum_by_key
+
+ABILITY_LIMIT = 1e6  # relative abilities M*theta beyond this are taken as growing without bound
 
 
 @dataclass(frozen=True)
 class AmFit:
-    agents: np.ndarray  # local agent indices that are rated (those with votes)
+    agents: np.ndarray  # local agent indices that are rated (those with votes), increasing
     rating: np.ndarray  # R / M: natural units of the average annotator, centred
-    ability: np.ndarray  # theta_k, summing to 1
+    ability: np.ndarray  # theta_k in the order of the counts' annotators, summing to 1
     iterations: int
+    canonical: np.ndarray  # positions into `agents` in canonical (name) order
+    stopped: str = "converged"  # or "precision floor"
 
 
 @dataclass(frozen=True, eq=False)
-class _Problem:
-    """Cells over the rated agents, with the unordered pair of each cell for the Laplacian."""
+class AnnotatorCells:
+    """Per-annotator vote cells over the rated agents, and the same cells pooled over annotators.
 
-    pairs: Cells  # one cell per distinct pair (weights summed over annotators)
-    pair: np.ndarray  # pair index of each annotator cell
-    judge: np.ndarray
-    wx: np.ndarray
+    Agents are numbered in canonical order (by `agent_keys`) and annotators by name, so every sum
+    of a fit runs in an order that does not depend on store ids."""
+
+    pooled: Cells  # one cell per pair, weights summed over annotators: m-Elo's cells
+    pair: np.ndarray  # per annotator cell, its pair (index into `pooled`)
+    judge: np.ndarray  # per annotator cell, its annotator (canonical index)
+    wx: np.ndarray  # per annotator cell, x's wins plus half the ties
     wy: np.ndarray
-    m: int
+    rated: np.ndarray  # per agent of the cells, its local index in the counts
+    annotators: np.ndarray  # per canonical annotator, its index in the counts
 
     @classmethod
-    def build(cls, counts: AnnotatorCounts) -> tuple[_Problem, np.ndarray]:
-        rated = np.unique(np.r_[counts.x, counts.y])
-        x, y = np.searchsorted(rated, counts.x), np.searchsorted(rated, counts.y)
+    def from_counts(cls, counts: AnnotatorCounts, agent_keys: np.ndarray | None = None) -> AnnotatorCells:
+        keys = np.arange(len(counts.agents)) if agent_keys is None else np.asarray(agent_keys)
+        voted = counts.x_wins + counts.y_wins + counts.ties > 0
+        local_x, local_y = counts.x[voted], counts.y[voted]
+        rated = np.unique(np.r_[local_x, local_y])
+        rated = rated[np.argsort(keys[rated], kind="stable")]
+        position = np.full(len(counts.agents), -1, np.int64)
+        position[rated] = np.arange(len(rated))
+        a, b = position[local_x], position[local_y]
+        swap = a > b
+        x_wins, y_wins, ties = counts.x_wins[voted], counts.y_wins[voted], counts.ties[voted]
+        x_wins, y_wins = np.where(swap, y_wins, x_wins), np.where(swap, x_wins, y_wins)
+        x, y = np.minimum(a, b), np.maximum(a, b)
+        annotators = np.argsort(counts.judge_keys, kind="stable")
+        canonical = np.empty(len(annotators), np.int64)
+        canonical[annotators] = np.arange(len(annotators))
+        judge = canonical[counts.judge[voted]]
+        order = np.lexsort((y, x, judge))
         n = len(rated)
-        wx, wy = counts.x_wins + counts.ties / 2, counts.y_wins + counts.ties / 2
-        keys, inverse = np.unique(x * n + y, return_inverse=True)
-        _, summed = sum_by_key(x * n + y, np.column_stack([counts.x_wins, counts.y_wins, counts.ties]))
-        pairs = Cells(n, keys // n, keys % n, summed[:, 0], summed[:, 1], summed[:, 2])
-        return cls(pairs, inverse.ravel(), counts.judge, wx, wy, len(counts.judges)), rated
+        pooled = Cells.summed(n, x, y, np.column_stack([x_wins, y_wins, ties]))
+        x, y, judge, x_wins, y_wins, ties = (v[order] for v in (x, y, judge, x_wins, y_wins, ties))
+        pair = np.searchsorted(pooled.x * n + pooled.y, x * n + y)
+        return cls(pooled, pair, judge, x_wins + ties / 2, y_wins + ties / 2, rated, annotators)
+
+    @property
+    def m(self) -> int:
+        return len(self.annotators)
+
+    def differences(self, r: np.ndarray) -> np.ndarray:
+        """R_x - R_y per annotator cell."""
+        return r[self.pooled.x[self.pair]] - r[self.pooled.y[self.pair]]
 
     def log_likelihood_terms(self, r: np.ndarray, theta: np.ndarray) -> np.ndarray:
-        z = theta[self.judge] * (r[self.pairs.x[self.pair]] - r[self.pairs.y[self.pair]])
+        z = theta[self.judge] * self.differences(r)
         return -(self.wx * np.logaddexp(0.0, -z) + self.wy * np.logaddexp(0.0, z))
 
 
-def fit_am_elo(counts: AnnotatorCounts, *, prior: float = 0.0, ability_prior: float = 1.0, tol: float = 1e-8,
-               max_iter: int = 2000) -> AmFit:
+def _backtrack(objective: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]], x: np.ndarray, step: np.ndarray,
+               decrement: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x + t * step, with one t per independent problem (`owner[i]` is the problem of x[i]), halved until
+    the problem gains ARMIJO of its predicted gain t * decrement; a problem whose predicted gain is below
+    FLOOR times its size takes the full step. Returns the new x and which problems were at their floor."""
+    base, magnitude = objective(x)
+    at_floor = decrement / 2 <= FLOOR * magnitude
+    t = np.ones(len(base))
+    while True:
+        trial = x + t[owner] * step
+        short = ~at_floor & (objective(trial)[0] - base < ARMIJO * t * decrement)
+        if not short.any():
+            return trial, at_floor
+        t[short] /= 2
+        if t.min() < MIN_STEP_SHARE:
+            raise ConvergenceError(f"am-elo: the line search found no gain for {int(short.sum())} of {len(base)} problem(s) "
+                                   f"(predicted gain {float(decrement[short].max()) / 2:.3g}, objective "
+                                   f"{float(base[short][0]):.6g})")
+
+
+def fit_am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None, *, prior: float = 0.0,
+               ability_prior: float = 1.0, tol: float = 1e-8, max_iter: int = 2000) -> AmFit:
     """Joint maximum likelihood of ratings and annotator abilities, normalised to sum(theta) = 1."""
-    problem, rated = _Problem.build(counts)
-    m, pairs = problem.m, problem.pairs
-    beta = check_and_fit(pairs, counts.agents[rated], "am-elo", prior=prior).beta
+    cells = AnnotatorCells.from_counts(counts, agent_keys)
+    m, pooled = cells.m, cells.pooled
+    store_ids = counts.agents[cells.rated]
+    beta = fit_or_refuse(pooled, store_ids, "am-elo", prior=prior).beta
     r, theta = beta * m, np.full(m, 1.0 / m)
-    x, y = pairs.x[problem.pair], pairs.y[problem.pair]
-    c = problem.wx + problem.wy
+    c = cells.wx + cells.wy
+    penalty = prior / m**2
+    one_problem = np.zeros(pooled.n, np.int64)
+
+    def ratings_objective(rr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        terms, shrink = cells.log_likelihood_terms(rr, theta), penalty / 2 * float(rr @ rr)
+        return np.array([terms.sum() - shrink]), np.array([-terms.sum() + shrink])
+
+    previous, change, moved = np.inf, np.inf, np.zeros(pooled.n)
     for iteration in range(1, max_iter + 1):
         old_beta, old_ability = r / m, theta * m
         # ratings: one Newton step (prior on R/M), with backtracking
-        k_theta = theta[problem.judge]
-        p = expit(k_theta * (r[x] - r[y]))
-        grad = _spread(pairs, np.bincount(problem.pair, k_theta * (problem.wx - c * p), minlength=len(pairs.x)))
-        grad -= prior / m**2 * r
-        h = np.bincount(problem.pair, k_theta**2 * c * p * (1 - p), minlength=len(pairs.x))
-        step = _laplacian_solve(pairs, h, prior / m**2, grad[:, None])[:, 0]
-        objective = lambda rr: problem.log_likelihood_terms(rr, theta).sum() - prior / (2 * m**2) * rr @ rr  # noqa: E731
-        base, t = objective(r), 1.0
-        while objective(r + t * step) < base - 1e-13 * (abs(base) + 1) and t > 1e-12:
-            t /= 2
-        r = r + t * step
+        k_theta = theta[cells.judge]
+        p = expit(k_theta * cells.differences(r))
+        grad = spread(pooled, np.bincount(cells.pair, k_theta * (cells.wx - c * p), minlength=len(pooled.x))) - penalty * r
+        h = np.bincount(cells.pair, k_theta**2 * c * p * (1 - p), minlength=len(pooled.x))
+        step = laplacian_solve(pooled, h, penalty, grad[:, None])[:, 0]
+        r, ratings_floor = _backtrack(ratings_objective, r, step, np.array([float(grad @ step)]), one_problem)
         # abilities: one safeguarded Newton step per annotator
-        theta = _ability_step(problem, r, theta, ability_prior)
-        if not np.all(np.abs(theta * m) < 1e6):
+        theta, ability_floor = _ability_step(cells, r, theta, ability_prior)
+        if not np.all(np.abs(theta * m) < ABILITY_LIMIT):
             break
         total = theta.sum()
         if total <= 0:
@@ -117,38 +178,55 @@ def fit_am_elo(counts: AnnotatorCounts, *, prior: float = 0.0, ability_prior: fl
                              "any ranking); the normalisation sum(theta) = 1 cannot pick a direction")
         theta, r = theta / total, r * total
         r = r - r.mean()
-        change = max(np.abs(r / m - old_beta).max(initial=0.0), np.abs(theta * m - old_ability).max(initial=0.0))
+        moved = r / m - old_beta
+        change = max(np.abs(moved).max(initial=0.0), np.abs(theta * m - old_ability).max(initial=0.0))
         if change < tol:
-            return AmFit(rated, r / m, theta, iteration)
-    d = r[x] - r[y]
-    consistent = np.bincount(problem.judge, problem.wx * (d <= 0) + problem.wy * (d >= 0), minlength=m) == 0
-    contrary = np.bincount(problem.judge, problem.wx * (d >= 0) + problem.wy * (d <= 0), minlength=m) == 0
+            return _in_counts_order(cells, r / m, theta, iteration, "converged")
+        if ratings_floor.all() and ability_floor.all() and change > previous / 2:
+            return _in_counts_order(cells, r / m, theta, iteration, "precision floor")
+        previous = change
+    d = cells.differences(r)
+    consistent = np.bincount(cells.judge, cells.wx * (d <= 0) + cells.wy * (d >= 0), minlength=m) == 0
+    contrary = np.bincount(cells.judge, cells.wx * (d >= 0) + cells.wy * (d <= 0), minlength=m) == 0
+    judge_ids = [int(j) for j in counts.judges[cells.annotators]]  # `pipeline.report` names them
     if ability_prior == 0 and np.any(separable := consistent | contrary):
-        raise NoEstimate(f"am-elo: the abilities of annotators (judge ids) {counts.judges[separable].tolist()} grow "
+        raise NoEstimate(f"am-elo: the abilities of annotators (judge ids) {[judge_ids[k] for k in np.flatnonzero(separable)]} grow "
                          "without bound (their votes all agree or all disagree with the ranking); use ability_prior > 0")
-    raise ConvergenceError(f"am-elo did not converge in {max_iter} rounds (tol={tol})")
+    moving = np.argsort(-np.abs(theta * m), kind="stable")[:SHOWN]
+    if not np.all(np.abs(theta * m) < ABILITY_LIMIT):
+        raise ConvergenceError(f"am-elo: the relative abilities of annotators (judge ids) {[judge_ids[k] for k in moving[:3]]} exceed "
+                               f"{ABILITY_LIMIT:g} after {iteration} rounds; ability_prior={ability_prior:g} counts as that "
+                               "many votes of weight 1, so with heavier weights raise it")
+    raise ConvergenceError(f"am-elo did not converge in {max_iter} rounds (largest change {change:.3g} > tol={tol:g}, "
+                           f"the largest abilities M*theta: {', '.join(f'judge {judge_ids[k]}: {theta[k] * m:.4g}' for k in moving[:3])}); "
+                           "ratings still moving most: {agents}",
+                           store_ids[np.argsort(-np.abs(moved), kind="stable")[:SHOWN]].tolist())
 
 
-def _ability_step(problem: _Problem, r: np.ndarray, theta: np.ndarray, ability_prior: float) -> np.ndarray:
-    m = problem.m
-    d = r[problem.pairs.x[problem.pair]] - r[problem.pairs.y[problem.pair]]
-    c = problem.wx + problem.wy
+def _in_counts_order(cells: AnnotatorCells, rating: np.ndarray, theta: np.ndarray, iterations: int, stopped: str) -> AmFit:
+    order = np.argsort(cells.rated)
+    canonical = np.empty(len(order), np.int64)
+    canonical[order] = np.arange(len(order))
+    ability = np.empty(cells.m)
+    ability[cells.annotators] = theta
+    return AmFit(cells.rated[order], rating[order], ability, iterations, canonical, stopped)
 
-    def objective(th: np.ndarray) -> np.ndarray:
-        return (np.bincount(problem.judge, problem.log_likelihood_terms(r, th), minlength=m)
-                - ability_prior / 2 * (m * th - 1) ** 2)
 
-    p = expit(theta[problem.judge] * d)
-    grad = np.bincount(problem.judge, d * (problem.wx - c * p), minlength=m) - ability_prior * m * (m * theta - 1)
-    hess = np.bincount(problem.judge, d * d * c * p * (1 - p), minlength=m) + ability_prior * m * m
+def _ability_step(cells: AnnotatorCells, r: np.ndarray, theta: np.ndarray, ability_prior: float) -> tuple[np.ndarray, np.ndarray]:
+    m = cells.m
+    d = cells.differences(r)
+    c = cells.wx + cells.wy
+
+    def objective(th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        terms = np.bincount(cells.judge, cells.log_likelihood_terms(r, th), minlength=m)
+        shrink = ability_prior / 2 * (m * th - 1) ** 2
+        return terms - shrink, shrink - terms
+
+    p = expit(theta[cells.judge] * d)
+    grad = np.bincount(cells.judge, d * (cells.wx - c * p), minlength=m) - ability_prior * m * (m * theta - 1)
+    hess = np.bincount(cells.judge, d * d * c * p * (1 - p), minlength=m) + ability_prior * m * m
     step = np.divide(grad, hess, out=np.zeros(m), where=hess > 0)
-    base, t = objective(theta), np.ones(m)
-    for _ in range(60):
-        worse = objective(theta + t * step) < base - 1e-13 * (np.abs(base) + 1)
-        if not worse.any():
-            break
-        t[worse] /= 2
-    return theta + t * step
+    return _backtrack(objective, theta, step, grad * step, np.arange(m))
 
 
 @dataclass(frozen=True)
@@ -161,29 +239,30 @@ class Arena:
     flagged: np.ndarray  # annotator indices (into counts.judges) with ability <= threshold
 
 
-def stable_arena(counts: AnnotatorCounts, *, threshold: float = 0.0, min_records: int = 1, **options) -> Arena:
+def stable_arena(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None, *, threshold: float = 0.0,
+                 min_records: int = 1, **options) -> Arena:
     """[AmElo, algorithm 3]: drop thin annotators, fit, flag low abilities, refit without them."""
     eligible = np.flatnonzero(counts.records >= min_records)
     if len(eligible) == 0:
         raise NoEstimate(f"am-elo: no annotator has {min_records} or more votes")
-    first = fit_am_elo(counts.select(eligible), **options)
+    first = fit_am_elo(counts.select(eligible), agent_keys, **options)
     flagged = eligible[first.ability <= threshold]
     if len(flagged) == 0:
         return Arena(first, first, eligible, flagged)
     kept = np.setdiff1d(eligible, flagged)
     if len(kept) == 0:
         raise NoEstimate("am-elo: every annotator was flagged")
-    return Arena(fit_am_elo(counts.select(kept), **options), first, eligible, flagged)
+    return Arena(fit_am_elo(counts.select(kept), agent_keys, **options), first, eligible, flagged)
 
 
-@method("am-elo", needs=("annotators",), kinds=("battles",))
-def am_elo(counts: AnnotatorCounts, *, threshold: float = 0.0, min_records: int = 1, prior: float = 0.0,
+@method("am-elo", needs=("annotators", "agent_keys"), kinds=("battles",))
+def am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray, *, threshold: float = 0.0, min_records: int = 1, prior: float = 0.0,
            ability_prior: float = 1.0, scale: float = 400.0, anchor: float = 1000.0, tol: float = 1e-8,
            max_iter: int = 2000) -> Ratings:
     """am-Elo: ratings and annotator abilities, refitted without annotators at or below the threshold."""
-    if min_records < 1 or prior < 0 or ability_prior < 0 or scale <= 0:
-        raise ValueError("am-elo: min_records must be at least 1, priors non-negative and scale positive")
-    arena = stable_arena(counts, threshold=threshold, min_records=min_records, prior=prior,
+    if not (min_records >= 1 and prior >= 0 and ability_prior >= 0 and scale > 0 and tol > 0 and max_iter >= 1):
+        raise ValueError("am-elo: min_records and max_iter must be at least 1, priors non-negative, scale and tol positive")
+    arena = stable_arena(counts, agent_keys, threshold=threshold, min_records=min_records, prior=prior,
                          ability_prior=ability_prior, tol=tol, max_iter=max_iter)
     final, first = arena.fit, arena.first
     m = len(counts.judges)
@@ -197,10 +276,13 @@ def am_elo(counts: AnnotatorCounts, *, threshold: float = 0.0, min_records: int 
                            "ability": pa.array(ability, pa.float64(), mask=np.isnan(ability)), "flagged": pa.array(flagged),
                            "ability_refit": pa.array(refit, pa.float64(), mask=np.isnan(refit))})
     unrated = np.setdiff1d(np.arange(len(counts.agents)), final.agents)
+    unrated = unrated[np.argsort(agent_keys[unrated], kind="stable")]
     info = {"logistic_scale": scale, "anchor": f"mean rating = {anchor}", "iterations": final.iterations,
+            "stopped": final.stopped,
             "annotators_used": int(len(arena.eligible) - len(arena.flagged)), "annotators_flagged": int(flagged.sum()),
             "annotators_too_few_records": int(m - len(arena.eligible)), "annotators_flagged_at": f"ability <= {threshold}",
             "unrated_agents": counts.agents[unrated].tolist()}
-    score = elo_points(final.rating, scale, anchor)
+    score = np.empty(len(final.agents))
+    score[final.canonical] = elo_points(final.rating[final.canonical], scale, anchor)  # sums in name order
     return Ratings.from_scores(counts.agents[final.agents], score, info=info, tables={"annotators": annotators})
 

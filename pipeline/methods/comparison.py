@@ -18,9 +18,8 @@ import pyarrow as pa
 
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import ALWAYS, REGISTRY, Spec, run
-from pipeline.stats.counts import Statistics
-from pipeline.stats.counts import CORE_STATISTICS
+from pipeline.methods.registry import REGISTRY, Spec, run
+from pipeline.stats.counts import CORE_STATISTICS, Statistics
 from pipeline.stats.extras import EXTRAS
 
 MISMATCH_PLACES = 2
@@ -39,13 +38,17 @@ class Comparison:
     unavailable: dict[str, str]  # spec -> why it could not be compared
 
 
-def comparable_needs(specs: Sequence[str], kind: str) -> frozenset[str]:
+def _name(spec: str | Spec) -> str:
+    return spec.name if isinstance(spec, Spec) else spec.partition(":")[0].strip()
+
+
+def comparable_needs(specs: Sequence[str | Spec], kind: str) -> frozenset[str]:
     """The statistics that the registered specs read and that `kind` logs can give."""
-    wanted = {n for spec in specs if (name := spec.partition(":")[0].strip()) in REGISTRY for n in REGISTRY[name].needs} - ALWAYS
+    wanted = {n for spec in specs if (name := _name(spec)) in REGISTRY for n in REGISTRY[name].statistics}
     return frozenset(n for n in wanted if n in CORE_STATISTICS or (n in EXTRAS and kind in EXTRAS[n].kinds))
 
 
-def compare_ranks(base: Ratings, label: str, specs: Sequence[str], stats: Statistics,
+def compare_ranks(base: Ratings, label: str, specs: Sequence[str | Spec], stats: Statistics,
                   places: int = MISMATCH_PLACES) -> Comparison:
     """Rate `stats` with each spec and line its ranks up with `base` (agents of `base`, in its row order),
     whose rank column is named `label`."""
@@ -54,7 +57,7 @@ def compare_ranks(base: Ratings, label: str, specs: Sequence[str], stats: Statis
     flagged: list[list[str]] = [[] for _ in base.agents]
     gap = np.zeros(len(base.agents), np.int64)
     for spec in specs:
-        name = spec.partition(":")[0].strip()
+        name, spec = _name(spec), str(spec)
         if name not in REGISTRY:
             unavailable[spec] = "not registered (method not available in this build)"
             continue

@@ -2,6 +2,8 @@
 
 For each comparison of x and y in order, with x's result s (1 win, 0.5 tie, 0 loss) and weight
 w: E = 1 / (1 + 10^((R_y - R_x) / scale)), R_x += k * w * (s - E), R_y -= k * w * (s - E).
+E is computed as a logistic function that cannot overflow, however far apart the ratings. Online
+Elo is not scale-free: a step is k times the weight, so weights of 1e11 move ratings by 1e11 k.
 Every agent starts at `initial`; updates are zero-sum, so the mean rating stays `initial`.
 The order is the `sequence` statistic's: timestamp, then battle or game id (rows without a
 timestamp come first, ordered by id). The pairs of one game are updated simultaneously from the
@@ -10,7 +12,10 @@ player's game then moves it like one battle), `games=pairs` weights each pair fu
 
 `shuffles=S` (S > 0) reports instead the mean over S seeded random orders of the battles (or
 games), as arenas do to reduce the order dependence [AmElo, 5.2]; `sd` is the spread over the
-orders. Shuffles run on Dask in seeded chunks (`pipeline.methods.fanout`).
+orders. The orders permute the battles (games) listed in a canonical order of their content
+(agents by name, outcome, weight), so they do not depend on store ids or on the log's order.
+Shuffles run in seeded chunks (`pipeline.methods.fanout`) on the Dask client the registry
+passes (local threads without one).
 
 Cost: the update is inherently sequential, so it is a plain Python loop over comparisons (about
 0.5 microsecond per comparison, so ~1 minute per 10^8 battles and per shuffle); the pairwise
@@ -20,6 +25,7 @@ methods (`m-elo`) cost nothing per battle.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import exp, log
 
 import numpy as np
 
@@ -38,20 +44,29 @@ def _steps(seq: ComparisonSequence, k: float, games: str) -> np.ndarray:
     return k * weight
 
 
+def expected(z: float) -> float:
+    """1 / (1 + exp(-z)) without overflow (math.exp raises beyond 709)."""
+    if z >= 0:
+        return 1.0 / (1.0 + exp(-z))
+    ez = exp(z)
+    return ez / (1.0 + ez)
+
+
 def run_elo(n: int, a: np.ndarray, b: np.ndarray, score: np.ndarray, step: np.ndarray, group: np.ndarray,
             scale: float, initial: float) -> np.ndarray:
     """Final ratings after the comparisons in the given order; a group is updated at once."""
     r = [float(initial)] * n
     xs, ys, ss, ks = a.tolist(), b.tolist(), score.tolist(), step.tolist()
+    c = log(10.0) / scale  # E = expected((R_x - R_y) * c)
     if len(group) == 0 or group[-1] == len(group) - 1:  # one comparison per group (groups count up from 0)
         for x, y, s, kw in zip(xs, ys, ss, ks):
-            d = kw * (s - 1.0 / (1.0 + 10.0 ** ((r[y] - r[x]) / scale)))
+            d = kw * (s - expected((r[x] - r[y]) * c))
             r[x] += d
             r[y] -= d
         return np.array(r)
     starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]).tolist() + [len(group)]
     for lo, hi in zip(starts[:-1], starts[1:]):
-        deltas = [(xs[i], ys[i], ks[i] * (ss[i] - 1.0 / (1.0 + 10.0 ** ((r[ys[i]] - r[xs[i]]) / scale)))) for i in range(lo, hi)]
+        deltas = [(xs[i], ys[i], ks[i] * (ss[i] - expected((r[xs[i]] - r[ys[i]]) * c))) for i in range(lo, hi)]
         for x, y, d in deltas:
             r[x] += d
             r[y] -= d
@@ -85,22 +100,54 @@ def _within(lengths: np.ndarray) -> np.ndarray:
     return np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
-def shuffled_elo(seq: ComparisonSequence, *, k: float, scale: float, initial: float, shuffles: int, seed: int,
-                 games: str = "pairs") -> np.ndarray:
+def canonical_groups(seq: ComparisonSequence, agent_keys: np.ndarray, step: np.ndarray) -> tuple[ComparisonSequence, np.ndarray]:
+    """The comparisons regrouped in a canonical order of their content, and their steps.
+
+    Each pair is oriented so that its first agent comes first by name (`agent_keys`; the score is
+    flipped), the pairs of a group are sorted by (agents, score, step), and the groups by length,
+    then by their sorted pairs. Groups of equal content are interchangeable, so a permutation of
+    this order is a shuffle that depends neither on store ids nor on the log's order."""
+    key_a, key_b = agent_keys[seq.a], agent_keys[seq.b]
+    flip = key_a > key_b
+    low, high = np.minimum(key_a, key_b), np.maximum(key_a, key_b)
+    score = np.where(flip, 1.0 - seq.score, seq.score)
+    rows = np.lexsort((step, score, high, low, seq.group))
+    group = seq.group[rows]
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]) if len(rows) else np.zeros(0, np.int64)
+    lengths = np.diff(np.r_[starts, len(rows)]).astype(np.int64)
+    content = np.column_stack([low[rows], high[rows], score[rows], step[rows]]).astype(np.float64)
+    by_length = []
+    for length in np.unique(lengths):
+        chosen = np.flatnonzero(lengths == length)
+        block = content[starts[chosen][:, None] + np.arange(length)].reshape(len(chosen), -1)
+        by_length.append(chosen[np.lexsort(block.T[::-1])])
+    groups = np.concatenate(by_length) if by_length else np.zeros(0, np.int64)
+    order = rows[np.repeat(starts[groups], lengths[groups]) + _within(lengths[groups])]
+    first, second = np.where(flip, seq.b, seq.a), np.where(flip, seq.a, seq.b)
+    canonical = ComparisonSequence(seq.agents, first[order], second[order], score[order], seq.weight[order],
+                                   seq.players[order], np.repeat(np.arange(len(groups)), lengths[groups]))
+    return canonical, step[order]
+
+
+def shuffled_elo(seq: ComparisonSequence, agent_keys: np.ndarray | None = None, *, k: float, scale: float,
+                 initial: float, shuffles: int, seed: int, games: str = "pairs", client=None) -> np.ndarray:
     """Final online-Elo ratings for `shuffles` seeded random orders of the groups, one row each."""
-    return fan_out(_shuffle_chunk, _Shuffles(seq, _steps(seq, k, games), scale, initial), shuffles, seed, SHUFFLE_CHUNK)
+    keys = np.arange(len(seq.agents)) if agent_keys is None else agent_keys
+    canonical, step = canonical_groups(seq, keys, _steps(seq, k, games))
+    return fan_out(_shuffle_chunk, _Shuffles(canonical, step, scale, initial), shuffles, seed, SHUFFLE_CHUNK, client=client)
 
 
-@method("elo", needs=("sequence",), kinds=("battles", "games"))
-def elo(seq: ComparisonSequence, *, k: float = 4.0, scale: float = 400.0, initial: float = 1000.0, shuffles: int = 0,
-        seed: int = 0, games: str = "pairs") -> Ratings:
+@method("elo", needs=("sequence", "agent_keys"), kinds=("battles", "games"))
+def elo(seq: ComparisonSequence, agent_keys: np.ndarray, *, k: float = 4.0, scale: float = 400.0, initial: float = 1000.0,
+        shuffles: int = 0, seed: int = 0, games: str = "pairs", client=None) -> Ratings:
     """Online Elo in timestamp order (or averaged over seeded shuffles of the order)."""
-    if k <= 0 or scale <= 0 or shuffles < 0:
+    if not (k > 0 and scale > 0 and shuffles >= 0):
         raise ValueError("elo: k and scale must be positive and shuffles non-negative")
     info: dict[str, object] = {"logistic_scale": scale, "comparisons": len(seq),
                                "order": f"mean over {shuffles} shuffles" if shuffles else "timestamp, then id"}
     if not shuffles:
         score = run_elo(len(seq.agents), seq.a, seq.b, seq.score, _steps(seq, k, games), seq.group, scale, initial)
         return Ratings.from_scores(seq.agents, score, info=info)
-    runs = shuffled_elo(seq, k=k, scale=scale, initial=initial, shuffles=shuffles, seed=seed, games=games)
+    runs = shuffled_elo(seq, agent_keys, k=k, scale=scale, initial=initial, shuffles=shuffles, seed=seed, games=games,
+                        client=client)
     return Ratings.from_scores(seq.agents, runs.mean(axis=0), extras={"sd": runs.std(axis=0)}, info=info)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.games import Game, build
+from pipeline.methods.convergence import NoEstimate
 from pipeline.methods.ratings import Ratings
 from pipeline.stats.game_data import PromptCounts, ScoreTable
 
@@ -37,7 +38,10 @@ def choose_game(data: GameData, game: str, norm: str, defaults: dict[str, str]) 
         game = defaults["scores" if isinstance(data, ScoreTable) else "battles"]
         if isinstance(data, PromptCounts) and not len(data.prompts) and game in PROMPT_GAMES:
             game = "agent-agent"
-    return build(data, game, norm=norm)
+    try:
+        return build(data, game, norm=norm)
+    except ValueError as exc:  # the data make no game (task weights that are not copies, too few agents): a refusal
+        raise NoEstimate(str(exc)) from None
 
 
 def game_ratings(game: Game, ratings: list[np.ndarray],

@@ -1,9 +1,11 @@
 """Seeded fan-out of independent random rounds (bootstrap fits, shuffled Elo) on Dask.
 
-Rounds are cut into chunks of a fixed size, each chunk gets its own child of
-`np.random.SeedSequence(seed)`, and `dask.compute` runs the chunks on the distributed Client
-active in the process (the flows start one) or on local threads. The chunk size, not the number
-of workers, fixes which random numbers each round sees, so results do not depend on the cluster.
+Rounds are cut into chunks of a fixed size and each chunk gets its own child of
+`np.random.SeedSequence(seed)`. The chunks run on the distributed Client given (the registry
+passes the caller's, see `pipeline.methods.registry.run`), or on local threads without one;
+never on whatever client happens to be active in the process. The chunk size, not the number of
+workers, fixes which random numbers each round sees, and every chunk runs with one BLAS thread,
+so results do not depend on the cluster.
 """
 
 from __future__ import annotations
@@ -19,15 +21,21 @@ CHUNK = 50
 
 
 def fan_out(work: Callable[[object, int, np.random.Generator], np.ndarray], payload: object, rounds: int, seed: int,
-            chunk: int = CHUNK) -> np.ndarray:
-    """`work(payload, size, rng)` returns `size` rows; the rows of all rounds, stacked in order."""
+            chunk: int = CHUNK, *, client=None) -> np.ndarray:
+    """`work(payload, size, rng)` returns `size` rows; the rows of all rounds, stacked in order.
+
+    On `client` (a `distributed.Client`) when given, else on local threads."""
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
     sizes = [min(chunk, rounds - start) for start in range(0, rounds, chunk)]
     children = np.random.SeedSequence(seed).spawn(len(sizes))
+    if client is not None:
+        shared = client.scatter(payload, hash=False)  # sent once, not once per chunk
+        futures = [client.submit(_run, work, shared, size, child, pure=False) for size, child in zip(sizes, children)]
+        return np.concatenate(client.gather(futures), axis=0)
     shared = dask.delayed(payload, traverse=False)
     tasks = [dask.delayed(_run)(work, shared, size, child) for size, child in zip(sizes, children)]
-    return np.concatenate(dask.compute(*tasks), axis=0)
+    return np.concatenate(dask.compute(*tasks, scheduler="threads"), axis=0)
 
 
 def _run(work: Callable, payload: object, size: int, child: np.random.SeedSequence) -> np.ndarray:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+from scipy.special import expit
 
 
 def competition_ranks(score: np.ndarray, higher_is_better: bool = True, tolerance: float = 0.0) -> np.ndarray:
@@ -77,17 +78,16 @@ class Ratings:
         scale = self.info.get("logistic_scale")
         if scale is None:
             raise ValueError(f"{self.spec} does not give win probabilities")
-        return 1.0 / (1.0 + 10.0 ** ((self.score[b] - self.score[a]) / float(scale)))
+        return expit((self.score[a] - self.score[b]) * (np.log(10.0) / float(scale)))  # cannot overflow
 
     @property
     def spec(self) -> str:
-        """The method spec that reproduces these ratings, e.g. `approval:k=2`."""
-        if not self.params:
-            return self.name
-        return self.name + ":" + ",".join(f"{k}={_format(v)}" for k, v in sorted(self.params.items()))
+        """The method spec that reproduces these ratings, e.g. `approval:k=2` (`Spec.canonical`)."""
+        return spec_text(self.name, self.params)
 
 
-def _format(value: object) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
+def spec_text(name: str, params: dict[str, object]) -> str:
+    """`name:key=value,...` with the parameters sorted by key: the one spelling of a spec."""
+    if not params:
+        return name
+    return name + ":" + ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(params.items()))

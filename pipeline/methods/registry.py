@@ -2,21 +2,36 @@
 
 A spec is a method name with optional parameters: `borda`, `approval:k=3`,
 `elo:k=4,scale=400`. Each method is a plain function registered with `@method(name, needs=...)`;
-`needs` names the statistics it reads (fields of `Statistics`), which the registry passes
-positionally, and the spec's parameters are passed as keywords, converted to the types of the
+`needs` names its inputs, fields of `Statistics` (a statistic such as `pairwise`, an extra such
+as `sequence`, or `agent_keys`, the agents' canonical order), which the registry passes
+positionally; the spec's parameters are passed as keywords, converted to the types of the
 function's defaults. Unknown names and parameters raise with the list of valid ones.
+
+A spec is parsed once, where it enters (the command line, a board's YAML, a backtest's
+configuration), into a `Spec` that travels from there. Its canonical spelling, `str(spec)`, is
+the name and every effective parameter sorted by key, the same as `Ratings.spec`; specs are
+equal when their canonical spellings are, so a list given with two spellings of one spec runs
+it once (`unique_specs`).
+
+A method that fans work out (bootstrap rounds, shuffled orders) declares a keyword-only
+parameter `client`: the registry passes the caller's Dask client there (None: local threads).
+It is not a spec parameter and is not recorded in `Ratings.params`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from pipeline.methods.ratings import Ratings
+from pipeline.methods.ratings import Ratings, spec_text
 from pipeline.methods.threads import one_blas_thread
 from pipeline.stats.counts import Statistics
+
+CLIENT = "client"  # the keyword through which a method that fans out receives the Dask client
+GIVEN = frozenset({"agents", "appearances", "agent_keys"})  # fields of every Statistics: never reduced on request
 
 
 @dataclass(frozen=True)
@@ -28,7 +43,19 @@ class Method:
 
     @property
     def parameters(self) -> dict[str, object]:
-        return {p.name: p.default for p in inspect.signature(self.fn).parameters.values() if p.kind is p.KEYWORD_ONLY}
+        """The spec parameters and their defaults (the keyword-only arguments but `client`)."""
+        return {p.name: p.default for p in inspect.signature(self.fn).parameters.values()
+                if p.kind is p.KEYWORD_ONLY and p.name != CLIENT}
+
+    @property
+    def fans_out(self) -> bool:
+        """Whether the method takes the caller's Dask client."""
+        return CLIENT in inspect.signature(self.fn).parameters
+
+    @property
+    def statistics(self) -> tuple[str, ...]:
+        """The inputs a reduction must compute for this method."""
+        return tuple(n for n in self.needs if n not in GIVEN)
 
     @property
     def summary(self) -> str:
@@ -57,20 +84,29 @@ def _coerce(method_name: str, key: str, text: str, default: object) -> object:
         if isinstance(default, int):
             return int(text)
         if isinstance(default, float):
-            return float(text)
+            value = float(text)
+            if not math.isfinite(value):
+                raise ValueError(text)
+            return value
     except ValueError:
-        raise ValueError(f"{method_name}: parameter {key}={text!r} is not a valid {type(default).__name__}") from None
+        kind = "finite number" if isinstance(default, float) else type(default).__name__
+        raise ValueError(f"{method_name}: parameter {key}={text!r} is not a valid {kind}") from None
     return text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Spec:
+    """A registered method and the parameters a spec sets (`params`; the others take their defaults)."""
+
     name: str
     params: dict[str, object]
 
     @classmethod
-    def parse(cls, text: str) -> Spec:
+    def parse(cls, text: str | Spec) -> Spec:
+        if isinstance(text, Spec):
+            return text
         name, _, rest = text.strip().partition(":")
+        name = name.strip()
         if name not in REGISTRY:
             raise ValueError(f"unknown method {name!r}; known methods: {', '.join(sorted(REGISTRY))}")
         allowed = REGISTRY[name].parameters
@@ -93,17 +129,44 @@ class Spec:
         """Every parameter of the method: the spec's, and the defaults of the others."""
         return self.method.parameters | self.params
 
+    @property
+    def canonical(self) -> str:
+        """The one spelling of this spec: name and every effective parameter, sorted (= `Ratings.spec`)."""
+        return spec_text(self.name, self.effective_params)
 
-ALWAYS = frozenset({"agents", "agent_keys"})  # fields of every `Statistics`: nothing to reduce for them
+    def with_params(self, **params: object) -> Spec:
+        return Spec(self.name, self.params | params)
+
+    def __str__(self) -> str:
+        return self.canonical
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Spec) and self.canonical == other.canonical
+
+    def __hash__(self) -> int:
+        return hash(self.canonical)
 
 
-def needed_statistics(specs: Iterable[str]) -> frozenset[str]:
-    """The statistics a list of specs needs, so a reduction computes only those."""
-    return frozenset(n for s in specs for n in Spec.parse(s).method.needs) - ALWAYS
+def unique_specs(specs: Iterable[str | Spec], key: Callable[[Spec], str] = str) -> tuple[tuple[Spec, ...], dict[str, list[str]]]:
+    """The specs parsed, each once in first-seen order (specs with the same `key`, by default the
+    canonical spelling, are one), and for every spec given more than once the spellings given, by key."""
+    first: dict[str, Spec] = {}
+    spellings: dict[str, list[str]] = {}
+    for text in specs:
+        spec = Spec.parse(text)
+        first.setdefault(key(spec), spec)
+        spellings.setdefault(key(spec), []).append(str(text).strip())
+    return tuple(first.values()), {k: given for k, given in spellings.items() if len(given) > 1}
 
 
-def run(spec: str | Spec, stats: Statistics) -> Ratings:
-    spec = Spec.parse(spec) if isinstance(spec, str) else spec
+def needed_statistics(specs: Iterable[str | Spec]) -> frozenset[str]:
+    """The statistics a list of specs reads, so a reduction computes only those."""
+    return frozenset(n for s in specs for n in Spec.parse(s).method.statistics)
+
+
+def run(spec: str | Spec, stats: Statistics, *, client=None) -> Ratings:
+    """Rate `stats` with a spec; a method that fans out does so on `client` (None: local threads)."""
+    spec = Spec.parse(spec)
     chosen = spec.method
     if chosen.kinds is not None and stats.kind not in chosen.kinds:
         raise ValueError(f"{spec.name} rates {', '.join(sorted(chosen.kinds))} logs, not {stats.kind}")
@@ -113,12 +176,13 @@ def run(spec: str | Spec, stats: Statistics) -> Ratings:
         if value is None:
             raise ValueError(f"{spec.name} needs the {name} statistic, which was not computed")
         inputs.append(value)
-    return apply(spec, *inputs)
+    return apply(spec, *inputs, client=client)
 
 
-def apply(spec: Spec, *inputs: object) -> Ratings:
+def apply(spec: Spec, *inputs: object, client=None) -> Ratings:
     """Call a method on inputs already in hand, with one BLAS thread (see `pipeline.methods.threads`);
     the ratings are labelled with the method's name and effective parameters."""
+    options = dict(spec.params) | ({CLIENT: client} if spec.method.fans_out else {})
     with one_blas_thread():
-        ratings = spec.method.fn(*inputs, **spec.params)
+        ratings = spec.method.fn(*inputs, **options)
     return dataclasses.replace(ratings, name=spec.name, params=spec.effective_params)

@@ -200,23 +200,33 @@ def _stv(info: dict, ctx: Context) -> list[Note]:
     return notes
 
 
-@reads("iterations", "log_likelihood", "bootstrap_rounds", "bootstrap_dropped", "davidson_nu")
+@reads("iterations", "log_likelihood", "bootstrap_rounds", "bootstrap_dropped", "bootstrap_unconverged", "davidson_nu",
+       "stopped", "last_step", "cg_shortfalls", "cg_worst_relative_residual")
 def _likelihood(info: dict, ctx: Context) -> list[Note]:
     notes = []
     prior = ctx.params.get("prior")
     if "iterations" in info:
         fit = "maximum-a-posteriori fit (Gaussian prior)" if prior not in (None, "0", "0.0") else "maximum-likelihood ratings exist and the fit"
         likelihood = f", log-likelihood {number(info['log_likelihood'])}" if "log_likelihood" in info else ""
-        notes.append(Note(f"The {fit} converged in {number(info['iterations'])} iterations{likelihood}.", "good"))
+        how = " at the precision floor (the steps stopped shrinking; the error is below the data's resolution)" \
+            if info.get("stopped") == "precision floor" else ""
+        step = f"; last step {number(info['last_step'])}" if "last_step" in info else ""
+        notes.append(Note(f"The {fit} converged{how} in {number(info['iterations'])} iterations{likelihood}{step}.", "good"))
+    if info.get("cg_shortfalls"):
+        notes.append(Note(f"{number(info['cg_shortfalls'])} conjugate-gradient solves stopped short of their tolerance "
+                          f"(worst relative residual {number(info.get('cg_worst_relative_residual'))}); Newton's steps absorbed them.",
+                          "warn"))
     elif "log_likelihood" in info:
         notes.append(Note(f"Log-likelihood {number(info['log_likelihood'])}."))
     if "davidson_nu" in info:
         notes.append(Note(f"Davidson tie parameter nu = {number(info['davidson_nu'])}."))
     if "bootstrap_rounds" in info:
         dropped = info.get("bootstrap_dropped") or 0
+        unconverged = info.get("bootstrap_unconverged") or 0
+        why = ([f"{number(dropped)} rounds dropped because the fit did not exist on that resample"] if dropped else []) + \
+              ([f"{number(unconverged)} rounds dropped because their fit did not converge"] if unconverged else [])
         notes.append(Note(f"95% intervals from {number(info['bootstrap_rounds'])} bootstrap rounds"
-                          + (f"; {number(dropped)} rounds dropped because the fit did not exist on that resample." if dropped else "."),
-                          "warn" if dropped else "neutral"))
+                          + (f"; {'; '.join(why)}." if why else "."), "warn" if why else "neutral"))
     return notes
 
 

@@ -165,6 +165,7 @@ class RunRecord:
     diagnostics: dict[str, dict[str, object]] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
     title: str = ""
+    errors: dict[str, str] = field(default_factory=dict)  # spec -> why the method could not rate (agents named)
 
     def to_json(self) -> dict[str, object]:
         rows = {key: sum(getattr(r, key) for r in self.inputs) for key in ("rows_in", "rows_accepted", "rows_quarantined")}
@@ -180,6 +181,7 @@ class RunRecord:
             "rows": rows,
             "timings_s": {k: round(v, 3) for k, v in self.timings.items()},
             "diagnostics": self.diagnostics,
+            "errors": self.errors,
             "outputs": sorted(self.outputs),
         }
 

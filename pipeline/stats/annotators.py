@@ -8,13 +8,14 @@ order-free. Annotators are judge ids; `pipeline.report` names them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.arrays import sum_by_key
+from pipeline.arrays import sort_positions, sum_by_key
 from pipeline.logs import log_kind
 from pipeline.logs.orders import A_WINS, B_WINS, TIE
 from pipeline.stats.extras import Extra, register_extra
@@ -28,7 +29,9 @@ class AnnotatorCounts:
     """Cells (annotator `judge`, agents `x` < `y`) with weights `x_wins`, `y_wins`, `ties`.
 
     `judge` indexes `judges` (store ids in the judges dictionary, -1 for battles without one);
-    x and y are local agent indices.
+    `judge_keys[k]` is annotator k's position in name order (battles without a judge first), so
+    that a fit can visit annotators in an order that does not depend on store ids; x and y are
+    local agent indices.
     """
 
     agents: np.ndarray
@@ -39,8 +42,13 @@ class AnnotatorCounts:
     x_wins: np.ndarray
     y_wins: np.ndarray
     ties: np.ndarray
+    judge_keys: np.ndarray | None = None  # None: the judges' ids are in name order
 
     def __post_init__(self) -> None:
+        if self.judge_keys is None:
+            object.__setattr__(self, "judge_keys", np.arange(len(self.judges), dtype=np.int64))
+        if not np.array_equal(np.sort(self.judge_keys), np.arange(len(self.judges))):
+            raise ValueError("judge_keys must be a permutation of 0..m-1, one per annotator")
         m = len(self.judge)
         if any(len(v) != m for v in (self.x, self.y, self.x_wins, self.y_wins, self.ties)):
             raise ValueError("one value per cell in every column")
@@ -60,11 +68,11 @@ class AnnotatorCounts:
         new = np.full(len(self.judges), -1, np.int64)
         new[keep] = np.arange(len(keep))
         rows = new[self.judge] >= 0
-        return AnnotatorCounts(self.agents, self.judges[keep], new[self.judge][rows],
-                               self.x[rows], self.y[rows], self.x_wins[rows], self.y_wins[rows], self.ties[rows])
+        return AnnotatorCounts(self.agents, self.judges[keep], new[self.judge][rows], self.x[rows], self.y[rows],
+                               self.x_wins[rows], self.y_wins[rows], self.ties[rows], sort_positions(self.judge_keys[keep]))
 
     def replace(self, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> AnnotatorCounts:
-        return AnnotatorCounts(self.agents, self.judges, self.judge, self.x, self.y, x_wins, y_wins, ties)
+        return AnnotatorCounts(self.agents, self.judges, self.judge, self.x, self.y, x_wins, y_wins, ties, self.judge_keys)
 
 
 @dataclass
@@ -92,13 +100,17 @@ def _partial(table: pa.Table, kind: str, n: int) -> _Cells:
     return _Cells(n, keys, values)
 
 
-def _finalize(cells: _Cells, present: np.ndarray, name_order: np.ndarray) -> AnnotatorCounts:
+def _finalize(cells: _Cells, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> AnnotatorCounts:
     n = np.int64(cells.n)
     judge, x, y = cells.keys // (n * n) - 1, cells.keys // n % n, cells.keys % n
     judges, index = np.unique(judge, return_inverse=True)
     v = cells.values / UNIT
+    named = judges >= 0
+    by_name = np.full(len(judges), -1, np.int64)  # battles without a judge come first
+    by_name[named] = np.asarray(name_orders["judges"])[judges[named]]
     return AnnotatorCounts(present, judges, index.ravel().astype(np.int64), np.searchsorted(present, x),
-                           np.searchsorted(present, y), v[:, 0].copy(), v[:, 1].copy(), v[:, 2].copy())
+                           np.searchsorted(present, y), v[:, 0].copy(), v[:, 1].copy(), v[:, 2].copy(),
+                           sort_positions(by_name))
 
 
 ANNOTATORS = register_extra(Extra(

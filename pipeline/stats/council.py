@@ -13,7 +13,7 @@ that in memory, so that other methods rate exactly these reviews next to council
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,7 +96,7 @@ class CouncilReviews:
         partial = reduce_table(table, "reviews", n, statistics, n <= DENSE_MAX_AGENTS)
         name_order = np.zeros(n, np.int64)
         name_order[list(self.name_order)] = list(self.name_order.values())
-        return finalize("reviews", partial, statistics, name_order)
+        return finalize("reviews", partial, statistics, {"agents": name_order})
 
 
 def _partial(table: pa.Table, kind: str, n: int) -> tuple[Row, ...]:
@@ -142,8 +142,8 @@ def council_reviews(rows: tuple[Row, ...], name_order: np.ndarray) -> CouncilRev
     )
 
 
-def _finalize(rows: tuple[Row, ...], present: np.ndarray, name_order: np.ndarray) -> CouncilReviews:
-    return council_reviews(rows, name_order)
+def _finalize(rows: tuple[Row, ...], present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> CouncilReviews:
+    return council_reviews(rows, name_orders["agents"])
 
 
 COUNCIL_REVIEWS = register_extra(Extra("council_reviews", {"reviews": COLUMNS}, _partial, _merge, _finalize))

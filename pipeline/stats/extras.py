@@ -6,8 +6,8 @@ methods (indexed like the core statistics: local agents 0..k-1 for store ids `pr
 must be exact and order-independent (integer units, or a sort by a total key), so that results
 stay identical whatever the partitioning. A method asks for an extra by name in `needs`.
 
-Extras hold ids, never names: `finalize` gets the name order of the id space (`IdMap.name_order`)
-for what must be ordered by name, and `pipeline.report` puts the names back.
+Extras hold ids, never names: `finalize` gets the name order of each id space (`IdMap.name_order`
+by dictionary: `agents`, and `judges` or `prompts` where the store has them) for what must be ordered by name, and `pipeline.report` puts the names back.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Extra:
     columns: Mapping[str, tuple[str, ...]]  # log kind (or EVERY_KIND) -> stored columns read
     partial: Callable[[pa.Table, str, int], Any]  # (unit table, kind, size of the id space)
     merge: Callable[[Any, Any], Any]
-    finalize: Callable[[Any, np.ndarray, np.ndarray], Any]  # (merged, store ids present, name order of the id space)
+    finalize: Callable[[Any, np.ndarray, Mapping[str, np.ndarray]], Any]  # (merged, store ids present, name orders by dictionary)
 
     def __post_init__(self) -> None:
         for kind in self.columns:

@@ -12,6 +12,7 @@ game builders their names (`PromptCounts.prompt_names`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -146,7 +147,7 @@ def _partial(table: pa.Table, kind: str, n: int) -> _ScoreRows | _PromptUnits:
     return _PARTIALS[kind](table, n)
 
 
-def _finalize(merged: _ScoreRows | _PromptUnits, present: np.ndarray, name_order: np.ndarray) -> ScoreTable | PromptCounts:
+def _finalize(merged: _ScoreRows | _PromptUnits, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> ScoreTable | PromptCounts:
     local = np.full(int(present.max(initial=-1)) + 1, -1, np.int64)
     local[present] = np.arange(len(present))
     if isinstance(merged, _PromptUnits):

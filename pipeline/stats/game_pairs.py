@@ -13,6 +13,7 @@ For kinds of comparisons (battles, L = 2) the two coincide and this statistic ho
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,7 +55,7 @@ def _merge(x: PairCounter | None, y: PairCounter | None) -> PairCounter | None:
     return None if x is None else x + y
 
 
-def _finalize(counter: PairCounter | None, present: np.ndarray, name_order: np.ndarray) -> PerGameCounts:
+def _finalize(counter: PairCounter | None, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> PerGameCounts:
     return PerGameCounts(None if counter is None else counter.finalize(present))
 
 

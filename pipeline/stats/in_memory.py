@@ -34,7 +34,7 @@ def statistics_of_records(records: Sequence[Mapping], kind: str, statistics: Ite
     agents = maps["agents"]
     dense = len(agents) <= DENSE_MAX_AGENTS if dense is None else dense
     partial = reduce_table(table, kind, len(agents), statistics, dense)
-    return finalize(kind, partial, statistics, agents.name_order()), agents.names
+    return finalize(kind, partial, statistics, {space: ids.name_order() for space, ids in maps.items()}), agents.names
 
 
 def profile(rankings: Sequence[str], weights: Sequence[float] | None = None, *,

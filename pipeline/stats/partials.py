@@ -13,7 +13,7 @@ bincount (benchmarks/bench_reduce.py), where a dataframe group-by cost about 14x
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -265,15 +265,15 @@ def comparison_partial(comparisons: Comparisons, n: int, dense: bool) -> Partial
     return Partial(n, appearances, pairs)
 
 
-def finalize(kind: str, partial: Partial, statistics: frozenset[str], name_order: np.ndarray) -> Statistics:
+def finalize(kind: str, partial: Partial, statistics: frozenset[str], name_orders: Mapping[str, np.ndarray]) -> Statistics:
     """The statistics of a merged partial, over the agents that appear in it.
 
-    `name_order[i]` is the position of store id i's name in code-point order (`IdMap.name_order`;
-    `arange` where ids were given in name order): extras and `Statistics.agent_keys` order agents
-    by name without holding names.
+    `name_orders[space][i]` is the position of the name of id i of a dictionary (`agents`, `judges`,
+    ...) in code-point order (`IdMap.name_order`; `arange` where ids were given in name order):
+    extras and `Statistics.agent_keys` order ids by name without holding names.
     """
     present = np.flatnonzero(partial.appearances > 0)
-    extra = {name: EXTRAS[name].finalize(value, present, name_order) for name, value in sorted(partial.extra.items())}
+    extra = {name: EXTRAS[name].finalize(value, present, name_orders) for name, value in sorted(partial.extra.items())}
     pairwise = partial.pairs.finalize(present) if partial.pairs is not None else None
     positions = partial.positions.finalize(present) if partial.positions is not None else None
     histogram = partial.histogram.finalize(present, partial.n) if partial.histogram is not None else None
@@ -281,7 +281,7 @@ def finalize(kind: str, partial: Partial, statistics: frozenset[str], name_order
         positions = _comparison_positions(pairwise) if "positions" in statistics else None
         histogram = _comparison_histogram(pairwise) if "histogram" in statistics else None
     return Statistics(kind, present, partial.appearances[present], pairwise, positions, histogram, extra,
-                      agent_keys=sort_positions(np.asarray(name_order)[present]))
+                      agent_keys=sort_positions(np.asarray(name_orders["agents"])[present]))
 
 
 def _comparison_positions(pairs: PairwiseCounts) -> PositionCounts:

@@ -24,7 +24,7 @@ from dask.delayed import Delayed
 
 from pipeline.arrays import SOURCE
 from pipeline.logs import log_kind
-from pipeline.logs.kinds import ROWS_PER_TASK
+from pipeline.logs.kinds import DICTIONARIES, ROWS_PER_TASK
 from pipeline.stats import cache
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
 from pipeline.stats.extras import EXTRAS, extra_columns, extra_partials
@@ -149,4 +149,4 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     batches = [list(b) for b in np.array_split(np.array(units, dtype=object), min(len(units), 2 * slots))]
     total = tree_sum([dask.delayed(reduce_batch)(batch, kind, n, statistics, dense, root) for batch in batches])
     partial = client.compute(total).result() if client is not None else total.compute(scheduler="threads")
-    return finalize(kind, partial, statistics, agents.name_order())
+    return finalize(kind, partial, statistics, {space: store.dictionary(space).name_order() for space in DICTIONARIES})

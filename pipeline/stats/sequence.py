@@ -13,6 +13,7 @@ of its own.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,7 +112,7 @@ def _merge(x: pa.Table, y: pa.Table) -> pa.Table:
     return _sort(pa.concat_tables([x, y]).combine_chunks())
 
 
-def _finalize(table: pa.Table, present: np.ndarray, name_order: np.ndarray) -> ComparisonSequence:
+def _finalize(table: pa.Table, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> ComparisonSequence:
     a, b = np.searchsorted(present, table.column("a").to_numpy()), np.searchsorted(present, table.column("b").to_numpy())
     outcome = table.column("outcome").to_numpy()
     players = table.column("players").to_numpy().astype(np.int64)

@@ -2,10 +2,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline.backtest.evaluate import run_backtest, score_split, task_seed, training_statistics
+from pipeline.backtest.evaluate import run_backtest, score_split, task_label, task_seed, training_statistics
 from pipeline.backtest.units import load_units
 from pipeline.backtest.splits import random_splits
-from pipeline.methods import REGISTRY, Method, Ratings
+from pipeline.methods import REGISTRY, Method, Ratings, Spec
 from pipeline.stats.extras import EXTRAS, Extra
 
 SPECS = ["plurality", "approval:k=2", "borda", "copeland"]
@@ -37,14 +37,16 @@ def test_methods_rate_only_training_games(small_games):
 
 
 def test_results_do_not_depend_on_the_workers(small_games, dask_client, dask_cluster):
-    from distributed import Client, LocalCluster
+    from distributed import Client
+
+    from pipeline.runtime import local_cluster
 
     store, _ = small_games
     log = load_units(store, "games")
     splits = random_splits(log.units, 4, 50, seed=3)
     local = run_backtest(log, splits, SPECS)
     two = run_backtest(log, splits, SPECS, client=dask_client)
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0") as one_cluster, Client(one_cluster) as one:
+    with local_cluster(1) as one_cluster, Client(one_cluster) as one:
         single = run_backtest(log, splits, SPECS, client=one)
     assert len(dask_cluster.workers) == 2
     assert local.equals(two)
@@ -52,7 +54,7 @@ def test_results_do_not_depend_on_the_workers(small_games, dask_client, dask_clu
     by_key = [("split", "ascending"), ("method", "ascending")]
     reordered = run_backtest(log, splits, list(reversed(SPECS)))  # the order of the specs changes no number
     assert reordered.sort_by(by_key).equals(local.sort_by(by_key))
-    assert local.column("method").to_pylist()[:4] == SPECS
+    assert local.column("method").to_pylist()[:4] == [task_label(Spec.parse(s)) for s in SPECS]  # canonical spellings
 
 
 @pytest.fixture
@@ -82,9 +84,9 @@ def test_extras_and_seeds_reach_methods(small_games, probe_method):
     assert stats.extra["probe_rows"].sum() == 7 * len(splits[0].train)  # training rows only
     results = run_backtest(log, splits, ["probe", "borda"])
     seeds = results.filter(pa.compute.equal(results.column("method"), "probe")).column("seed").to_pylist()
-    assert seeds == [task_seed(s, "probe") for s in splits] and len(set(seeds)) == 3
+    assert seeds == [task_seed(s, Spec.parse("probe")) for s in splits] and len(set(seeds)) == 3
     probe = results.filter(pa.compute.equal(results.column("method"), "probe")).to_pylist()
     assert all(0 < r["brier"] < 0.25 and r["log_loss"] > 0 and 0.5 < r["auc"] < 1 for r in probe)
-    borda = results.filter(pa.compute.equal(results.column("method"), "borda")).to_pylist()
+    borda = results.filter(pa.compute.equal(results.column("method"), "borda:normalise=false")).to_pylist()
     assert all(r["auc"] is None for r in borda)  # Borda gives no probabilities
     assert results.equals(run_backtest(log, splits, ["probe", "borda"]))

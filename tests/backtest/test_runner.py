@@ -17,7 +17,7 @@ def test_f1_races_as_games(f1_races, tmp_path):
     # About 20 drivers per race: 190 pairs, a random order would get about 95 wrong.
     assert max(results.column("kendall").to_pylist()) < 95
     run = json.loads((tmp_path / "run.json").read_text())
-    assert run["parameters"]["reference"] == "borda" and run["rows"]["rows_accepted"] == 1320
+    assert run["parameters"]["reference"] == "borda:normalise=false" and run["rows"]["rows_accepted"] == 1320
 
 
 def test_f1_temporal_splits(f1_races):

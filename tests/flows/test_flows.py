@@ -97,3 +97,21 @@ def test_ratings_flow_runs_a_game_method(tmp_path, dask_cluster):
     records = json.loads((tmp_path / "out" / "ratings.json").read_text())
     assert len(records) == 59 and {r["method"].split(":")[0] for r in records} == {"nash-averaging"}
     assert min(r["rank"] for r in records) == 1
+
+
+def test_a_method_that_cannot_rate_does_not_stop_the_nightly(tmp_path, dask_cluster):
+    from flows.nightly import nightly
+
+    log = tmp_path / "logs" / "battles.csv"
+    log.parent.mkdir()
+    log.write_text("model_a,model_b,winner\nzeta,alpha,model_a\nalpha,mu,model_a\nmu,zeta,model_b\nzeta,mu,model_a\n")
+    config = tmp_path / "nightly.yaml"
+    config.write_text(yaml.safe_dump({"boards": [{"name": "tiny", "kind": "battles", "sources": [str(log.parent)],
+                                                  "methods": ["m-elo", "borda", "borda:normalise=false"]}]}))
+    nightly(str(config), str(tmp_path / "out"), scheduler=dask_cluster.scheduler_address)
+    run = json.loads((tmp_path / "out" / "latest" / "tiny" / "run.json").read_text())
+    [message] = run["errors"].values()
+    assert "agents that never win or never lose: mu, zeta" in message
+    assert run["methods"][1:] == ["borda:normalise=false"] and run["parameters"]["methods_merged"]
+    assert {r["method"] for r in json.loads((tmp_path / "out" / "latest" / "tiny" / "ratings.json").read_text())} == {
+        "borda:normalise=false"}

@@ -52,7 +52,7 @@ def test_ratings_flow_on_an_external_cluster_matches_local(tmp_path, external_cl
 
 
 def test_scheduler_address_from_the_environment(tmp_path, external_cluster, monkeypatch):
-    from flows.cluster import SCHEDULER_ENV, dask_client
+    from pipeline.runtime import SCHEDULER_ENV, dask_client
 
     monkeypatch.setenv(SCHEDULER_ENV, external_cluster)
     with dask_client() as client:

@@ -4,9 +4,15 @@ import numpy as np
 import pytest
 
 from pipeline.backtest.stability import perturbation_experiment, simulate_votes
-from pipeline.methods.am_elo import am_elo, fit_am_elo
+from pipeline.methods.am_elo import am_elo as am_elo_method
+from pipeline.methods.am_elo import fit_am_elo
 from pipeline.methods.convergence import NoEstimate
 from tests.conftest import SAMPLES
+
+
+def am_elo(counts, **options):
+    """The method on counts whose ids are in name order."""
+    return am_elo_method(counts, np.arange(len(counts.agents)), **options)
 
 
 def test_abilities_sum_to_one_and_a_contrarian_is_flagged():
@@ -74,3 +80,25 @@ def test_runs_on_the_llmfao_crowd_and_publishes_the_annotator_table(tmp_path):
     assert (out / "am-elo.annotators.md").read_text().startswith("# crowd: am-elo.annotators\n")
     assert "ability_refit" not in (out / "leaderboard.md").read_text()  # the table is not in the leaderboard's info
     assert "am-elo.annotators.parquet" in json.loads((out / "run.json").read_text())["outputs"]
+
+
+def test_running_out_of_rounds_is_one_line_with_the_numbers_and_the_agents():
+    from pipeline.methods.convergence import ConvergenceError
+
+    counts, _ = simulate_votes(6, 5, 60, seed=7)
+    with pytest.raises(ConvergenceError) as failed:
+        am_elo(counts, max_iter=1)
+    message = failed.value.named([f"model-{i}" for i in range(6)])
+    assert message.startswith("am-elo did not converge in 1 rounds (largest change ") and "tol=1e-08" in message
+    assert "the largest abilities M*theta: " in message and "ratings still moving most: model-" in message
+    assert "\n" not in message
+    converged = am_elo(counts)
+    assert converged.info["stopped"] == "converged"
+
+
+def test_annotators_are_fitted_in_name_order():
+    """Renumbering the annotators (other judge ids, same names) changes no bit."""
+    counts, _ = simulate_votes(6, 5, 60, seed=7)
+    order = np.array([3, 0, 4, 1, 2])
+    renumbered = counts.select(order)  # annotator k of `renumbered` is annotator order[k], with its name
+    assert am_elo(renumbered).score.tobytes() == am_elo(counts).score.tobytes()

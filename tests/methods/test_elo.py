@@ -65,3 +65,26 @@ def test_shuffles_do_not_depend_on_the_workers(log_stats, dask_client):
     with dask.config.set(scheduler="sync"):
         local = run("elo:shuffles=25,seed=1", stats)
     assert on_cluster.score.tobytes() == local.score.tobytes()
+
+
+def test_huge_weights_and_rating_gaps_do_not_overflow(log_stats):
+    """Online Elo is not scale-free (a step is k times the weight) but must never overflow."""
+    from pipeline.methods.elo import expected
+
+    assert expected(1e6) == 1.0 and expected(-1e6) == 0.0 and expected(0.0) == 0.5
+    assert expected(-700.0) > 0 and expected(30.0) == pytest.approx(1 / (1 + np.exp(-30.0)), rel=1e-15)
+    rows = [dict(row, battle_id=f"{i}", weight=1e11) for i, row in enumerate(HAND * 4)]
+    stats, _ = log_stats(rows, {"sequence"})
+    for spec in ("elo", "elo:shuffles=5"):
+        ratings = run(spec, stats)
+        assert np.all(np.isfinite(ratings.score)) and np.abs(ratings.score).max() > 1e11
+        assert np.isfinite(ratings.win_probability(np.array([0, 1]), np.array([1, 0]))).all()
+
+
+def test_shuffles_do_not_depend_on_the_logs_order_or_ids(log_stats):
+    """The shuffled orders permute the battles in a canonical order of their content."""
+    rows = [dict(row, battle_id=f"{i}") for i, row in enumerate(HAND * 5)]
+    first, _ = log_stats(rows, {"sequence"})
+    renumbered, _ = log_stats([dict(r, timestamp=None, battle_id=f"x{99 - i}") for i, r in enumerate(rows)][::-1], {"sequence"})
+    a, b = run("elo:shuffles=20,seed=7", first), run("elo:shuffles=20,seed=7", renumbered)
+    assert a.score.tobytes() == b.score.tobytes() and a.extras["sd"].tobytes() == b.extras["sd"].tobytes()

@@ -8,11 +8,18 @@ import pytest
 import scipy.sparse as sp
 
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
-from pipeline.methods.m_elo import Cells, bootstrap_intervals, fit, m_elo
+from pipeline.methods.bradley_terry import Cells, fit
+from pipeline.methods.m_elo import bootstrap_intervals
+from pipeline.methods.m_elo import m_elo as m_elo_method
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
 
 NONE = PerGameCounts(None)
+
+
+def m_elo(pairs, per_game, **options):
+    """The method on counts whose ids are in name order."""
+    return m_elo_method(pairs, per_game, np.arange(pairs.n), **options)
 
 
 def counts(wins, ties=None, sparse=False, agents=None):
@@ -73,19 +80,25 @@ def test_the_prior_is_choix_alpha_times_two():
 
 
 @pytest.mark.parametrize("wins, problem", [
-    ([[0, 1, 0], [0, 0, 1], [0, 0, 0]], "agents without a win: [2]"),  # C never wins, A never loses
-    ([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]], "2 connected piece(s)"),  # {A, B} and {C, D} never meet
+    # C never wins, A never loses
+    ([[0, 1, 0], [0, 0, 1], [0, 0, 0]], "agents that never win or never lose: A, C (the comparison graph has 1 connected"),
+    # {A, B} and {C, D} never meet
+    ([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 1], [0, 0, 1, 0]], "2 connected piece(s) and 2 strongly connected piece(s); "
+                                                               "agents of different pieces were never compared (the smallest piece: A, B)"),
 ])
 def test_reports_when_the_mle_does_not_exist(wins, problem):
-    with pytest.raises(NoEstimate, match=re.escape(problem)):
+    names = ["A", "", "", "", "", "", "", "", "", "", "B", "", "", "", "", "", "", "", "", "", "C", "", "", "", "", "", "", "", "", "", "D"]
+    with pytest.raises(NoEstimate) as refused:
         m_elo(counts(wins, agents=np.arange(len(wins)) * 10), NONE, bootstrap=0)
+    assert problem in refused.value.named(names) and "\n" not in str(refused.value)
+    assert refused.value.named(names).endswith("; use m-elo:prior=0.01 for a small Gaussian prior")
     assert np.all(np.isfinite(m_elo(counts(wins), NONE, prior=0.01, bootstrap=0).score))
 
 
 def test_sparse_counts_give_the_dense_answer(monkeypatch):
     wins, _ = random_counts(n=30, battles=2000, seed=2)
     dense = fit(Cells.from_counts(counts(wins)))
-    monkeypatch.setattr("pipeline.methods.m_elo.DENSE_MAX_AGENTS", 4)  # force the sparse CG path
+    monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_MAX_AGENTS", 4)  # force the sparse CG path
     sparse = fit(Cells.from_counts(counts(wins, sparse=True)))
     assert np.abs(dense.beta - sparse.beta).max() < 1e-9
 
@@ -98,10 +111,49 @@ def test_relabelling_permutes_and_scaling_weights_changes_nothing():
     assert m_elo(counts(3 * wins), NONE, bootstrap=0).score == pytest.approx(base, abs=1e-9)
 
 
-def test_runs_out_of_iterations_loudly():
+def test_runs_out_of_iterations_loudly_naming_agents_and_numbers():
     wins, _ = random_counts(n=8, battles=500, seed=3)
-    with pytest.raises(ConvergenceError):
-        m_elo(counts(wins), NONE, bootstrap=0, max_iter=1)
+    with pytest.raises(ConvergenceError) as failed:
+        m_elo(counts(wins, agents=np.arange(8) * 2), NONE, bootstrap=0, max_iter=1)
+    message = failed.value.named([f"agent-{i}" for i in range(16)])
+    assert re.fullmatch(r"m-elo: Newton's method did not converge in 1 iterations \(largest step [0-9.e+-]+ > tol=1e-07\); "
+                        r"agents with the largest steps: agent-\d+, agent-\d+, agent-\d+", message), message
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("ties", ["half", "davidson"])
+def test_multiplying_every_weight_by_1e11_or_1e_7_gives_the_same_ratings(monkeypatch, sparse, ties):
+    if sparse:
+        monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_MAX_AGENTS", 4)  # the conjugate-gradient path
+    wins, _ = random_counts(n=40, battles=600, seed=1)
+    draw = np.triu(np.random.default_rng(1).random((40, 40)) < 0.2, 1) * 1.0
+    scores = []
+    for factor in (1.0, 1e11, 1e-7):
+        rated = m_elo(counts(wins * factor, (draw + draw.T) * factor, sparse=sparse), NONE, bootstrap=0, ties=ties)
+        assert rated.info["stopped"] == "converged"
+        scores.append(rated.score)
+    assert np.abs(scores[1] - scores[0]).max() < 1e-6 and np.abs(scores[2] - scores[0]).max() < 1e-6
+
+
+def test_a_tolerance_below_the_precision_floor_stops_at_the_floor_not_in_error():
+    wins, _ = random_counts(n=30, battles=2000, seed=2)
+    reachable = fit(Cells.from_counts(counts(wins)))
+    floor = fit(Cells.from_counts(counts(wins)), tol=1e-30)
+    assert reachable.stopped == "converged" and floor.stopped == "precision floor" and floor.last_step < 1e-12
+    assert np.abs(floor.beta - reachable.beta).max() < 1e-12  # the default already has every meaningful digit
+
+
+def test_the_same_counts_under_other_ids_give_the_same_bytes():
+    """Agents numbered differently by the store, same names: the canonical order (agent_keys) fixes every sum and draw."""
+    wins, _ = random_counts(n=9, battles=700, seed=8)
+    ties = np.triu(np.ones((9, 9)), 1) * (np.arange(81).reshape(9, 9) % 4 == 0)
+    ties = ties + ties.T
+    canonical = m_elo_method(counts(wins, ties), NONE, np.arange(9), bootstrap=100, seed=2)
+    perm = np.random.default_rng(0).permutation(9)  # local agent i is canonical agent perm[i]
+    shuffled = m_elo_method(counts(wins[np.ix_(perm, perm)], ties[np.ix_(perm, perm)]), NONE, perm, bootstrap=100, seed=2)
+    assert shuffled.score.tobytes() == canonical.score[perm].tobytes()
+    for key in ("ci_low", "ci_high", "rank_ci"):
+        assert shuffled.extras[key].tobytes() == canonical.extras[key][perm].tobytes()
 
 
 def test_bootstrap_intervals_and_ranks_that_respect_them():
@@ -133,7 +185,7 @@ def test_bootstrap_does_not_depend_on_the_workers(dask_client):
 ])
 def test_the_chord_bootstrap_agrees_with_newton_round_by_round(prior, wins):
     cells = Cells.from_counts(counts(wins))
-    options = {"davidson": False, "prior": prior, "tol": 1e-10, "max_iter": 100}
+    options = {"davidson": False, "prior": prior, "tol": 1e-7, "max_iter": 100}
     full = fit(cells, prior=prior)
     chord, chord_info = bootstrap_intervals(cells, full, options, 120, 3, 400.0, 1000.0, algorithm="chord")
     newton, newton_info = bootstrap_intervals(cells, full, options, 120, 3, 400.0, 1000.0, algorithm="newton")

@@ -1,8 +1,8 @@
-"""The registry: spec parsing, errors naming the valid choices, and every method on the shared fixtures."""
+"""The registry: spec parsing and canonical spellings, errors naming the valid choices, the client for fan-out.
+
+The contract of every registered method is tests/methods/test_contract.py."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pytest
@@ -51,38 +51,6 @@ def test_the_registry_names_the_ratings_with_every_parameter(pentathlon):
     assert (ratings.name, ratings.params) == ("approval", {"k": 2})
 
 
-CORE = {"pairwise", "positions", "histogram"}
-
-
-@pytest.mark.parametrize("name", sorted(n for n, m in REGISTRY.items() if CORE >= set(m.needs) and m.kinds is None))
-def test_every_method_on_every_fixture(name, pentathlon, condorcet_cycle):
-    """The Ratings contract and determinism, for every method that reads the core statistics."""
-    for stats, _ in (pentathlon, condorcet_cycle):
-        ratings = run(name, stats)
-        assert isinstance(ratings, Ratings) and ratings.agents.tolist() == stats.agents.tolist()
-        assert ratings.rank.min() == 1 and np.all(np.isfinite(ratings.score))
-        json.dumps(ratings.info)  # diagnostics are JSON-serialisable
-        again = run(name, stats)
-        assert again.score.tobytes() == ratings.score.tobytes()
-
-
-@pytest.mark.parametrize("name", sorted(n for n, m in REGISTRY.items() if CORE >= set(m.needs) and m.kinds is None))
-def test_relabelling_agents_permutes_the_result(name):
-    """Renaming agents so that their ids come in reverse order changes nothing but the order."""
-    from pipeline.stats.in_memory import profile
-
-    rankings = ["a>b>c>d", "b>a>d>c", "c>a>b>d", "a>c>d>b", "d>b>a>c"]
-    rename = {"a": "w", "b": "x", "c": "y", "d": "z"}
-    reverse = {"a": "z", "b": "y", "c": "x", "d": "w"}
-    by_name = []
-    for mapping in (rename, reverse):
-        stats, names = profile(["".join(mapping.get(ch, ch) for ch in r) for r in rankings])
-        ratings = run(name, stats)
-        inverse = {v: k for k, v in mapping.items()}
-        by_name.append({inverse[names[a]]: (s, r) for a, s, r in zip(ratings.agents, ratings.score, ratings.rank)})
-    assert by_name[0] == by_name[1]
-
-
 def test_methods_run_with_one_blas_thread(pentathlon):
     """Threaded BLAS sums dot products in a machine-dependent order; methods must not see it."""
     from threadpoolctl import threadpool_info, threadpool_limits
@@ -109,3 +77,49 @@ def test_rating_errors_name_agents_by_name_where_names_are_known():
     assert error.named(["alpha", "beta", "gamma"]) == "m-elo: agents without a win: gamma, alpha"
     many = NoEstimate("{agents}", agents=range(12))
     assert many.named([f"a{i}" for i in range(12)]).endswith("a9, and 2 more")
+
+
+def test_a_spec_has_one_canonical_spelling_equal_to_the_ratings_spec(pentathlon):
+    spellings = ["borda", " borda ", "borda:normalise=false", "borda:normalise=no", "borda:normalise=0"]
+    specs = [Spec.parse(s) for s in spellings]
+    assert {s.canonical for s in specs} == {"borda:normalise=false"} and len(set(specs)) == 1
+    assert str(specs[0]) == run(specs[0], pentathlon[0]).spec
+    assert Spec.parse("borda:normalise=true") != specs[0]
+    assert Spec.parse("m-elo:scale=400") == Spec.parse("m-elo") and Spec.parse("m-elo:seed=1") != Spec.parse("m-elo")
+
+
+def test_specs_given_twice_under_different_spellings_run_once():
+    from pipeline.methods.registry import unique_specs
+
+    specs, merged = unique_specs(["borda", "copeland", "borda:normalise=false", "copeland:tie_credit=0.5", "borda:normalise=true"])
+    assert [str(s) for s in specs] == ["borda:normalise=false", "copeland:tie_credit=0.5", "borda:normalise=true"]
+    assert merged == {"borda:normalise=false": ["borda", "borda:normalise=false"],
+                      "copeland:tie_credit=0.5": ["copeland", "copeland:tie_credit=0.5"]}
+
+
+@pytest.mark.parametrize("text", ["m-elo:tol=nan", "m-elo:prior=inf", "elo:k=1e400"])
+def test_non_finite_numbers_are_refused(text):
+    with pytest.raises(ValueError, match="is not a valid finite number"):
+        Spec.parse(text)
+
+
+def test_the_client_reaches_methods_that_fan_out_and_is_no_parameter(pentathlon):
+    from pipeline.methods.registry import GIVEN, method
+
+    assert "client" not in REGISTRY["m-elo"].parameters and REGISTRY["m-elo"].fans_out
+    assert not REGISTRY["borda"].fans_out
+    with pytest.raises(ValueError, match="unknown parameter 'client=x'"):
+        Spec.parse("m-elo:client=x")
+    sentinel = object()
+
+    @method("probe-client", needs=("pairwise", "agent_keys"))
+    def probe(pairs, keys, *, client=None):
+        return Ratings.from_scores(pairs.agents, keys.astype(float), info={"client": client is sentinel})
+
+    try:
+        ratings = run("probe-client", pentathlon[0], client=sentinel)
+        assert ratings.info["client"] and ratings.params == {} and ratings.spec == "probe-client"
+        assert needed_statistics(["probe-client", "m-elo"]) == {"pairwise", "pairwise_per_game"}  # agent_keys is no reduction
+        assert GIVEN >= {"agent_keys"}
+    finally:
+        del REGISTRY["probe-client"]

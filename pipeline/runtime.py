@@ -1,0 +1,75 @@
+"""Where vase computes: one policy for the command line and the flows.
+
+`dask_client(scheduler, workers)` gives the Dask client that reductions, backtests and the
+methods that fan out (bootstrap rounds, shuffled orders) are handed explicitly:
+1. an explicit scheduler address (`--scheduler`, a flow's `scheduler` parameter);
+2. else the address in `$VASE_DASK_SCHEDULER`;
+3. else, with `workers` > 0, a LocalCluster of that many single-threaded worker processes;
+4. else (`workers=0`) no cluster: the client is None and the caller computes on local threads.
+
+A LocalCluster listens on loopback only: scheduler, workers, nannies and every dashboard on
+127.0.0.1 (Dask's ":0" would bind the dashboards on all interfaces). Its workers run with one
+BLAS thread (methods pin it anyway, see `pipeline.methods.threads`) and without the nanny's
+`MALLOC_TRIM_THRESHOLD_`: setting glibc's trim threshold at all turns off its adaptive mmap
+threshold, so every large numpy array becomes a fresh mmap paid in page faults, which made a
+Diplomacy-scale backtest 1.3x slower (`infra/dask-workers.yaml` does the same for external
+clusters).
+
+Security: a client on a `tls://` address takes its certificates from Dask's configuration
+(`distributed.comm.tls.*`, e.g. through `DASK_CONFIG`) unless a `distributed.Security` is given;
+nothing here forces plain TCP.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import dask
+
+SCHEDULER_ENV = "VASE_DASK_SCHEDULER"
+LOOPBACK = "127.0.0.1"
+TRIM = "MALLOC_TRIM_THRESHOLD_"
+WORKER_ENVIRONMENT = {TRIM: None, "OMP_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1, "MKL_NUM_THREADS": 1}
+
+
+def scheduler_address(explicit: str | None = None) -> str | None:
+    """The scheduler to connect to: `explicit`, else $VASE_DASK_SCHEDULER, else None (start or skip a cluster)."""
+    return explicit or os.environ.get(SCHEDULER_ENV) or None
+
+
+@contextmanager
+def local_cluster(workers: int = 2) -> Iterator[object]:
+    """A LocalCluster of `workers` single-threaded worker processes, listening on loopback only."""
+    from distributed import LocalCluster
+
+    # A nanny writes its variables into this process's environment before spawning, so an earlier
+    # cluster's may still be here for our workers to inherit.
+    os.environ.pop(TRIM, None)
+    settings = {f"distributed.nanny.pre-spawn-environ.{key}": value for key, value in WORKER_ENVIRONMENT.items()}
+    with dask.config.set(settings), LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
+        worker_dashboard_address=f"{LOOPBACK}:0", silence_logs=logging.WARNING,
+    ) as cluster:
+        yield cluster
+
+
+@contextmanager
+def dask_client(scheduler: str | None = None, workers: int = 2, security: object = None) -> Iterator[object | None]:
+    """A `distributed.Client` by the policy above, or None (local threads) when there is no scheduler and `workers` is 0."""
+    if workers < 0:
+        raise ValueError(f"workers must be at least 0, not {workers}")
+    address = scheduler_address(scheduler)
+    if address is None and workers == 0:
+        yield None
+        return
+    from distributed import Client
+
+    if address is not None:
+        with Client(address, security=security) as client:
+            yield client
+        return
+    with local_cluster(workers) as cluster, Client(cluster) as client:
+        yield client

@@ -1,0 +1,105 @@
+"""One runtime policy: where the command line and the flows compute, and what a LocalCluster exposes."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+
+import psutil
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.runtime import SCHEDULER_ENV, dask_client, local_cluster, scheduler_address
+from tests.conftest import SAMPLES
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_policy_explicit_address_then_environment_then_local(monkeypatch):
+    monkeypatch.delenv(SCHEDULER_ENV, raising=False)
+    assert scheduler_address(None) is None
+    monkeypatch.setenv(SCHEDULER_ENV, "tcp://127.0.0.1:1")
+    assert scheduler_address(None) == "tcp://127.0.0.1:1" and scheduler_address("tls://host:2") == "tls://host:2"
+    monkeypatch.delenv(SCHEDULER_ENV)
+    with dask_client(None, workers=0) as client:
+        assert client is None  # local threads
+    with pytest.raises(ValueError, match="workers"):
+        with dask_client(None, workers=-1):
+            pass
+
+
+def test_a_scheduler_from_the_environment_is_used(dask_cluster, monkeypatch):
+    monkeypatch.setenv(SCHEDULER_ENV, dask_cluster.scheduler_address)
+    with dask_client(None, workers=0) as client:  # an address wins over "no cluster"
+        assert client.scheduler.address == dask_cluster.scheduler_address
+
+
+def _listening(pids: set[int]) -> list[tuple[int, str, int]]:
+    return [(c.pid, c.laddr.ip, c.laddr.port) for c in psutil.net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN and c.pid in pids]
+
+
+def test_a_local_cluster_listens_on_loopback_only(monkeypatch):
+    # What an earlier plain LocalCluster's nanny leaves in this process's environment.
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
+    before = {(c.laddr.ip, c.laddr.port) for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+    with local_cluster(2) as cluster:
+        from distributed import Client
+
+        with Client(cluster) as client:
+            environment = client.run(lambda: (os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OMP_NUM_THREADS")))
+            workers = client.run(os.getpid)
+        pids = {os.getpid(), *workers.values(), *(p.pid for p in psutil.Process().children(recursive=True))}
+        sockets = [s for s in _listening(pids) if (s[1], s[2]) not in before]
+        addresses = [cluster.scheduler_address, cluster.dashboard_link, *cluster.scheduler_info["workers"]]
+    assert list(environment.values()) == [(None, "1")] * 2  # glibc's adaptive mmap threshold kept, one BLAS thread
+    assert len(sockets) >= 5  # scheduler, its dashboard, and a worker and a nanny per worker at least
+    assert all(ipaddress.ip_address(ip).is_loopback for _, ip, _ in sockets), sockets
+    assert all("127.0.0.1" in a for a in addresses), addresses
+
+
+def test_vase_rate_on_a_local_cluster_gives_the_bytes_of_local_threads(tmp_path):
+    from pipeline.cli import app
+
+    runner = CliRunner()
+    args = ["rate", str(SAMPLES / "llmfao" / "crowd_battles.csv"), "--kind", "battles", "-m", "m-elo:bootstrap=200",
+            "-m", "elo:shuffles=12", "-m", "copeland", "--title", "crowd"]
+    local = runner.invoke(app, [*args, "--out", str(tmp_path / "local")])
+    cluster = runner.invoke(app, [*args, "--out", str(tmp_path / "cluster"), "--workers", "2"])
+    assert local.exit_code == 0 and cluster.exit_code == 0, local.output + cluster.output
+    for name in ("ratings.parquet", "ratings.json", "leaderboard.md"):
+        assert (tmp_path / "local" / name).read_bytes() == (tmp_path / "cluster" / name).read_bytes()
+
+
+def test_the_ratings_flow_on_a_cluster_gives_the_bytes_of_the_library_on_local_threads(tmp_path, dask_cluster):
+    from flows.ratings import ratings
+    from pipeline.board import Board, run_board
+    from pipeline.store import Store
+
+    methods = ["m-elo:bootstrap=200", "elo:shuffles=12", "am-elo"]
+    local = run_board(Board("out", "battles", (str(SAMPLES / "llmfao"),), methods), Store(tmp_path / "store"), tmp_path / "local" / "out")
+    assert not local.errors
+    ratings(str(tmp_path / "store"), "battles", methods, str(tmp_path / "flow" / "out"), scheduler=dask_cluster.scheduler_address)
+    for name in ("ratings.parquet", "ratings.json", "leaderboard.md"):
+        assert (tmp_path / "flow" / "out" / name).read_bytes() == (tmp_path / "local" / "out" / name).read_bytes()
+    run = json.loads((tmp_path / "flow" / "out" / "run.json").read_text())
+    assert run["methods"] == [r.spec for r in local.ratings] and run["errors"] == {}
+
+
+def test_a_tls_address_takes_its_certificates_from_the_dask_configuration():
+    import dask
+    from distributed import Client, LocalCluster
+    from distributed.security import Security
+
+    security = Security.temporary()
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, security=security, host="tls://127.0.0.1",
+                      dashboard_address=None) as cluster:
+        assert cluster.scheduler_address.startswith("tls://127.0.0.1")
+        with pytest.raises((OSError, TimeoutError)):  # without certificates the client is refused
+            Client(cluster.scheduler_address.replace("tls://", "tcp://"), timeout="2s").close()
+        configured = {"distributed.comm.tls.ca-file": security.tls_ca_file,
+                      "distributed.comm.tls.client.cert": security.tls_client_cert,
+                      "distributed.comm.tls.client.key": security.tls_client_key}
+        with dask.config.set(configured), dask_client(cluster.scheduler_address) as client:
+            assert client.submit(sum, [1, 2]).result() == 3
