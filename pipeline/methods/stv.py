@@ -9,22 +9,33 @@ order: winners in order of election, then losers from the last eliminated to the
 Two ways to hand on an elected agent's surplus (`transfer=`):
 - `gregory` (the default): fractional (Gregory [Tid95]): every ballot counting for an elected
   agent with t votes passes on (t - quota)/t of its weight. The count does not depend on the
-  order of the ballots or of the agents: agents tied (within 1e-9 of the total weight) for the
-  most votes at or above the quota are elected together, agents tied for the fewest are
-  eliminated together, and tied agents share a rank and a score; a ballot whose top continuing
-  place is a tie group (a weak order) counts 1/g for each of its g agents, like plurality;
-- `whole`: OpenSpiel's count, which the tables of [VasE] come from: the ballots counting for the
-  winner are used up, whole and in order, until they make the quota (the last one partly), and
-  the rest move on whole to their next continuing agent. That depends on an order of ballots and
-  of agents; here both are canonical: agents in `agent_keys` order (names sorted by code point),
-  a tie group inside a ballot split in that order (counted in `info["ballot_ties_broken"]`),
-  ballots sorted by their resulting sequences of keys. Of agents tied for the most votes the first
-  in that order is elected, of those tied for the fewest the last is eliminated (OpenSpiel's
-  stable sort), one per round. This equals OpenSpiel's `STVVoting` run on the profile with its
-  alternatives and votes in that order, and equals it on any order wherever the answer does not
-  depend on the order.
+  order of the ballots or of the agents: agents tied for the most votes at or above the quota
+  are elected together, agents tied for the fewest are eliminated together, and tied agents share
+  a rank and a score; a ballot whose top continuing place is a tie group (a weak order) counts
+  1/g for each of its g agents, like plurality;
+- `whole`: OpenSpiel's count, which the STV tables of [VasE] come from: the ballots counting for
+  the winner are used up, whole and in order, until they make the quota (the last one partly),
+  and the rest move on whole to their next continuing agent. That depends on an order of the
+  ballots and of the agents. Agents go by name (code point order), and a tie group inside a
+  ballot is split in that order (counted in `info["ballot_ties_broken"]`). Ballots go in the
+  order of their ids (`pipeline.stats.ballot_order`: `ballot_id`, the task of a score table,
+  `game_id`; digits compared as numbers; ballots without ids in file order), equal ballots as one
+  at the place of the first, as OpenSpiel's `PreferenceProfile.group()` makes them. Of agents
+  tied for the most votes the first by name is elected, of those tied for the fewest the last is
+  eliminated (OpenSpiel's stable sort), one per round. This is OpenSpiel's `STVVoting` on the
+  grouped profile with its ballots in id order and its alternatives in name order; on the Atari
+  table of [VasE] (games listed by name) it gives the published STV column.
 
 In both, a ballot with no continuing agent left (a partial ballot) is exhausted.
+
+Exact arithmetic. Weights are integers on the store's 2^-24 grid (`pipeline.weights`) and every
+count is exact: the whole count adds and subtracts grid units; Gregory's count keeps each ballot's
+weight as an integer over a common denominator (a tie group of g agents at the top of a ballot is
+counted by scaling shares by lcm(1..g_max)), so its votes are exact rationals. Votes, the quota
+and ties are compared exactly, with no tolerance, the same on every machine; the reported votes
+are the correctly rounded floats of the exact ones. Counts whose totals pass 2^62 grid units run
+on Python integers. The Droop quota adds one unit of weight, so, as in OpenSpiel, multiplying
+every weight by a constant may change the count.
 
 Score [VasE, C.2.4]: with W the winners in order of election and L the losers (each eliminated
 agent put in front), a winner scores 2m - i_W and a loser m - i_L, followed by ".X" where X is
@@ -35,6 +46,7 @@ of the integer part of X, which is exactly ".X" for integer votes (6.3 for 3 vot
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -42,112 +54,116 @@ from pipeline.methods.convergence import RatingError
 from pipeline.methods.majority import ranked
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
+from pipeline.stats.ballot_order import BallotOrder
 from pipeline.stats.counts import BallotHistogram
+from pipeline.weights import UNIT, to_units
 
-TIE_TOLERANCE = 1e-9  # relative to the total weight (Gregory weights carry round-off)
 TRANSFERS = ("gregory", "whole")
+GRID = int(UNIT)  # weight units per unit of weight
+INT64_SAFE = 2**62  # scaled totals below this are counted in int64
+
+Round = tuple[bool, list[int], float]  # (elected?, agents placed, their votes)
 
 
-def _places(histogram: BallotHistogram) -> np.ndarray:
+def places(histogram: BallotHistogram) -> np.ndarray:
     """R[b, a]: the tie-group index of agent a on ballot b (inf where a is absent)."""
-    places = np.full((len(histogram), len(histogram.agents)), np.inf)
+    out = np.full((len(histogram), len(histogram.agents)), np.inf)
     for b, ballot in enumerate(histogram.ballots):
         for level, group in enumerate(ballot):
-            places[b, list(group)] = level
-    return places
+            out[b, list(group)] = level
+    return out
 
 
-def _tally(places: np.ndarray, weight: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Votes of each agent and, per ballot, which agents it currently counts for (shares)."""
-    current = np.where(live[None, :], places, np.inf)
-    top = current.min(axis=1, initial=np.inf)
-    counts = (current == top[:, None]) & np.isfinite(top)[:, None]
-    share = counts / np.maximum(counts.sum(axis=1), 1)[:, None]
-    return weight @ share, share
+def quota_units(total_units: int, winners: int) -> int:
+    """The Droop quota floor(n/(k+1) + 1), n the total weight, in grid units."""
+    return (total_units // ((winners + 1) * GRID) + 1) * GRID
 
 
-def _fraction(votes: float) -> float:
+def vote_fraction(votes: float) -> float:
+    """".X" of a score [VasE, C.2.4]: X / 10^d, d the digits of the integer part of X."""
     return votes / 10.0 ** max(1, len(str(int(votes)))) if votes > 0 else 0.0
 
 
-def quota(total: float, winners: int) -> float:
-    return float(math.floor(total / (winners + 1) + 1))
+def integer_units(weights: np.ndarray) -> np.ndarray:
+    """Grid units of the weights: int64 while their total stays below 2^62, else Python ints."""
+    units = to_units(weights)
+    return units if int(units.sum(dtype=object)) < INT64_SAFE else np.array([int(u) for u in units], dtype=object)
 
 
-def count_rounds(histogram: BallotHistogram, winners: int) -> tuple[list[tuple[bool, list[int], float]], float]:
-    """The rounds as (elected?, agents, votes), and the quota."""
+def count_rounds(histogram: BallotHistogram, winners: int) -> tuple[list[Round], float]:
+    """Gregory's count in exact rationals: the rounds, and the quota (in weight).
+
+    Ballot b weighs weight[b] / denominator (grid units), integers; its share for each of the g
+    agents of its top tie group is weight[b] * (scale / g) / scale, scale = lcm(1..g_max), so
+    votes are integers over scale * denominator. An election multiplies the denominator by what
+    makes every transferred weight whole again, and common factors are divided out."""
     m = len(histogram.agents)
-    places, weight = _places(histogram), np.asarray(histogram.weights, dtype=np.float64).copy()
-    q, tol = quota(float(weight.sum()), winners), TIE_TOLERANCE * float(weight.sum())
+    level = places(histogram)
+    scale = math.lcm(*range(1, max((len(g) for ballot in histogram.ballots for g in ballot), default=1) + 1))
+    weight = np.array([int(u) for u in to_units(histogram.weights)], dtype=object)
+    denominator = 1
+    q = quota_units(int(weight.sum()), winners)
     live, rounds = np.ones(m, dtype=bool), []
     while live.any():
-        votes, share = _tally(places, weight, live)
-        best = votes[live].max()
-        if best >= q:
-            chosen = np.flatnonzero(live & (votes >= best - tol))
-            keep = (votes[chosen] - q) / votes[chosen]  # the surplus fraction each winner passes on
-            weight *= 1.0 - share[:, chosen] @ (1.0 - keep)
-            rounds.append((True, chosen.tolist(), float(best)))
+        current = np.where(live[None, :], level, np.inf)
+        top = current.min(axis=1, initial=np.inf)
+        counts = (current == top[:, None]) & np.isfinite(top)[:, None]
+        size = counts.sum(axis=1)
+        ballot, agent = np.nonzero(counts)
+        votes = np.zeros(m, dtype=object)
+        np.add.at(votes, agent, weight[ballot] * (scale // size[ballot]))
+        best = max(votes[live])
+        unit = scale * denominator  # votes are in grid units / unit
+        if best >= q * unit:
+            chosen = np.flatnonzero(live & (votes == best))
+            rounds.append((True, chosen.tolist(), float(Fraction(int(best), unit * GRID))))
+            # A ballot with c chosen agents among its g top agents keeps 1 - (c/g) q/t of its weight
+            # (t = best): over the denominator times grow = t lcm(g), its weight stays whole.
+            hit = counts[:, chosen].sum(axis=1)
+            affected = np.flatnonzero(hit)
+            grow = int(best) * math.lcm(*{int(size[b]) for b in affected})
+            kept = [weight[b] * (grow // (int(size[b]) * int(best))) * (int(size[b]) * int(best) - int(hit[b]) * q * unit)
+                    for b in affected]
+            weight = weight * grow
+            weight[affected] = kept
+            common = math.gcd(denominator * grow, *weight.tolist())
+            weight, denominator = weight // common, denominator * grow // common
         else:
-            worst = votes[live].min()
-            chosen = np.flatnonzero(live & (votes <= worst + tol))
-            rounds.append((False, chosen.tolist(), float(worst)))
+            worst = min(votes[live])
+            chosen = np.flatnonzero(live & (votes == worst))
+            rounds.append((False, chosen.tolist(), float(Fraction(int(worst), unit * GRID))))
         live[chosen] = False
-    return rounds, q
+    return rounds, q / GRID
 
 
-def _count_rounds_plain(histogram: BallotHistogram, winners: int) -> list[tuple[bool, list[int], float]]:
-    """Reference: the same count, ballot by ballot in Python."""
-    m = len(histogram.agents)
-    weight = [float(w) for w in histogram.weights]
-    total = sum(weight)
-    q, tol = quota(total, winners), TIE_TOLERANCE * total
-    live, rounds = set(range(m)), []
+def strict_ballots(histogram: BallotHistogram, keys: np.ndarray, order: BallotOrder) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Ballots as strict sequences, in count order: (agents padded with -1, lengths, grid units, ties broken).
 
-    def tops(ballot):
-        return next(([a for a in group if a in live] for group in ballot if any(a in live for a in group)), [])
-
-    while live:
-        votes = dict.fromkeys(live, 0.0)
-        for ballot, w in zip(histogram.ballots, weight):
-            for a in tops(ballot):
-                votes[a] += w / len(tops(ballot))
-        best, worst = max(votes.values()), min(votes.values())
-        if best >= q:
-            chosen = sorted(a for a in live if votes[a] >= best - tol)
-            for i, ballot in enumerate(histogram.ballots):
-                top = tops(ballot)
-                lost = sum((1 - (votes[a] - q) / votes[a]) / len(top) for a in top if a in chosen)
-                weight[i] *= 1 - lost
-            rounds.append((True, chosen, best))
-        else:
-            chosen = sorted(a for a in live if votes[a] <= worst + tol)
-            rounds.append((False, chosen, worst))
-        live -= set(chosen)
-    return rounds
-
-
-def strict_ballots(histogram: BallotHistogram, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Ballots as strict sequences in canonical order: (agents padded with -1, lengths, weights, ties broken).
-
-    A tie group is split in `keys` order; ballots are sorted by their sequences of keys."""
-    sequences = [[a for group in ballot for a in sorted(group, key=lambda x: keys[x])] for ballot in histogram.ballots]
+    A tie group is split in `keys` order (the agents' name order); equal sequences are one ballot
+    at the first one's place; ballots go by first id, then by their sequences of keys."""
+    units = integer_units(histogram.weights)
+    first: dict[tuple[int, ...], tuple[object, int]] = {}  # sequence -> (count key, units)
+    for ballot, u in zip(histogram.ballots, units.tolist()):
+        sequence = tuple(a for group in ballot for a in sorted(group, key=lambda x: keys[x]))
+        key = (order.key(ballot), [int(keys[a]) for a in sequence])
+        earlier, total = first.get(sequence, (key, 0))
+        first[sequence] = (min(earlier, key), total + u)
     ties = int(sum(any(len(g) > 1 for g in ballot) for ballot in histogram.ballots))
-    order = sorted(range(len(sequences)), key=lambda b: [int(keys[a]) for a in sequences[b]])
-    width = max([1] + [len(x) for x in sequences])
-    agents = np.full((len(sequences), width), -1, np.int64)
-    for row, b in enumerate(order):
-        agents[row, : len(sequences[b])] = sequences[b]
-    lengths = np.array([len(sequences[b]) for b in order], np.int64)
-    return agents, lengths, np.asarray(histogram.weights, dtype=np.float64)[order], ties
+    sequences = sorted(first, key=lambda x: first[x][0])
+    agents = np.full((len(sequences), max([1] + [len(x) for x in sequences])), -1, np.int64)
+    for row, sequence in enumerate(sequences):
+        agents[row, : len(sequence)] = sequence
+    lengths = np.array([len(x) for x in sequences], np.int64)
+    return agents, lengths, np.array([first[x][1] for x in sequences], dtype=units.dtype), ties
 
 
-def count_rounds_whole(histogram: BallotHistogram, winners: int, keys: np.ndarray) -> tuple[list[tuple[bool, list[int], float]], float, int]:
-    """OpenSpiel's count (whole ballots, in canonical order): the rounds, the quota, the ballot ties broken."""
+def count_rounds_whole(histogram: BallotHistogram, winners: int, keys: np.ndarray,
+                       order: BallotOrder) -> tuple[list[Round], float, int]:
+    """OpenSpiel's count (whole ballots, in id order): the rounds, the quota, the ballot ties broken."""
     m = len(histogram.agents)
-    agents, lengths, weight, ties = strict_ballots(histogram, keys)
-    q = quota(float(weight.sum()), winners)
-    rows, pos, live, rounds = np.arange(len(weight)), np.zeros(len(weight), np.int64), np.ones(m, bool), []
+    agents, lengths, units, ties = strict_ballots(histogram, keys, order)
+    q = quota_units(int(units.sum(dtype=object)), winners)
+    rows, pos, live, rounds = np.arange(len(units)), np.zeros(len(units), np.int64), np.ones(m, bool), []
     by_key = np.argsort(keys, kind="stable")
 
     def top() -> np.ndarray:
@@ -155,44 +171,48 @@ def count_rounds_whole(histogram: BallotHistogram, winners: int, keys: np.ndarra
 
     def move_on(placed: int) -> None:
         """Ballots still holding weight for the placed agent go to their next continuing agent."""
-        moving = (top() == placed) & (weight > 0)
+        moving = (top() == placed) & (units > 0)
         pos[moving] += 1
         while (stuck := moving & (pos < lengths) & ~live[np.maximum(top(), 0)]).any():
             pos[stuck] += 1
 
     while live.any():
         current = top()
-        counted = (current >= 0) & (weight > 0)
-        votes = np.bincount(current[counted], weights=weight[counted], minlength=m)
+        counted = (current >= 0) & (units > 0)
+        votes = np.zeros(m, dtype=units.dtype)
+        np.add.at(votes, current[counted], units[counted])
         candidates = by_key[live[by_key]]
         tally = votes[candidates]
         if tally.max() >= q:
-            chosen = int(candidates[np.argmax(tally)])  # the first of the tied, in key order
-            supporting = np.where((current == chosen) & counted, weight, 0.0)
-            weight -= np.clip(q - (np.cumsum(supporting) - supporting), 0.0, supporting)  # used up in order
-            rounds.append((True, [chosen], float(votes[chosen])))
+            chosen = int(candidates[np.argmax(tally)])  # the first of the tied, by name
+            supporting = np.where((current == chosen) & counted, units, 0)
+            units = units - np.clip(q - (np.cumsum(supporting) - supporting), 0, supporting)  # used up in order
+            rounds.append((True, [chosen], int(votes[chosen]) / GRID))
         else:
             chosen = int(candidates[len(tally) - 1 - np.argmin(tally[::-1])])  # the last of the tied
-            rounds.append((False, [chosen], float(votes[chosen])))
+            rounds.append((False, [chosen], int(votes[chosen]) / GRID))
         live[chosen] = False
         move_on(chosen)
-    return rounds, q, ties
+    return rounds, q / GRID, ties
 
 
-@method("stv", needs=("histogram", "agent_keys"))
-def stv(histogram: BallotHistogram, agent_keys: np.ndarray, *, winners: int = 0, transfer: str = "gregory") -> Ratings:
+@method("stv", needs=("histogram", "agent_keys", "ballot_order"))
+def stv(histogram: BallotHistogram, agent_keys: np.ndarray, ballot_order: BallotOrder, *, winners: int = 0,
+        transfer: str = "gregory") -> Ratings:
     """Single transferable vote: elect at the Droop quota, else eliminate the weakest."""
-    m = len(histogram.agents)
-    k = max(1, m // 2) if winners == 0 else winners
-    if not 1 <= k <= m:
-        raise ValueError(f"stv: winners must be between 1 and the number of agents ({m}), not {winners}")
     if transfer not in TRANSFERS:
         raise ValueError(f"stv: transfer must be one of {', '.join(TRANSFERS)}, not {transfer!r}")
+    if winners < 0:
+        raise ValueError(f"stv: winners must be 0 (half the agents) or more, not {winners}")
+    m = len(histogram.agents)
     if not len(histogram) or float(np.sum(histogram.weights)) <= 0:
-        raise RatingError("stv: no ballots to count")
+        raise RatingError(f"stv: no ballots to count ({m} agents, {len(histogram)} ballots of positive weight)")
+    k = max(1, m // 2) if winners == 0 else winners
+    if k > m:
+        raise RatingError(f"stv: {k} winners asked of {m} agents; ask for at most {m}")
     info: dict[str, object] = {}
     if transfer == "whole":
-        rounds, q, ties = count_rounds_whole(histogram, k, np.asarray(agent_keys))
+        rounds, q, ties = count_rounds_whole(histogram, k, np.asarray(agent_keys), ballot_order)
         info["ballot_ties_broken"] = ties
     else:
         rounds, q = count_rounds(histogram, k)
@@ -201,7 +221,7 @@ def stv(histogram: BallotHistogram, agent_keys: np.ndarray, *, winners: int = 0,
     score, votes_at = np.zeros(m), np.zeros(m)
     for base, placed in ((2 * m, elected), (m, eliminated)):
         for agents, votes in placed:
-            score[agents] = base + _fraction(votes)
+            score[agents] = base + vote_fraction(votes)
             votes_at[agents] = votes
             base -= len(agents)
     groups = [agents for agents, _ in elected + eliminated]

@@ -37,9 +37,13 @@ def statistics_of_records(records: Sequence[Mapping], kind: str, statistics: Ite
     return finalize(kind, partial, statistics, {space: ids.name_order() for space, ids in maps.items()}), agents.names
 
 
+BALLOT_STATISTICS = CORE_STATISTICS | {"ballot_order"}  # what the voting methods read from ballots
+
+
 def profile(rankings: Sequence[str], weights: Sequence[float] | None = None, *,
-            statistics: Iterable[str] = CORE_STATISTICS, dense: bool | None = None) -> tuple[Statistics, list[str]]:
-    """Statistics of weak-order rankings (`a>b=c`), as ballots, and the agent names in id order."""
+            statistics: Iterable[str] = BALLOT_STATISTICS, dense: bool | None = None) -> tuple[Statistics, list[str]]:
+    """Statistics of weak-order rankings (`a>b=c`), as ballots in the order given (their ids are
+    `<memory>:1`, `<memory>:2`, ...), and the agent names in id order."""
     records = [{"ranking": r} for r in rankings] if weights is None else [
         {"ranking": r, "weight": float(w)} for r, w in zip(rankings, weights, strict=True)]
     return statistics_of_records(records, "ballots", statistics, dense=dense)

@@ -143,16 +143,22 @@ class HistogramCounter:
     def finalize(self, present: np.ndarray, n: int) -> BallotHistogram:
         local = np.full(n, -1, np.int64)
         local[present] = np.arange(len(present))
-        entries = []
-        for length, (rows, units) in self.rows.items():
-            for row, u in zip(rows.tolist(), units.tolist()):
-                ids, starts = row[:length], row[length:]
-                groups: dict[int, list[int]] = {}
-                for agent, start in zip(ids, starts):
-                    groups.setdefault(start, []).append(int(local[agent]))
-                entries.append((tuple(tuple(sorted(g)) for _, g in sorted(groups.items())), u))
+        entries = [entry for length, (rows, units) in self.rows.items()
+                   for entry in zip(ballot_tuples(rows, length, local), units.tolist())]
         entries.sort()
         return BallotHistogram(present, tuple(e[0] for e in entries), np.array([e[1] for e in entries], dtype=np.float64) / UNIT)
+
+
+def ballot_tuples(rows: np.ndarray, length: int, local: np.ndarray) -> list[tuple[tuple[int, ...], ...]]:
+    """Histogram rows of ballots of one length, [L store ids, L group starts], as `BallotHistogram`
+    ballots: tie groups of local indices (`local[store id]`), best first, each sorted."""
+    out = []
+    for row in rows.tolist():
+        groups: dict[int, list[int]] = {}
+        for agent, start in zip(row[:length], row[length:]):
+            groups.setdefault(start, []).append(int(local[agent]))
+        out.append(tuple(tuple(sorted(g)) for _, g in sorted(groups.items())))
+    return out
 
 
 def _unique_rows(rows: np.ndarray, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -187,8 +193,9 @@ class Partial:
                        add(self.positions, other.positions), add(self.histogram, other.histogram), extra)
 
 
-def _blocks(orders: WeakOrders) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """(L, agents, group starts, group sizes, units) for chunks of ballots of equal length L."""
+def ballot_blocks(orders: WeakOrders) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """(L, ballots, agents, group starts, group sizes, units) for chunks of ballots of equal length
+    L: the ballots' indices in `orders`, then one row per ballot (its members by level)."""
     lengths = np.diff(orders.offsets)
     units = to_units(orders.weights)
     for length in np.unique(lengths):
@@ -203,13 +210,13 @@ def _blocks(orders: WeakOrders) -> Iterator[tuple[int, np.ndarray, np.ndarray, n
             first = np.ones(lv.shape, bool)
             first[:, 1:] = lv[:, 1:] != lv[:, :-1]
             if first.all():  # no ties in the block: every member is its own group
-                yield length, orders.agents[idx], pos, np.ones(lv.shape, np.int64), units[sel]
+                yield length, sel, orders.agents[idx], pos, np.ones(lv.shape, np.int64), units[sel]
                 continue
             last = np.ones(lv.shape, bool)
             last[:, :-1] = lv[:, :-1] != lv[:, 1:]
             start = np.maximum.accumulate(np.where(first, pos, 0), axis=1)
             end = np.minimum.accumulate(np.where(last, pos, length)[:, ::-1], axis=1)[:, ::-1]
-            yield length, orders.agents[idx], start, end - start + 1, units[sel]
+            yield length, sel, orders.agents[idx], start, end - start + 1, units[sel]
 
 
 def _block_pairs(n: int, dense: bool, length: int, agents: np.ndarray, start: np.ndarray, size: np.ndarray,
@@ -237,7 +244,7 @@ def weak_order_partial(orders: WeakOrders, n: int, statistics: frozenset[str], d
     pairs = PairCounter.empty(n, dense) if "pairwise" in statistics else None
     positions = PositionCounter(n) if "positions" in statistics else None
     histogram = HistogramCounter() if "histogram" in statistics else None
-    for length, agents, start, size, units in _blocks(orders):
+    for length, _, agents, start, size, units in ballot_blocks(orders):
         if pairs is not None and length > 1:
             pairs = pairs + _block_pairs(n, dense, length, agents, start, size, units)
         if positions is not None:
