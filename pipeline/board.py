@@ -24,6 +24,7 @@ import yaml
 
 from pipeline.logs import KINDS, is_log_file
 from pipeline.methods import Ratings, Spec, apply, needs, run
+from pipeline.paths import check_board_name
 from pipeline.report import RunRecord, leaderboard_markdown, publish
 from pipeline.stats import Statistics, reduce_store
 from pipeline.store import IngestReport, Store
@@ -50,7 +51,8 @@ def load_boards(path: str | Path) -> list[Board]:
     boards = []
     for entry in config.get("boards", []):
         sources = tuple(str((path.parent / s).resolve()) for s in entry["sources"])
-        boards.append(Board(entry["name"], entry["kind"], sources, tuple(entry["methods"]), entry.get("title", "")))
+        name = check_board_name(entry["name"], path)
+        boards.append(Board(name, entry["kind"], sources, tuple(entry["methods"]), entry.get("title", "")))
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
     return boards
