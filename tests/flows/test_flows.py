@@ -97,3 +97,17 @@ def test_ratings_flow_runs_a_game_method(tmp_path, dask_cluster):
     records = json.loads((tmp_path / "out" / "ratings.json").read_text())
     assert len(records) == 59 and {r["method"].split(":")[0] for r in records} == {"nash-averaging"}
     assert min(r["rank"] for r in records) == 1
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "/tmp/vase-escaped"])
+def test_nightly_refuses_a_board_that_would_write_outside_out(tmp_path, config, name):
+    from flows.nightly import nightly
+    from pipeline.paths import UnsafePath
+
+    boards = yaml.safe_load(config.read_text())["boards"]
+    boards[0]["name"] = name
+    config.write_text(yaml.safe_dump({"boards": boards}))
+    out = tmp_path / "deep" / "out"
+    with pytest.raises(UnsafePath, match="board name must match"):
+        nightly(str(config), str(out))
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["nightly.yaml"]

@@ -52,3 +52,21 @@ def http_ok(url: str) -> bool:
             return response.status == 200
     except OSError:
         return False
+
+
+def listening_addresses(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket listening in process `pid` and its descendants."""
+    import psutil
+
+    parent = psutil.Process(pid)
+    found = set()
+    for process in [parent, *parent.children(recursive=True)]:
+        try:
+            connections = process.net_connections(kind="inet")
+        except psutil.NoSuchProcess:
+            continue
+        found |= {(c.laddr.ip, c.laddr.port) for c in connections if c.status == psutil.CONN_LISTEN}
+    return found
+
+
+LOOPBACK = {"127.0.0.1", "::1"}
