@@ -18,7 +18,7 @@ SCHEDULER_ENV = "VASE_DASK_SCHEDULER"
 # The nanny starts workers with MALLOC_TRIM_THRESHOLD_ set, and setting glibc's trim threshold at
 # all turns off its adaptive mmap threshold: every large numpy array is then a fresh mmap, paid in
 # page faults. That made a Diplomacy-scale backtest 1.3x slower; leave the variable unset
-# (infra/dask-workers.yaml does the same for external clusters).
+# (infra/dask/workers.yaml does the same for external clusters).
 TRIM = "MALLOC_TRIM_THRESHOLD_"
 WORKER_CONFIG = {f"distributed.nanny.pre-spawn-environ.{TRIM}": None}
 

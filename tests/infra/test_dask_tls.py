@@ -83,12 +83,12 @@ def test_vase_rate_over_tls_gives_the_bytes_of_a_local_run(tls_cluster, tmp_path
             return client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
 
         before = transitions()
-        vase_rate(tmp_path / "tls", tls_cluster.env, "--scheduler", tls_cluster.address)
+        vase_rate(tmp_path / "tls" / "out", tls_cluster.env, "--scheduler", tls_cluster.address)
         assert transitions() > before  # the reduction did run on the TLS cluster
     local_env = {k: v for k, v in tls_cluster.env.items() if k != "DASK_CONFIG"}
-    vase_rate(tmp_path / "local", local_env)
+    vase_rate(tmp_path / "local" / "out", local_env)
     for name in ("ratings.parquet", "ratings.json", "leaderboard.md"):
-        assert (tmp_path / "tls" / name).read_bytes() == (tmp_path / "local" / name).read_bytes(), name
+        assert (tmp_path / "tls" / "out" / name).read_bytes() == (tmp_path / "local" / "out" / name).read_bytes(), name
 
 
 @pytest.mark.parametrize("refused", ["plain tcp", "no certificate", "certificate of another CA", "trusting another CA"])
