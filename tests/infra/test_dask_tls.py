@@ -1,71 +1,33 @@
-"""Dask over TLS as shipped: certificates from infra/credentials.py, the configuration of
-infra/dask/ (through DASK_CONFIG, as the containers use it), a `dask scheduler` and two
-`dask worker` processes on loopback. A TLS run gives the bytes of a local run; a plain-TCP client,
-a client without a certificate and a client with a certificate from another CA are refused."""
+"""Dask over TLS as shipped (tests/infra/dask_cluster.py): a TLS run gives the bytes of a local
+run, through `vase rate --scheduler tls://...` and through the flows' client; a plain-TCP client,
+a client without a certificate and a client of another CA are refused; every process listens on
+loopback only."""
 
 from __future__ import annotations
 
-import json
-import os
+import asyncio
+import socket
+import ssl
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import dask
 import pytest
-from distributed import Client
+from distributed.comm import connect
 from distributed.security import Security
 
-from infra.credentials import write_credentials, write_tls
-from tests.conftest import ROOT, SAMPLES
-from tests.infra.processes import BIN, LOOPBACK, listening_addresses, start, stop, wait_until
+from pipeline.stats import CORE_STATISTICS, reduce_store
+from pipeline.store import Store
+from tests.conftest import SAMPLES
+from tests.infra.dask_cluster import client_security
+from tests.infra.processes import BIN, LOOPBACK, listening_addresses
 
 pytestmark = pytest.mark.slow
 
 
-@dataclass
-class TLSCluster:
-    address: str
-    ours: Path      # DIR of python -m infra.credentials
-    theirs: Path    # another CA's certificates
-    env: dict[str, str]
-    pids: list[int]
-
-
-def client_security(tls: Path, ca: Path | None = None, certificate: bool = True) -> Security:
-    """What a client presents: trusting `ca` (default: the CA of `tls`), with `tls`'s client certificate or none."""
-    files = {"tls_client_cert": str(tls / "client.pem"), "tls_client_key": str(tls / "client-key.pem")} if certificate else {}
-    return Security(tls_ca_file=str(ca or tls / "ca.pem"), require_encryption=True, **files)
-
-
-@pytest.fixture(scope="module")
-def tls_cluster(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("dask-tls")
-    ours, theirs = folder / "ours", folder / "theirs"
-    write_credentials(ours)
-    write_tls(theirs)
-    env = os.environ | {"DASK_CONFIG": str(ours / "dask"), "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    scheduler_file = folder / "scheduler.json"
-    scheduler = start([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", "127.0.0.1:0",
-                       "--scheduler-file", str(scheduler_file)], folder / "scheduler.log", env)
-    workers = []
-    try:
-        wait_until(scheduler_file.exists, 120, "dask scheduler", folder / "scheduler.log")
-        address = json.loads(scheduler_file.read_text())["address"]
-        for i in range(2):
-            workers.append(start([str(BIN / "dask"), "worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--name", f"w{i}",
-                                  "--no-dashboard"], folder / f"worker{i}.log", env, ROOT))
-        with Client(address, security=client_security(ours / "tls")) as client:
-            client.wait_for_workers(2, timeout=120)
-        yield TLSCluster(address, ours, theirs, env, [p.pid for p in [scheduler, *workers]])
-    finally:
-        for process in workers + [scheduler]:
-            stop(process)
-
-
-def test_the_cluster_speaks_tls_and_computes_for_a_client_of_its_ca(tls_cluster):
-    assert tls_cluster.address.startswith("tls://127.0.0.1:")
-    with Client(tls_cluster.address, security=client_security(tls_cluster.ours / "tls")) as client:
+def test_the_cluster_speaks_tls_and_computes_for_a_client_of_its_ca(dask_tls):
+    assert dask_tls.address.startswith("tls://127.0.0.1:")
+    with dask_tls.client() as client:
         workers = client.scheduler_info()["workers"]
         assert len(workers) == 2 and all(address.startswith("tls://127.0.0.1:") for address in workers)
         assert client.submit(sum, [1, 2, 3]).result() == 6
@@ -73,36 +35,18 @@ def test_the_cluster_speaks_tls_and_computes_for_a_client_of_its_ca(tls_cluster)
 
 def vase_rate(out: Path, env: dict[str, str], *scheduler: str) -> None:
     done = subprocess.run([str(BIN / "vase"), "rate", str(SAMPLES / "llmfao"), "--kind", "battles", "-m", "copeland", "-m", "borda",
-                           "-m", "m-elo:bootstrap=50", "--out", str(out), *scheduler], env=env, capture_output=True, text=True, timeout=600)
+                           "-m", "m-elo:bootstrap=20", "--out", str(out), *scheduler], env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def test_vase_rate_over_tls_gives_the_bytes_of_a_local_run(tls_cluster, tmp_path):
-    with Client(tls_cluster.address, security=client_security(tls_cluster.ours / "tls")) as client:
-        def transitions() -> int:
-            return client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.transition_counter)
-
-        before = transitions()
-        vase_rate(tmp_path / "tls" / "out", tls_cluster.env, "--scheduler", tls_cluster.address)
-        assert transitions() > before  # the reduction did run on the TLS cluster
-    local_env = {k: v for k, v in tls_cluster.env.items() if k != "DASK_CONFIG"}
+def test_vase_rate_over_tls_gives_the_bytes_of_a_local_run(dask_tls, tmp_path):
+    before = dask_tls.transitions()
+    vase_rate(tmp_path / "tls" / "out", dask_tls.env, "--scheduler", dask_tls.address)
+    assert dask_tls.transitions() > before  # the reduction and the bootstrap did run on the TLS cluster
+    local_env = {k: v for k, v in dask_tls.env.items() if k != "DASK_CONFIG"}
     vase_rate(tmp_path / "local" / "out", local_env)
     for name in ("ratings.parquet", "ratings.json", "leaderboard.md"):
         assert (tmp_path / "tls" / "out" / name).read_bytes() == (tmp_path / "local" / "out" / name).read_bytes(), name
-
-
-@pytest.mark.parametrize("refused", ["plain tcp", "no certificate", "certificate of another CA", "trusting another CA"])
-def test_clients_without_a_certificate_of_the_cluster_ca_are_refused(tls_cluster, refused):
-    tls, theirs = tls_cluster.ours / "tls", tls_cluster.theirs / "tls"
-    address, security = tls_cluster.address, {
-        "no certificate": client_security(tls, certificate=False),
-        "certificate of another CA": client_security(theirs, ca=tls / "ca.pem"),  # trusts the server, presents a stranger
-        "trusting another CA": client_security(theirs),
-    }.get(refused, Security(require_encryption=False))
-    if refused == "plain tcp":
-        address = address.replace("tls://", "tcp://")
-    with pytest.raises(OSError):
-        Client(address, security=security, timeout=5)
 
 
 def flat(config: dict, prefix: str = ""):
@@ -113,13 +57,89 @@ def flat(config: dict, prefix: str = ""):
             yield f"{prefix}{key}", value
 
 
-def test_the_shipped_configuration_refuses_plain_tcp_addresses(tls_cluster):
-    shipped = dask.config.collect(paths=[str(tls_cluster.ours / "dask")], env={})
-    with dask.config.set(dict(flat(shipped))), pytest.raises(RuntimeError, match="encryption required"):
-        Client(tls_cluster.address.replace("tls://", "tcp://"), timeout=5)
+def shipped_configuration(dask_tls) -> dict:
+    """What DASK_CONFIG=<credentials>/dask gives a process, as `dask.config.set` arguments."""
+    return dict(flat(dask.config.collect(paths=[str(dask_tls.ours / "dask")], env={})))
 
 
-def test_the_scheduler_and_workers_listen_on_loopback_only(tls_cluster):
-    for pid in tls_cluster.pids:
+def test_the_flows_client_connects_with_the_shipped_configuration(dask_tls, tmp_path):
+    """flows.cluster.dask_client takes a tls:// address and finds its certificates in the Dask
+    configuration alone, as a Prefect worker with DASK_CONFIG does."""
+    from flows.cluster import dask_client
+
+    store = Store(tmp_path / "store")
+    store.ingest([SAMPLES / "f1" / "races_2021_2023.csv"], "games")
+    local = reduce_store(store, "games", CORE_STATISTICS)
+    with dask.config.set(shipped_configuration(dask_tls)), dask_client(dask_tls.address) as client:
+        assert client.scheduler.address == dask_tls.address
+        remote = reduce_store(store, "games", CORE_STATISTICS, client=client, target_rows=100)
+    assert remote.pairwise.dense().wins.tobytes() == local.pairwise.dense().wins.tobytes()
+    assert remote.histogram.ballots == local.histogram.ballots
+
+
+def connect_as(address: str, security: Security) -> None:
+    """Dask's own connection and handshake with the scheduler, as a client with `security`.
+    (Not a `Client`: one that fails in its constructor is closed by the garbage collector, which
+    can deadlock the event-loop thread of the next Client of this process.)"""
+
+    async def handshake() -> None:
+        comm = await connect(address, timeout=5, **security.get_connection_args("client"))
+        await comm.close()
+
+    asyncio.run(handshake())
+
+
+def test_a_client_of_the_cluster_ca_is_accepted(dask_tls):
+    """The refusals below can fail: the same connection with our client certificate succeeds."""
+    connect_as(dask_tls.address, client_security(dask_tls.ours / "tls"))
+
+
+def test_the_shipped_configuration_refuses_plain_tcp_addresses(dask_tls):
+    with dask.config.set(shipped_configuration(dask_tls)), pytest.raises(RuntimeError, match="encryption required"):
+        connect_as(dask_tls.address.replace("tls://", "tcp://"), Security())
+
+
+@pytest.mark.parametrize("refused", ["plain tcp", "certificate of another CA", "trusting another CA"])
+def test_dask_clients_without_a_certificate_of_the_cluster_ca_are_refused(dask_tls, refused):
+    tls, theirs = dask_tls.ours / "tls", dask_tls.theirs / "tls"
+    address, security = dask_tls.address, {
+        "certificate of another CA": client_security(theirs, ca=tls / "ca.pem"),  # trusts the server, presents a stranger
+        "trusting another CA": client_security(theirs),
+    }.get(refused, Security(require_encryption=False))
+    if refused == "plain tcp":
+        address = address.replace("tls://", "tcp://")
+    with pytest.raises(OSError):  # CommClosedError, or a timeout of the handshake
+        connect_as(address, security)
+
+
+def tls_probe(address: str, context: ssl.SSLContext) -> bytes:
+    """A TLS handshake with the scheduler, then the first byte it sends: with TLS 1.3 the server's
+    verdict on the client's certificate arrives after the client's side of the handshake."""
+    host, port = address.removeprefix("tls://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as raw, context.wrap_socket(raw) as connection:
+        return connection.recv(1)
+
+
+@pytest.mark.parametrize("presented", ["no certificate", "certificate of another CA"])
+def test_a_tls_connection_without_a_certificate_of_the_cluster_ca_is_refused(dask_tls, presented):
+    context = ssl.create_default_context(cafile=dask_tls.ours / "tls" / "ca.pem")
+    context.check_hostname = False  # Dask authenticates peers by their CA, not by host names
+    if presented != "no certificate":
+        theirs = dask_tls.theirs / "tls"
+        context.load_cert_chain(theirs / "client.pem", theirs / "client-key.pem")
+    with pytest.raises(ssl.SSLError, match="CERTIFICATE_REQUIRED|UNKNOWN_CA|certificate"):
+        tls_probe(dask_tls.address, context)
+
+
+def test_a_tls_connection_with_the_cluster_client_certificate_is_accepted(dask_tls):
+    """The probe above can pass: the same handshake with our client certificate gets no alert."""
+    context = ssl.create_default_context(cafile=dask_tls.ours / "tls" / "ca.pem")
+    context.check_hostname = False
+    context.load_cert_chain(dask_tls.ours / "tls" / "client.pem", dask_tls.ours / "tls" / "client-key.pem")
+    assert tls_probe(dask_tls.address, context)  # accepted: the scheduler opens Dask's own handshake
+
+
+def test_the_scheduler_and_workers_listen_on_loopback_only(dask_tls):
+    for pid in dask_tls.pids:
         addresses = listening_addresses(pid)
         assert addresses and {host for host, _ in addresses} <= LOOPBACK, addresses
