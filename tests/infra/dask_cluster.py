@@ -65,5 +65,5 @@ def tls_cluster(folder: Path, workers: int = 2) -> Iterator[TLSCluster]:
             client.wait_for_workers(workers, timeout=120)
         yield cluster
     finally:
-        for process in started + [scheduler]:
-            stop(process)
+        stop(*started)
+        stop(scheduler)

@@ -25,12 +25,16 @@ def start(args: list[str], log: Path, env: dict[str, str], cwd: Path | None = No
     return subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
 
 
-def stop(process: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30) -> None:
-    """SIGINT first (a Prefect worker ignores SIGTERM while its server is gone), then kill."""
-    if process.poll() is None:
+def stop(*processes: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30) -> None:
+    """SIGINT to all at once (a Prefect worker ignores SIGTERM while its server is gone), then kill
+    those still running after `timeout`."""
+    running = [process for process in processes if process.poll() is None]
+    for process in running:
         os.killpg(process.pid, sig)
+    deadline = time.monotonic() + timeout
+    for process in running:
         try:
-            process.wait(timeout)
+            process.wait(max(deadline - time.monotonic(), 0.1))
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
