@@ -1,6 +1,7 @@
 """What a team deploys, for real on loopback: PostgreSQL (started by infra/postgres.py), a Prefect
 server on it with basic authentication, the deployments of infra/prefect.yaml and
-infra/prefect-git.yaml, and a process worker. The nightly runs through the worker and publishes;
+infra/prefect-git.yaml, and a process worker whose flow runs compute on the TLS Dask cluster of
+tests/infra/conftest.py, as a team's do. The nightly runs through the worker and publishes;
 the cron schedule produces upcoming runs; requests without the right credentials are refused; the
 git variant clones the code under test from a local bare repository and runs it."""
 
@@ -70,9 +71,10 @@ def server(tmp_path_factory, postgres):
 
 
 @pytest.fixture(scope="module")
-def worker(server, git_repository):
+def worker(server, git_repository, dask_tls):
     url, _ = git_repository
-    env = {"VASE_HOME": str(ROOT), "VASE_GIT_REPOSITORY": url}
+    env = {"VASE_HOME": str(ROOT), "VASE_GIT_REPOSITORY": url, "DASK_CONFIG": dask_tls.env["DASK_CONFIG"],
+           "VASE_DASK_SCHEDULER": dask_tls.address}
     with deployed_with_worker(server, ["infra/prefect.yaml", "infra/prefect-git.yaml"], env) as log:
         yield log
 
@@ -110,9 +112,10 @@ def test_postgres_and_the_server_listen_on_loopback_only(server, postgres):
 
 
 @pytest.fixture(scope="module")
-def runs(server, worker, tmp_path_factory):
-    """Both nightly deployments run at once through the worker: the local checkout's with its own
-    parameters but `out`, the git variant's on one board."""
+def runs(server, worker, dask_tls, tmp_path_factory):
+    """Both nightly deployments run at once through the worker, on the TLS Dask cluster: the local
+    checkout's with its own parameters but `out`, the git variant's on one board."""
+    before = dask_tls.transitions()
     folder = tmp_path_factory.mktemp("runs")
     config = folder / "boards.yaml"
     config.write_text(yaml.safe_dump({"boards": [{"name": "f1", "kind": "games", "sources": [str(SAMPLES / "f1")],
@@ -122,6 +125,7 @@ def runs(server, worker, tmp_path_factory):
     server.wait([nightly, from_git])
     for run in (nightly, from_git):
         assert run["state"]["type"] == "COMPLETED", server.logs(run) + worker.read_text()[-3000:]
+    assert dask_tls.transitions() > before  # the runs computed on the cluster named by VASE_DASK_SCHEDULER
     return {"nightly": (nightly, folder / "nightly"), "git": (from_git, folder / "git")}
 
 
