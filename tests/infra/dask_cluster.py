@@ -1,6 +1,6 @@
-"""A Dask cluster over TLS on loopback as a team runs it: certificates from infra/credentials.py,
-the configuration of infra/dask/ through DASK_CONFIG, a `dask scheduler` and two `dask worker`
-processes, every listener on 127.0.0.1."""
+"""Dask clusters of separate processes on loopback: `dask scheduler` and `dask worker`s, every
+listener on 127.0.0.1; over TLS as a team runs them, with certificates from infra/credentials.py
+and the configuration of infra/dask/ through DASK_CONFIG."""
 
 from __future__ import annotations
 
@@ -43,11 +43,9 @@ def client_security(tls: Path, ca: Path | None = None) -> Security:
 
 
 @contextmanager
-def tls_cluster(folder: Path, workers: int = 2) -> Iterator[TLSCluster]:
-    ours, theirs = folder / "ours", folder / "theirs"
-    write_credentials(ours)
-    write_tls(theirs)
-    env = os.environ | {"DASK_CONFIG": str(ours / "dask"), "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+def dask_processes(folder: Path, env: dict[str, str], workers: int = 2, security: Security | None = None) -> Iterator[tuple[str, list[int]]]:
+    """A `dask scheduler` and `workers` `dask worker` processes with `env`, every listener on
+    127.0.0.1, awaited with a client of `security`: (the scheduler's address, their pids)."""
     scheduler_file = folder / "scheduler.json"
     # The worker's HTTP server (metrics, health) listens on --dashboard-address even with
     # --no-dashboard, on every interface by default: keep it on loopback like the rest.
@@ -60,10 +58,19 @@ def tls_cluster(folder: Path, workers: int = 2) -> Iterator[TLSCluster]:
         for i in range(workers):
             started.append(start([str(BIN / "dask"), "worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--name", f"w{i}",
                                   "--dashboard-address", "127.0.0.1:0"], folder / f"worker{i}.log", env, ROOT))
-        cluster = TLSCluster(address, ours, theirs, env, [p.pid for p in [scheduler, *started]])
-        with cluster.client() as client:
+        with Client(address, security=security) as client:
             client.wait_for_workers(workers, timeout=120)
-        yield cluster
+        yield address, [p.pid for p in [scheduler, *started]]
     finally:
         stop(*started)
         stop(scheduler)
+
+
+@contextmanager
+def tls_cluster(folder: Path, workers: int = 2) -> Iterator[TLSCluster]:
+    ours, theirs = folder / "ours", folder / "theirs"
+    write_credentials(ours)
+    write_tls(theirs)
+    env = os.environ | {"DASK_CONFIG": str(ours / "dask"), "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    with dask_processes(folder, env, workers, client_security(ours / "tls")) as (address, pids):
+        yield TLSCluster(address, ours, theirs, env, pids)
