@@ -10,6 +10,7 @@ from flows import tasks
 from flows.ratings import rate_board
 from pipeline.board import load_boards
 from pipeline.report import HISTORY_FILE, append_history, write_report
+from pipeline.paths import inside
 from pipeline.report.runs import discard, new_run_id, promote, staging_folder
 from pipeline.runtime import dask_client
 
@@ -38,12 +39,12 @@ def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, 
     log = get_run_logger()
     with dask_client(scheduler, workers) as client:
         for i, board in enumerate(boards, start=1):
-            store = str(root / "stores" / board.name)
+            store = str(inside(root, "stores", board.name))
             reports = tasks.ingest(store, board)
             new = [r for r in reports if r.status == "ingested"]
             log.info("[%d/%d] %s: %d new of %d files, %d rows accepted, %d quarantined", i, len(boards), board.name,
                      len(new), len(reports), sum(r.rows_accepted for r in new), sum(r.rows_quarantined for r in new))
             for bad in (r for r in reports if r.status == "unreadable"):
                 log.error("%s", bad.error)
-            rate_board(store, board, str(staging / board.name), client)
+            rate_board(store, board, str(inside(staging, board.name)), client)
             log.info("[%d/%d] %s: rated with %s", i, len(boards), board.name, ", ".join(map(str, board.methods)))

@@ -36,6 +36,7 @@ from pipeline.logs import KINDS, log_kind
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import unique_specs
+from pipeline.paths import check_board_name
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
 from pipeline.stats import Statistics, reduce_store
 from pipeline.stats.game_data import PromptCounts
@@ -78,7 +79,8 @@ def load_boards(path: str | Path) -> list[Board]:
     boards = []
     for entry in config.get("boards", []):
         sources = tuple(str((path.parent / s).resolve()) for s in entry["sources"])
-        boards.append(Board(entry["name"], entry["kind"], sources, tuple(entry["methods"]), entry.get("title", "")))
+        name = check_board_name(entry["name"], path)
+        boards.append(Board(name, entry["kind"], sources, tuple(entry["methods"]), entry.get("title", "")))
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
     return boards

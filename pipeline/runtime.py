@@ -12,7 +12,7 @@ A LocalCluster listens on loopback only: scheduler, workers, nannies and every d
 BLAS thread (methods pin it anyway, see `pipeline.methods.threads`) and without the nanny's
 `MALLOC_TRIM_THRESHOLD_`: setting glibc's trim threshold at all turns off its adaptive mmap
 threshold, so every large numpy array becomes a fresh mmap paid in page faults, which made a
-Diplomacy-scale backtest 1.3x slower (`infra/dask-workers.yaml` does the same for external
+Diplomacy-scale backtest 1.3x slower (`infra/dask/workers.yaml` does the same for external
 clusters).
 
 Security: a client on a `tls://` address takes its certificates from Dask's configuration

@@ -9,13 +9,15 @@ import os
 import shutil
 from pathlib import Path
 
+from pipeline.paths import inside
+
 
 def new_run_id(now: dt.datetime | None = None) -> str:
     return (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H%M%S.%fZ")
 
 
 def staging_folder(root: Path, run_id: str) -> Path:
-    path = root / "runs" / f".{run_id}.partial"
+    path = inside(root, "runs", f".{run_id}.partial")  # never delete or write through a link out of root
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     return path

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from pipeline.arrays import sort_positions, sum_by_key
 from pipeline.logs import log_kind
 from pipeline.logs.orders import A_WINS, B_WINS, TIE
+from pipeline.stats.encoding import Arrays, scalar
 from pipeline.stats.extras import Extra, register_extra
 from pipeline.weights import UNIT, to_units
 
@@ -85,6 +86,15 @@ class _Cells:
         keys, values = sum_by_key(np.concatenate([self.keys, other.keys]), np.concatenate([self.values, other.values]))
         return _Cells(self.n, keys, values)
 
+    def to_arrays(self) -> Arrays:
+        return {"n": scalar(self.n), "keys": self.keys, "values": self.values}
+
+    @classmethod
+    def from_arrays(cls, arrays: Arrays) -> _Cells:
+        if arrays["values"].shape != (len(arrays["keys"]), 3):
+            raise ValueError("three unit counts per annotator cell")
+        return cls(int(arrays["n"]), arrays["keys"], arrays["values"])
+
 
 def _partial(table: pa.Table, kind: str, n: int) -> _Cells:
     judges = pc.fill_null(table.column("judge"), NO_JUDGE).to_numpy().astype(np.int64)
@@ -114,5 +124,5 @@ def _finalize(cells: _Cells, present: np.ndarray, name_orders: Mapping[str, np.n
 
 
 ANNOTATORS = register_extra(Extra(
-    "annotators", {"battles": ("judge",)}, _partial, lambda p, q: p + q, _finalize,
+    "annotators", {"battles": ("judge",)}, _partial, lambda p, q: p + q, _finalize, _Cells.to_arrays, _Cells.from_arrays,
 ))

@@ -15,6 +15,7 @@ exactly (a minimum), so it depends neither on the partitioning nor on the ids a 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,7 @@ import pyarrow as pa
 
 from pipeline.arrays import unit_codes
 from pipeline.logs import log_kind
+from pipeline.stats.encoding import Arrays, under_prefix, with_prefix
 from pipeline.stats.extras import Extra, register_extra
 from pipeline.stats.partials import ballot_blocks, ballot_tuples
 
@@ -85,12 +87,27 @@ def _merge(a: dict[int, tuple[np.ndarray, list[str]]], b: dict[int, tuple[np.nda
     return merged
 
 
-def _finalize(merged: dict[int, tuple[np.ndarray, list[str]]], present: np.ndarray, name_order: np.ndarray) -> BallotOrder:
-    local = np.full(len(name_order), -1, np.int64)
+def _finalize(merged: dict[int, tuple[np.ndarray, list[str]]], present: np.ndarray,
+              name_orders: Mapping[str, np.ndarray]) -> BallotOrder:
+    local = np.full(len(name_orders["agents"]), -1, np.int64)
     local[present] = np.arange(len(present))
     return BallotOrder({ballot: first for length, (rows, ids) in merged.items()
                         for ballot, first in zip(ballot_tuples(rows, length, local), ids)})
 
 
+def _encode(merged: dict[int, tuple[np.ndarray, list[str]]]) -> Arrays:
+    """Per ballot length, its rows and first ids (fixed-width text: read back without pickle)."""
+    arrays: Arrays = {}
+    for length, (rows, ids) in merged.items():
+        arrays |= with_prefix(str(length), {"rows": rows, "ids": np.array(ids, dtype=np.str_)})
+    return arrays
+
+
+def _decode(arrays: Arrays) -> dict[int, tuple[np.ndarray, list[str]]]:
+    lengths = sorted({int(name.partition(".")[0]) for name in arrays})
+    return {length: (block["rows"], block["ids"].tolist()) for length in lengths
+            for block in [under_prefix(str(length), arrays)]}
+
+
 BALLOT_ORDER = register_extra(Extra("ballot_order", {kind: (column,) for kind, column in ID_COLUMNS.items()},
-                                    _partial, _merge, _finalize))
+                                    _partial, _merge, _finalize, _encode, _decode))

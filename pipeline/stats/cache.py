@@ -6,33 +6,78 @@ and reused by later reductions: after a new file is ingested, only its units are
 the id dictionary has grown since, a cached partial is re-embedded in the larger id space;
 partials that carry extra statistics are recomputed instead. Partials are exact integers, so a
 reduction from the cache equals one from scratch bit for bit.
+
+Every Dask worker writes here, so whoever can write into the store can plant files: a cached
+partial is data only. It is an `.npz` of plain arrays (`Partial.to_arrays`), read with
+`allow_pickle=False`, holding its full key and a SHA-256 of its arrays. A file that does not
+load, belongs to another key or fails its checksum (truncated, tampered, of an older format)
+is ignored and the unit recomputed; `.pkl` files of earlier versions are never opened.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import pickle
+import logging
+import zipfile
 from pathlib import Path
 
+import numpy as np
+
+from pipeline.paths import below
+from pipeline.stats.encoding import Arrays
 from pipeline.stats.partials import Partial
 from pipeline.store.files import atomic_write
 
-FORMAT = 2  # 2: extras' partials moved modules (stats.games -> stats.game_data); files of format 1 are not read
+FORMAT = 3  # 3: .npz of arrays with a checksum (1 and 2 were pickles: never read)
+SUFFIX = ".npz"
+KEY, CHECKSUM = "cache.key", "cache.sha256"
+
+log = logging.getLogger(__name__)
 
 
-def cache_path(root: Path, kind: str, want: frozenset[str], dense: bool, unit) -> Path:
+def cache_key(root: Path, kind: str, want: frozenset[str], dense: bool, unit) -> str:
+    """The SHA-256 of what a unit's partial depends on (its files are immutable once written)."""
     files = [str(Path(p).relative_to(root.resolve())) for p in unit.paths]
     key = json.dumps([FORMAT, kind, sorted(want), dense, unit.source, files, unit.row_groups])
-    return root / "cache" / kind / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.pkl"
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
-def load(path: Path, n: int) -> Partial | None:
-    """The cached partial in an id space of size n, or None if absent or not re-embeddable."""
+def cache_path(root: Path, kind: str, key: str) -> Path:
+    """Where the partial of `key` lives; refused if a folder or file on the way is a symbolic link."""
+    return below(root, f"cache/{kind}/{key[:32]}{SUFFIX}")
+
+
+def checksum(arrays: Arrays) -> str:
+    """SHA-256 over every array's name, dtype, shape and bytes, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(json.dumps([name, array.dtype.str, array.shape]).encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def text(array: np.ndarray) -> str:
+    return bytes(array.astype(np.uint8)).decode("ascii")
+
+
+def load(path: Path, key: str, n: int) -> Partial | None:
+    """The cached partial of `key` in an id space of size n; None if absent, not valid or not re-embeddable."""
     if not path.exists():
         return None
-    with path.open("rb") as handle:
-        partial: Partial = pickle.load(handle)
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            arrays = {name: stored[name] for name in stored.files}
+        found, recorded = text(arrays.pop(KEY)), text(arrays.pop(CHECKSUM))
+        if found != key:
+            raise ValueError(f"it holds the partial of another key ({found[:16]}...)")
+        if recorded != checksum(arrays):
+            raise ValueError("its checksum does not match its content")
+        partial = Partial.from_arrays(arrays)
+    except (OSError, EOFError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as error:
+        log.warning("%s: cached partial refused (%s); recomputing it", path, error)
+        return None
     if partial.n == n:
         return partial
     if partial.n < n and not partial.extra:
@@ -40,5 +85,13 @@ def load(path: Path, n: int) -> Partial | None:
     return None
 
 
-def store(path: Path, partial: Partial) -> None:
-    atomic_write(path, lambda tmp: tmp.write_bytes(pickle.dumps(partial, protocol=pickle.HIGHEST_PROTOCOL)))
+def store(path: Path, key: str, partial: Partial) -> None:
+    arrays = partial.to_arrays()
+    marks = {KEY: key, CHECKSUM: checksum(arrays)}
+    arrays |= {name: np.frombuffer(value.encode("ascii"), np.uint8) for name, value in marks.items()}
+
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as handle:
+            np.savez(handle, **arrays)
+
+    atomic_write(path, write)

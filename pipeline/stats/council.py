@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
+from pipeline.stats.encoding import Arrays, arrays_table, table_arrays
 from pipeline.stats.extras import Extra, register_extra
 from pipeline.stats.in_memory import statistics_of_records
 from pipeline.arrays import sort_positions
@@ -31,6 +32,9 @@ COLUMNS = ("query_id", "reviewer", "abstained", "models", "order", "order_from",
 
 # (query_id, reviewer, dated, timestamp us, categorised, category, abstained, models, order, from_scores)
 Row = tuple[str, int, bool, int, bool, str, bool, tuple[int, ...], tuple[int, ...], bool]
+ROW_SCHEMA = pa.schema([("query_id", pa.string()), ("reviewer", pa.int64()), ("dated", pa.bool_()), ("micros", pa.int64()),
+                        ("categorised", pa.bool_()), ("category", pa.string()), ("abstained", pa.bool_()),
+                        ("models", pa.list_(pa.int64())), ("order", pa.list_(pa.int64())), ("from_scores", pa.bool_())])
 
 
 def _csr(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -114,6 +118,16 @@ def _merge(a: tuple[Row, ...], b: tuple[Row, ...]) -> tuple[Row, ...]:
     return tuple(sorted(a + b))
 
 
+def _encode(rows: tuple[Row, ...]) -> Arrays:
+    return table_arrays(pa.Table.from_pylist([dict(zip(ROW_SCHEMA.names, row)) for row in rows], schema=ROW_SCHEMA))
+
+
+def _decode(arrays: Arrays) -> tuple[Row, ...]:
+    table = arrays_table(arrays).cast(ROW_SCHEMA)
+    columns = [table.column(name).to_pylist() for name in ROW_SCHEMA.names]
+    return tuple((q, r, d, t, c, category, a, tuple(m), tuple(o), f) for q, r, d, t, c, category, a, m, o, f in zip(*columns))
+
+
 def council_reviews(rows: tuple[Row, ...], name_order: np.ndarray) -> CouncilReviews:
     """Group merged rows by query; of several reviews by one reviewer of one query, keep the latest."""
     kept = [row for i, row in enumerate(rows) if i + 1 == len(rows) or rows[i + 1][:2] != row[:2]]
@@ -146,7 +160,7 @@ def _finalize(rows: tuple[Row, ...], present: np.ndarray, name_orders: Mapping[s
     return council_reviews(rows, name_orders["agents"])
 
 
-COUNCIL_REVIEWS = register_extra(Extra("council_reviews", {"reviews": COLUMNS}, _partial, _merge, _finalize))
+COUNCIL_REVIEWS = register_extra(Extra("council_reviews", {"reviews": COLUMNS}, _partial, _merge, _finalize, _encode, _decode))
 
 
 def council_profile(records: Sequence[dict]) -> tuple[Statistics, list[str]]:

@@ -6,8 +6,13 @@ methods (indexed like the core statistics: local agents 0..k-1 for store ids `pr
 must be exact and order-independent (integer units, or a sort by a total key), so that results
 stay identical whatever the partitioning. A method asks for an extra by name in `needs`.
 
+Partials are cached in the store (`pipeline.stats.cache`) as plain arrays, never pickled: `encode`
+turns a partial value into named arrays of numbers, booleans or bytes, and `decode` reads them
+back (`pipeline.stats.encoding` has helpers, e.g. Parquet bytes for a table).
+
 Extras hold ids, never names: `finalize` gets the name order of each id space (`IdMap.name_order`
-by dictionary: `agents`, and `judges` or `prompts` where the store has them) for what must be ordered by name, and `pipeline.report` puts the names back.
+by dictionary: `agents`, and `judges` or `prompts` where the store has them) for what must be
+ordered by name, and `pipeline.report` puts the names back.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import pyarrow as pa
 
 from pipeline.logs import KINDS, log_kind
 from pipeline.stats.counts import CORE_STATISTICS
+from pipeline.stats.encoding import Arrays
 
 EVERY_KIND = "*"  # a `columns` key: the extra applies to every stored kind, reading these columns
 
@@ -32,6 +38,8 @@ class Extra:
     partial: Callable[[pa.Table, str, int], Any]  # (unit table, kind, size of the id space)
     merge: Callable[[Any, Any], Any]
     finalize: Callable[[Any, np.ndarray, Mapping[str, np.ndarray]], Any]  # (merged, store ids present, name orders by dictionary)
+    encode: Callable[[Any], Arrays]  # a partial value as named arrays (no objects: read with allow_pickle=False)
+    decode: Callable[[Arrays], Any]  # the inverse of `encode`
 
     def __post_init__(self) -> None:
         for kind in self.columns:

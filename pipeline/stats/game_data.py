@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.arrays import sum_by_key
+from pipeline.stats.encoding import Arrays, arrays_table, scalar, table_arrays
 from pipeline.stats.extras import Extra, register_extra
 from pipeline.weights import UNIT, to_units
 
@@ -104,6 +105,16 @@ class _ScoreRows:
     def _columns(self) -> list[np.ndarray]:
         return [self.task, self.agent, self.score, self.higher_is_better, self.task_weight]
 
+    def to_arrays(self) -> Arrays:
+        return table_arrays(pa.table({"task": pa.array(self.task.tolist(), pa.string()), "agent": self.agent, "score": self.score,
+                                      "higher_is_better": self.higher_is_better, "task_weight": self.task_weight}))
+
+    @classmethod
+    def from_arrays(cls, arrays: Arrays) -> _ScoreRows:
+        table = arrays_table(arrays)
+        return cls(np.asarray(table.column("task").to_pylist(), dtype=object), *(table.column(c).to_numpy().copy() for c in
+                   ("agent", "score", "higher_is_better", "task_weight")))
+
 
 @dataclass(frozen=True)
 class _PromptUnits:
@@ -113,6 +124,15 @@ class _PromptUnits:
 
     def __add__(self, other: _PromptUnits) -> _PromptUnits:
         return _PromptUnits(self.n, *sum_by_key(np.concatenate([self.keys, other.keys]), np.concatenate([self.units, other.units])))
+
+    def to_arrays(self) -> Arrays:
+        return {"n": scalar(self.n), "keys": self.keys, "units": self.units}
+
+    @classmethod
+    def from_arrays(cls, arrays: Arrays) -> _PromptUnits:
+        if arrays["units"].shape != (len(arrays["keys"]), 2):
+            raise ValueError("two unit counts per prompt cell")
+        return cls(int(arrays["n"]), arrays["keys"], arrays["units"])
 
 
 def _score_rows(table: pa.Table, n: int) -> _ScoreRows:
@@ -175,9 +195,13 @@ def _merge(x, y):
     return x + y
 
 
+def _decode(arrays: Arrays) -> _ScoreRows | _PromptUnits:
+    return _ScoreRows.from_arrays(arrays) if "table" in arrays else _PromptUnits.from_arrays(arrays)
+
+
 GAME_DATA = register_extra(Extra(
     "game_data",
     {"scores": ("task", "agent", "score", "higher_is_better", "task_weight"),
      "battles": ("model_a", "model_b", "winner", "prompt", "weight")},
-    _partial, _merge, _finalize,
+    _partial, _merge, _finalize, lambda partial: partial.to_arrays(), _decode,
 ))

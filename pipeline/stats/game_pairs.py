@@ -22,6 +22,7 @@ import pyarrow as pa
 from pipeline.logs import log_kind
 from pipeline.logs.orders import WeakOrders
 from pipeline.stats.counts import PairwiseCounts
+from pipeline.stats.encoding import Arrays
 from pipeline.stats.extras import EVERY_KIND, Extra, register_extra
 from pipeline.stats.partials import DENSE_MAX_AGENTS, PairCounter, weak_order_partial
 from pipeline.weights import quantize
@@ -59,4 +60,12 @@ def _finalize(counter: PairCounter | None, present: np.ndarray, name_orders: Map
     return PerGameCounts(None if counter is None else counter.finalize(present))
 
 
-PAIRWISE_PER_GAME = register_extra(Extra("pairwise_per_game", {EVERY_KIND: ()}, _partial, _merge, _finalize))
+def _encode(counter: PairCounter | None) -> Arrays:
+    return {} if counter is None else counter.to_arrays()
+
+
+def _decode(arrays: Arrays) -> PairCounter | None:
+    return PairCounter.from_arrays(arrays) if arrays else None
+
+
+PAIRWISE_PER_GAME = register_extra(Extra("pairwise_per_game", {EVERY_KIND: ()}, _partial, _merge, _finalize, _encode, _decode))

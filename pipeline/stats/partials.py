@@ -23,6 +23,7 @@ from pipeline.arrays import sort_positions, sum_by_key
 from pipeline.logs import log_kind
 from pipeline.logs.orders import A_WINS, TIE, Comparisons, WeakOrders
 from pipeline.stats.counts import BallotHistogram, PairwiseCounts, PositionCounts, Statistics
+from pipeline.stats.encoding import Arrays, scalar, under_prefix, with_prefix
 from pipeline.stats.extras import EXTRAS
 from pipeline.weights import UNIT, to_units
 
@@ -89,6 +90,19 @@ class PairCounter:
         keys = (self.keys // self.n) * np.int64(n) + self.keys % self.n  # monotone: stays sorted
         return PairCounter(n, False, keys, self.wins, self.ties)
 
+    def to_arrays(self) -> Arrays:
+        keys = {} if self.dense else {"keys": self.keys}
+        return {"n": scalar(self.n), "wins": self.wins, "ties": self.ties} | keys
+
+    @classmethod
+    def from_arrays(cls, arrays: Arrays) -> PairCounter:
+        n, dense = int(arrays["n"]), "keys" not in arrays
+        counter = cls(n, dense, arrays.get("keys"), arrays["wins"], arrays["ties"])
+        cells = n * n if dense else len(counter.keys)
+        if counter.wins.shape != (cells,) or counter.ties.shape != (cells,):
+            raise ValueError(f"pair counts of {cells} cells expected")
+        return counter
+
     def finalize(self, present: np.ndarray) -> PairwiseCounts:
         local = np.full(self.n, -1, np.int64)
         local[present] = np.arange(len(present))
@@ -120,6 +134,18 @@ class PositionCounter:
             merged[key] = merged[key] + units if key in merged else units
         return PositionCounter(self.n, merged)
 
+    def to_arrays(self) -> Arrays:
+        keys = sorted(self.groups)
+        units = np.stack([self.groups[k] for k in keys]) if keys else np.zeros((0, self.n), np.int64)
+        return {"n": scalar(self.n), "keys": np.array(keys, np.int64).reshape(-1, 3), "units": units}
+
+    @classmethod
+    def from_arrays(cls, arrays: Arrays) -> PositionCounter:
+        keys, units = arrays["keys"], arrays["units"]
+        if units.shape != (len(keys), int(arrays["n"])):
+            raise ValueError("one row of position units per key")
+        return cls(int(arrays["n"]), {tuple(key): row for key, row in zip(keys.tolist(), units)})
+
     def finalize(self, present: np.ndarray) -> PositionCounts:
         return PositionCounts(present, {key: units[present] / UNIT for key, units in sorted(self.groups.items())})
 
@@ -139,6 +165,16 @@ class HistogramCounter:
                 rows, units = _unique_rows(rows, units)
             merged[length] = (rows, units)
         return HistogramCounter(merged)
+
+    def to_arrays(self) -> Arrays:
+        arrays = {"lengths": np.array(sorted(self.rows), np.int64)}
+        for length, (rows, units) in sorted(self.rows.items()):
+            arrays |= {f"{length}.rows": rows, f"{length}.units": units}
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, arrays: Arrays) -> HistogramCounter:
+        return cls({length: (arrays[f"{length}.rows"], arrays[f"{length}.units"]) for length in arrays["lengths"].tolist()})
 
     def finalize(self, present: np.ndarray, n: int) -> BallotHistogram:
         local = np.full(n, -1, np.int64)
@@ -185,6 +221,27 @@ class Partial:
             raise ValueError("a partial with extra statistics cannot be resized")
         grow = lambda x: None if x is None else x.resized(n)  # noqa: E731
         return Partial(n, np.pad(self.appearances, (0, n - self.n)), grow(self.pairs), grow(self.positions), self.histogram)
+
+    def to_arrays(self) -> Arrays:
+        """Every field as named arrays (extras by their `Extra.encode`), for the store's cache;
+        `fields` lists the fields present."""
+        core = {"pairs": self.pairs, "positions": self.positions, "histogram": self.histogram}
+        parts = {name: part.to_arrays() for name, part in core.items() if part is not None}
+        parts |= {f"extra.{name}": EXTRAS[name].encode(value) for name, value in sorted(self.extra.items())}
+        arrays = {"n": scalar(self.n), "appearances": self.appearances, "fields": np.array(list(parts), dtype=np.str_)}
+        for name, part in parts.items():
+            arrays |= with_prefix(name, part)
+        return arrays
+
+    @classmethod
+    def from_arrays(cls, arrays: Arrays) -> Partial:
+        n, fields = int(arrays["n"]), set(arrays["fields"].tolist())
+        if arrays["appearances"].shape != (n,):
+            raise ValueError(f"appearances of {n} agents expected")
+        core = [kind.from_arrays(under_prefix(name, arrays)) if name in fields else None
+                for name, kind in [("pairs", PairCounter), ("positions", PositionCounter), ("histogram", HistogramCounter)]]
+        extras = sorted(name.removeprefix("extra.") for name in fields if name.startswith("extra."))
+        return cls(n, arrays["appearances"], *core, {name: EXTRAS[name].decode(under_prefix(f"extra.{name}", arrays)) for name in extras})
 
     def __add__(self, other: Partial) -> Partial:
         add = lambda x, y: None if x is None else x + y  # noqa: E731

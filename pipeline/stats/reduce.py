@@ -95,11 +95,12 @@ def reduce_unit(unit: Unit, kind: str, n: int, statistics: frozenset[str], dense
 
 def cached_reduce_unit(root: str, unit: Unit, kind: str, n: int, statistics: frozenset[str], dense: bool) -> Partial:
     """`reduce_unit`, through the store's cache of partials."""
-    path = cache.cache_path(Path(root), kind, statistics, dense, unit)
-    partial = cache.load(path, n)
+    key = cache.cache_key(Path(root), kind, statistics, dense, unit)
+    path = cache.cache_path(Path(root), kind, key)
+    partial = cache.load(path, key, n)
     if partial is None:
         partial = reduce_unit(unit, kind, n, statistics, dense)
-        cache.store(path, partial)
+        cache.store(path, key, partial)
     return partial
 
 

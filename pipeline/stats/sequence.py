@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from pipeline.arrays import unit_codes
 from pipeline.logs import LogKind, log_kind
 from pipeline.logs.orders import A_WINS, B_WINS, TIE
+from pipeline.stats.encoding import arrays_table, table_arrays
 from pipeline.stats.extras import Extra, register_extra
 from pipeline.weights import UNIT, to_units
 
@@ -130,4 +131,5 @@ def _finalize(table: pa.Table, present: np.ndarray, name_orders: Mapping[str, np
 
 SEQUENCE = register_extra(Extra(
     "sequence", {kind: (column, "timestamp") for kind, column in ID_COLUMNS.items()}, _partial, _merge, _finalize,
+    table_arrays, arrays_table,
 ))

@@ -18,6 +18,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.paths import open_lock_file
+
 ROW_GROUP_ROWS = 250_000  # big files can be split into units of work by row group
 
 
@@ -58,9 +60,9 @@ def write_json(path: Path, value: object) -> None:
 def exclusive_lock(path: Path) -> Iterator[None]:
     """One writer at a time per store (advisory lock; readers do not take it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    descriptor = open_lock_file(path)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # closing releases the lock

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from pipeline.logs import ReadResult, UnreadableFile, log_kind, read_log
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
+from pipeline.paths import below
 from pipeline.store.dictionary import IdMap
 from pipeline.store.files import exclusive_lock, sha256_file, write_json, write_parquet
 
@@ -169,8 +170,8 @@ class Store:
             reports = [self._ingest_one(Path(src), kind, manifest, maps) for src in sources]
             if any(r.status == "ingested" for r in reports):
                 for name, idmap in maps.items():
-                    idmap.save(self.root / "dictionaries" / f"{name}.parquet")
-                manifest.save(self.root / MANIFEST)
+                    idmap.save(below(self.root, f"dictionaries/{name}.parquet"))
+                manifest.save(below(self.root, MANIFEST))
             return reports
 
     def _ingest_one(self, source: Path, kind: str, manifest: Manifest, maps: dict[str, IdMap]) -> IngestReport:
@@ -198,12 +199,12 @@ class Store:
         partitions = []
         for key, rows in _split(table, _partition_keys(kind, table)):
             rel = f"{result.kind}/{key}/{short}.parquet" if key else f"{result.kind}/source={short}/part.parquet"
-            write_parquet(self.root / rel, rows)
+            write_parquet(below(self.root, rel), rows)
             partitions.append(Partition(rel, rows.num_rows))
         quarantine = None
         if result.rows_quarantined:
             quarantine = f"quarantine/{result.kind}/{short}.parquet"
-            write_parquet(self.root / quarantine, result.quarantined)
+            write_parquet(below(self.root, quarantine), result.quarantined)
         return IngestReport(
             result.source, result.kind, sha, "ingested", result.rows_in, result.rows_accepted, result.rows_quarantined,
             tuple(partitions), quarantine, ingested_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -65,7 +65,8 @@ def probe_method(monkeypatch):
         return np.bincount(table.column("player").to_numpy(), minlength=n)
 
     monkeypatch.setitem(EXTRAS, "probe_rows", Extra("probe_rows", {"games": ("player",)}, partial, lambda a, b: a + b,
-                                                    lambda value, present, store: value[present]))
+                                                    lambda value, present, store: value[present],
+                                                    lambda value: {"rows": value}, lambda arrays: arrays["rows"]))
 
     def probe(pairs, rows, *, seed: int = -1) -> Ratings:
         wins = np.asarray(pairs.wins.sum(axis=1)).ravel()

@@ -115,3 +115,17 @@ def test_a_method_that_cannot_rate_does_not_stop_the_nightly(tmp_path, dask_clus
     assert run["methods"][1:] == ["borda:normalise=false"] and run["parameters"]["methods_merged"]
     assert {r["method"] for r in json.loads((tmp_path / "out" / "latest" / "tiny" / "ratings.json").read_text())} == {
         "borda:normalise=false"}
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "/tmp/vase-escaped"])
+def test_nightly_refuses_a_board_that_would_write_outside_out(tmp_path, config, name):
+    from flows.nightly import nightly
+    from pipeline.paths import UnsafePath
+
+    boards = yaml.safe_load(config.read_text())["boards"]
+    boards[0]["name"] = name
+    config.write_text(yaml.safe_dump({"boards": boards}))
+    out = tmp_path / "deep" / "out"
+    with pytest.raises(UnsafePath, match="board name must match"):
+        nightly(str(config), str(out))
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["nightly.yaml"]

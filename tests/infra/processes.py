@@ -25,12 +25,16 @@ def start(args: list[str], log: Path, env: dict[str, str], cwd: Path | None = No
     return subprocess.Popen(args, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
 
 
-def stop(process: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30) -> None:
-    """SIGINT first (a Prefect worker ignores SIGTERM while its server is gone), then kill."""
-    if process.poll() is None:
+def stop(*processes: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30) -> None:
+    """SIGINT to all at once (a Prefect worker ignores SIGTERM while its server is gone), then kill
+    those still running after `timeout`."""
+    running = [process for process in processes if process.poll() is None]
+    for process in running:
         os.killpg(process.pid, sig)
+    deadline = time.monotonic() + timeout
+    for process in running:
         try:
-            process.wait(timeout)
+            process.wait(max(deadline - time.monotonic(), 0.1))
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -52,3 +56,21 @@ def http_ok(url: str) -> bool:
             return response.status == 200
     except OSError:
         return False
+
+
+def listening_addresses(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket listening in process `pid` and its descendants."""
+    import psutil
+
+    parent = psutil.Process(pid)
+    found = set()
+    for process in [parent, *parent.children(recursive=True)]:
+        try:
+            connections = process.net_connections(kind="inet")
+        except psutil.NoSuchProcess:
+            continue
+        found |= {(c.laddr.ip, c.laddr.port) for c in connections if c.status == psutil.CONN_LISTEN}
+    return found
+
+
+LOOPBACK = {"127.0.0.1", "::1"}

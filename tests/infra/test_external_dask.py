@@ -3,39 +3,21 @@ processes on loopback, started here and passed to the flow by address."""
 
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 
 from tests.conftest import ROOT, SAMPLES
-from tests.infra.processes import BIN, start, stop, wait_until
+from tests.infra.dask_cluster import dask_processes
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def external_cluster(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("dask")
-    scheduler_file = folder / "scheduler.json"
     env = os.environ | {"PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    scheduler = start([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address", ":0",
-                       "--scheduler-file", str(scheduler_file)], folder / "scheduler.log", env)
-    workers = []
-    try:
-        wait_until(scheduler_file.exists, 120, "dask scheduler", folder / "scheduler.log")
-        address = json.loads(scheduler_file.read_text())["address"]
-        for i in range(2):
-            workers.append(start([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--name", f"w{i}",
-                                  "--dashboard-address", ":0"], folder / f"worker{i}.log", env, ROOT))
-        from distributed import Client
-
-        with Client(address) as client:
-            client.wait_for_workers(2, timeout=120)
+    with dask_processes(tmp_path_factory.mktemp("dask"), env) as (address, _):
         yield address
-    finally:
-        for process in workers + [scheduler]:
-            stop(process)
 
 
 def test_ratings_flow_on_an_external_cluster_matches_local(tmp_path, external_cluster):

@@ -103,7 +103,8 @@ def test_declarations_are_checked():
 
 def test_an_extra_for_an_unknown_or_unstored_kind_is_an_error():
     def extra(columns):
-        return Extra("probe", columns, lambda table, kind, n: None, lambda a, b: None, lambda merged, present, order: None)
+        return Extra("probe", columns, lambda table, kind, n: None, lambda a, b: None, lambda merged, present, order: None,
+                     lambda value: {}, lambda arrays: None)
 
     with pytest.raises(ValueError, match="unknown log kind 'podiums'"):
         extra({"podiums": ("first",)})

@@ -1,0 +1,52 @@
+"""Partial statistics as named numeric arrays: the form the store's cache keeps them in.
+
+Reading a cached partial must never run code, so partials are not pickled: each one is a set of
+plain arrays (integers, floats, booleans, bytes) that `numpy.load(allow_pickle=False)` reads back,
+and table-like partials are Parquet bytes inside one uint8 array. Each extra statistic declares
+its own encoding (`Extra.encode`, `Extra.decode`); `pipeline.stats.cache` adds the core fields,
+a checksum and the cache key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+Arrays = dict[str, np.ndarray]
+
+
+def table_to_array(table: pa.Table) -> np.ndarray:
+    """`table` as Parquet bytes in a uint8 array (types, nulls and row order kept)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return np.frombuffer(sink.getvalue(), dtype=np.uint8)
+
+
+def table_from_array(array: np.ndarray) -> pa.Table:
+    if array.dtype != np.uint8 or array.ndim != 1:
+        raise ValueError(f"expected Parquet bytes (a 1-d uint8 array), not {array.dtype} of shape {array.shape}")
+    return pq.read_table(pa.BufferReader(array.tobytes())).replace_schema_metadata(None)
+
+
+def table_arrays(table: pa.Table) -> Arrays:
+    """The encoding of a table-valued partial: one Parquet array under 'table'."""
+    return {"table": table_to_array(table)}
+
+
+def arrays_table(arrays: Arrays) -> pa.Table:
+    return table_from_array(arrays["table"])
+
+
+def scalar(value: int) -> np.ndarray:
+    return np.asarray(value, dtype=np.int64)
+
+
+def with_prefix(prefix: str, arrays: Arrays) -> Arrays:
+    return {f"{prefix}.{name}": array for name, array in arrays.items()}
+
+
+def under_prefix(prefix: str, arrays: Arrays) -> Arrays:
+    """The arrays named `prefix.<name>`, by <name>."""
+    start = prefix + "."
+    return {name[len(start):]: array for name, array in arrays.items() if name.startswith(start)}
