@@ -88,7 +88,7 @@ def test_unparsable_json_lines_are_quarantined_not_fatal(tmp_path):
     result = read_log(path, "battles")
     assert (result.rows_in, result.rows_accepted) == (3, 1)
     assert [(q["line"], q["reason"].split(":")[0]) for q in result.quarantined.to_pylist()] == [
-        (2, "invalid JSON"), (4, "a JSON line must be an object")]
+        (2, "invalid JSON"), (4, "a record must be a JSON object")]
 
 
 def test_unreadable_files_raise_with_the_path(tmp_path):
