@@ -2,7 +2,8 @@
 makes its record a duplicate, quarantined naming where the id was first seen.
 
 A kind declares the columns that identify its records across files (`LogKind.record_id`:
-battles' `battle_id`, games' `game_id`, ballots' `ballot_id`, reviews' `query_id` and `reviewer`);
+battles' `battle_id`, games' `game_id`, ballots' `ballot_id`; reviews have none, as a later review
+of a query by the same reviewer replaces the earlier one);
 ids a reader made up (a battle without an id is `<file name>:<line>`) identify nothing beyond
 their file and are not checked. Ids are compared by a 128-bit hash (two seeded 64-bit polars
 hashes): the chance that two of 10^9 distinct ids collide is below 10^-20.
@@ -19,6 +20,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import polars as pl
@@ -102,6 +104,7 @@ class SeenIds:
     """The ids seen so far, in memory: runs merged as they grow."""
 
     runs: list[Run] = field(default_factory=list)
+    max_run: ClassVar[int] = MAX_RUN
 
     def find(self, high: np.ndarray, low: np.ndarray) -> np.ndarray:
         found = np.full(len(high), NOT_FOUND, np.uint64)
@@ -120,12 +123,8 @@ class SeenIds:
     def compact(self) -> None:
         """Merge the newest runs while the newest is at least half the size of the one before."""
         while len(self.runs) > 1 and 2 * len(self.runs[-1]) >= len(self.runs[-2]) and \
-                len(self.runs[-1]) + len(self.runs[-2]) <= MAX_RUN:
-            self.runs[-2:] = [self.store(merge(self.runs[-2:]))]
-
-    def store(self, run: Run) -> Run:
-        """Where a merged run is kept (here: in memory)."""
-        return run
+                len(self.runs[-1]) + len(self.runs[-2]) <= self.max_run:
+            self.runs[-2:] = [merge(self.runs[-2:])]
 
 
 def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file: int,

@@ -96,7 +96,7 @@ def nfc_text(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     data = values.buffers()[2] if len(values.buffers()) > 2 else None
     if data is None or not np.any(np.frombuffer(data, np.uint8) & 0x80):
         return values
-    return pl.from_arrow(values).str.normalize("NFC").to_arrow()
+    return pl.from_arrow(values).str.normalize("NFC").to_arrow().cast(values.type)
 
 
 def nfc(name: str) -> str:

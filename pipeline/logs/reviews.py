@@ -255,5 +255,6 @@ def review_orders(table: pa.Table) -> WeakOrders:
 REVIEWS = register_kind(LogKind(
     "reviews", holds="one council reviewer's ranking of anonymised answers per row", unit="review",
     read=read_reviews, schema=SCHEMA, ids={"reviewer": "agents", "models": "agents", "order": "agents"},
-    columns=("reviewer", "order"), weak_orders=review_orders, record_id=("query_id", "reviewer"),
+    # No record_id: a later review of a query by the same reviewer replaces the earlier one (`pipeline.stats.council`).
+    columns=("reviewer", "order"), weak_orders=review_orders,
 ))

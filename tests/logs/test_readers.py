@@ -239,3 +239,12 @@ def test_accounting_balances_on_garbage(tmp_path, kind):
     result = read_log(write(tmp_path / "junk.csv", rows), kind)
     assert result.rows_in == 300 == result.rows_accepted + result.rows_quarantined
     assert isinstance(result.table, pa.Table) and set(result.quarantined.column("reason").to_pylist()) != {None}
+
+
+def test_nfc_keeps_the_type_of_every_chunk():
+    import pyarrow as pa
+
+    from pipeline.logs.records import nfc_text
+
+    mixed = pa.chunked_array([["plain"], ["Pe\u0301rez"]])  # only the second chunk needs normalising
+    assert nfc_text(mixed).to_pylist() == ["plain", "P\u00e9rez"] and nfc_text(mixed).type == pa.string()

@@ -1,0 +1,171 @@
+"""Ingest isolation and exactly-once: a bad file is refused in one line and recorded, the others
+go on; a record id stored before is a duplicate, whatever the file's name or format."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.store import Store
+from pipeline.store import store as store_module
+
+HEADER = "battle_id,model_a,model_b,winner,timestamp\n"
+
+
+def battles(ids: range, day: str = "2024-01-01") -> str:
+    return "".join(f"b{i},m{i % 3},m{(i + 1) % 3},model_a,{day}T10:00:00Z\n" for i in ids)
+
+
+@pytest.fixture
+def good(tmp_path):
+    path = tmp_path / "good.csv"
+    path.write_text(HEADER + battles(range(5)))
+    return path
+
+
+def quarantine(store: Store, report) -> list[dict]:
+    return pq.read_table(store.root / report.quarantine).to_pylist() if report.quarantine else []
+
+
+def test_bad_files_are_refused_in_one_line_and_the_others_ingested(tmp_path, good):
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes((HEADER + "x1,caf\xe9,b,model_a,2024-01-01\n").encode("latin-1"))
+    cut = tmp_path / "cut.parquet"
+    pl.DataFrame({"model_a": ["a"] * 100, "model_b": ["b"] * 100, "winner": ["tie"] * 100}).write_parquet(cut)
+    cut.write_bytes(cut.read_bytes()[:-40])
+    store = Store(tmp_path / "store")
+    reports = store.ingest([latin, good, cut], "battles")
+    assert [r.status for r in reports] == ["unreadable", "ingested", "unreadable"]
+    for report, name in zip(reports[::2], ("latin.csv", "cut.parquet")):
+        assert name in report.error and "\n" not in report.error
+    assert "not UTF-8" in reports[0].error and "line 2" in reports[0].error
+    assert reports[1].rows_accepted == 5
+    manifest = json.loads((store.root / "manifest.json").read_text())
+    refused = {e["source"]: e["error"] for e in manifest["files"] if e["status"] == "unreadable"}
+    assert set(refused) == {str(latin), str(cut)}
+
+
+def test_a_refused_file_is_not_read_again_until_it_changes(tmp_path, good, monkeypatch):
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"\xff\xfeb\x00")
+    store = Store(tmp_path / "store")
+    [first] = store.ingest([bad], "battles")
+    assert first.status == "unreadable" and "UTF-16" in first.error
+    manifest = (store.root / "manifest.json").read_bytes()
+    reads = []
+    monkeypatch.setattr(store_module, "read_batches", lambda *a, **k: reads.append(a) or iter(()))
+    [again] = store.ingest([bad], "battles")
+    assert again.status == "unreadable" and "UTF-16" in again.error and "not read again" in again.error
+    assert reads == [] and (store.root / "manifest.json").read_bytes() == manifest
+    monkeypatch.undo()
+    bad.write_text(HEADER + battles(range(2)))  # fixed: a new content hash, read again
+    [fixed] = store.ingest([bad], "battles")
+    assert fixed.status == "ingested" and fixed.rows_accepted == 2
+
+
+def test_a_crash_inside_ingest_refuses_that_file_only_and_leaks_no_names(tmp_path, good, monkeypatch):
+    other = tmp_path / "other.csv"
+    other.write_text(HEADER + "z1,new_model,m0,tie,2024-02-01\n")
+    store = Store(tmp_path / "store")
+    real = store_module.encode
+
+    def fragile(kind, table, maps):
+        encoded = real(kind, table, maps)
+        if "new_model" in maps["agents"].names:
+            raise RuntimeError("boom\nsecond line")
+        return encoded
+
+    monkeypatch.setattr(store_module, "encode", fragile)
+    reports = store.ingest([other, good], "battles")
+    assert [r.status for r in reports] == ["unreadable", "ingested"]
+    assert reports[0].error == f"{other}: could not be read (RuntimeError: boom); this is a bug of vase, please report it"
+    assert "new_model" not in store.dictionary("agents").names
+    assert not list(store.root.rglob(".*tmp-*"))
+    assert [p.rows for p in store.partitions("battles")] == [5]
+
+
+def test_nan_and_out_of_range_timestamps_are_quarantined_not_refused(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text(HEADER + "a,x,y,tie,nan\nb,x,y,tie,inf\nc,x,y,tie,1e13\nd,x,y,tie,2024-01-01\n")
+    [report] = Store(tmp_path / "store").ingest([path], "battles")
+    assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 1, 3)
+
+
+def test_the_same_battles_in_another_format_and_name_are_stored_once(tmp_path, good):
+    parquet = tmp_path / "again.parquet"
+    pl.read_csv(good, infer_schema=False).write_parquet(parquet)
+    store = Store(tmp_path / "store")
+    first, second = store.ingest([good, parquet], "battles")
+    assert (second.rows_in, second.rows_accepted, second.rows_quarantined) == (5, 0, 5)
+    reasons = [q["reason"] for q in quarantine(store, second)]
+    assert reasons[0] == "duplicate battle_id (first in good.csv, line 2)"
+    assert sum(p.rows for p in store.partitions("battles")) == 5
+    # Across ingests too: the index is read back from the store.
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text("".join(json.dumps(r) + "\n" for r in pl.read_csv(good, infer_schema=False).to_dicts()))
+    [third] = store.ingest([copy], "battles")
+    assert (third.rows_accepted, third.rows_quarantined) == (0, 5)
+
+
+def test_a_grown_log_stores_only_its_new_rows(tmp_path):
+    log = tmp_path / "log.csv"
+    log.write_text(HEADER + battles(range(4)))
+    store = Store(tmp_path / "store")
+    store.ingest([log], "battles")
+    log.write_text(HEADER + battles(range(4)) + battles(range(4, 7), "2024-01-02"))
+    [grown] = store.ingest([log], "battles")
+    assert (grown.rows_in, grown.rows_accepted, grown.rows_quarantined) == (7, 3, 4)
+    assert sum(p.rows for p in store.partitions("battles")) == 7
+
+
+def test_partial_overlap_and_duplicates_within_a_file(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(HEADER + battles(range(0, 6)))
+    b.write_text(HEADER + battles(range(4, 10)) + battles(range(9, 10)))  # b9 twice in b
+    store = Store(tmp_path / "store")
+    _, second = store.ingest([a, b], "battles")
+    assert (second.rows_in, second.rows_accepted, second.rows_quarantined) == (7, 4, 3)
+    assert sorted((q["line"], q["reason"]) for q in quarantine(store, second)) == [
+        (2, "duplicate battle_id (first in a.csv, line 6)"), (3, "duplicate battle_id (first in a.csv, line 7)"),
+        (8, "duplicate battle_id (first at line 7)")]
+
+
+def test_an_index_lost_or_from_another_hasher_is_rebuilt_from_the_partitions(tmp_path, good):
+    store = Store(tmp_path / "store")
+    store.ingest([good], "battles")
+    manifest_path = store.root / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["ids"]["battles"]["hasher"] = "another"
+    manifest_path.write_text(json.dumps(manifest))
+    again = tmp_path / "again.csv"
+    again.write_text(HEADER + battles(range(3, 8)))
+    [report] = store.ingest([again], "battles")
+    assert (report.rows_accepted, report.rows_quarantined) == (3, 2)
+    assert quarantine(store, report)[0]["reason"] == "duplicate battle_id (first in good.csv, line 0)"  # line unknown after a rebuild
+    runs = {r["path"] for r in json.loads(manifest_path.read_text())["ids"]["battles"]["runs"]}
+    assert {str(p.relative_to(store.root)) for p in (store.root / "ids").rglob("*.npy")} == runs  # no stale runs
+
+
+def test_temporary_files_of_a_killed_ingest_are_removed(tmp_path, good):
+    store = Store(tmp_path / "store")
+    store.ingest([good], "battles")
+    stale = store.root / "battles" / "date=2024-01-01" / (".x.parquet.tmp-" + "0" * 32)
+    stale.write_bytes(b"half")
+    look_alike = store.root / "battles" / ".keep.tmp-notours"
+    look_alike.write_bytes(b"mine")
+    other = tmp_path / "other.csv"
+    other.write_text(HEADER + battles(range(10, 12)))
+    store.ingest([other], "battles")
+    assert not stale.exists() and look_alike.exists()
+
+
+def test_games_are_duplicates_as_whole_units(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("game_id,player,score\ng1,x,1\ng1,y,0\n")
+    b.write_text("game_id,player,score\ng1,x,1\ng1,y,0\ng2,x,0\ng2,z,1\n")
+    store = Store(tmp_path / "store")
+    _, second = store.ingest([a, b], "games")
+    assert (second.rows_accepted, second.rows_quarantined) == (2, 2)
