@@ -111,6 +111,8 @@ def _record_cut(data: bytes, force: bool) -> int:
 
 def parse_chunk(chunk: bytes, first_line: int, offset: int, names: list[str], delimiter: str, path: Path) -> RawRecords:
     """The records of `chunk` (whole records, starting at physical line `first_line`)."""
+    if not chunk.isascii():  # pyarrow's handler of invalid rows cannot report a row that is not UTF-8
+        decode(chunk, path, first_line, offset)
     parsed = _fast(chunk, names, delimiter)
     if parsed is not None:
         return RawRecords(frame_of_text(dict(zip(names, parsed.columns)), first_line + np.arange(parsed.num_rows)))

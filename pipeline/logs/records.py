@@ -120,8 +120,10 @@ def column_names(names: Sequence[str]) -> list[str]:
 def frame_of_text(columns: Mapping[str, pa.Array], lines: np.ndarray) -> pl.DataFrame:
     """A raw frame from text columns (NFC-normalised here) and their line numbers."""
     data = {name: pl.from_arrow(nfc_text(values)) for name, values in columns.items()}
-    frame = pl.DataFrame({name: series.cast(pl.String) for name, series in data.items()}) if data else pl.DataFrame()
-    return frame.with_columns(pl.Series(LINE, np.asarray(lines, dtype=np.int64)))
+    line = pl.Series(LINE, np.asarray(lines, dtype=np.int64))
+    if not data:  # records without fields (`{}`): rows all the same
+        return line.to_frame()
+    return pl.DataFrame({name: series.cast(pl.String) for name, series in data.items()}).with_columns(line)
 
 
 def batches(path: str | Path, *, start: FileStart | None = None) -> Iterator[RawRecords]:

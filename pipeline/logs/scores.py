@@ -21,7 +21,7 @@ from pipeline.arrays import column, unit_codes
 from pipeline.logs.kinds import LogKind, register_kind
 from pipeline.logs.orders import MAX_RANKED, WeakOrders
 from pipeline.logs.records import INVALID, LINE, NESTED, RawRecords, UnreadableFile
-from pipeline.logs.triage import Check, ReadResult, Triage, number, weight_value, text, unparsable, weight_checks
+from pipeline.logs.triage import Check, ReadResult, Triage, alias_key, number, text, unparsable, weight_checks, weight_value
 from pipeline.weights import quantize_expr
 
 SCHEMA = pa.schema(
@@ -37,6 +37,7 @@ SCHEMA = pa.schema(
 _TRUE = ("true", "1", "yes", "t", "y")
 _FALSE = ("false", "0", "no", "f", "n")
 _PER_TASK = ("higher_is_better", "task_weight")
+CELL = "\x00cell"  # a name no column of a file has (`pipeline.logs.records.internal`)
 
 
 def _melt_wide(raw: RawRecords, source: str) -> RawRecords:
@@ -52,6 +53,10 @@ def _melt_wide(raw: RawRecords, source: str) -> RawRecords:
     task = columns[0]
     per_task = [c for c in columns if c.lower() in _PER_TASK]
     agents = [c for c in columns[1:] if c not in per_task]
+    long_names = [c for c in agents if alias_key(c) in ("task", "agent", "model")]
+    if long_names or not agents:  # a long table without its score column, or no agents at all
+        raise UnreadableFile(source, "missing column 'score' (a long table has task, agent and score columns; a wide one "
+                             "the task, then one column per agent)", line=1, field="score")
     if twice := sorted({c.rpartition("#")[0] for c in agents if c.rpartition("#")[0] in agents}):
         raise UnreadableFile(source, f"agent column {twice[0]!r} appears twice", line=1, field=twice[0])
     task_markers = [pl.col(m).alias(m.replace(":" + task, ":task")) for m in frame.columns if m in (NESTED + task, INVALID + task)]
@@ -66,9 +71,9 @@ def _melt_wide(raw: RawRecords, source: str) -> RawRecords:
 
     long = frame.select(pl.col(task).cast(pl.String).alias("task"), pl.col(LINE), *task_markers, *per_task, *map(cell, agents)).unpivot(
         index=["task", LINE, *(m.meta.output_name() for m in task_markers), *per_task], on=agents,
-        variable_name="agent", value_name="cell")
-    long = long.with_columns(pl.col("cell").struct.field("score").alias("score"),
-                             pl.col("cell").struct.field("problem").alias(INVALID + "score")).drop("cell")
+        variable_name="agent", value_name=CELL)
+    long = long.with_columns(pl.col(CELL).struct.field("score").alias("score"),
+                             pl.col(CELL).struct.field("problem").alias(INVALID + "score")).drop(CELL)
     long = long.filter(text("score").is_not_null() | pl.col(INVALID + "score").is_not_null()).sort(LINE, maintain_order=True)
     return RawRecords(long, raw.unparsable)
 

@@ -96,7 +96,7 @@ def quarantine_rows(source: str, lines: list[int], fields: list[str], reasons: l
                     schema=QUARANTINE_SCHEMA)
 
 
-def _lowered(name: str) -> str:
+def alias_key(name: str) -> str:
     """A column name as aliases match it: case-insensitive, without the `#2` of a repeated name."""
     base, sep, count = name.rpartition("#")
     return (base if sep and count.isdigit() else name).lower()
@@ -129,7 +129,7 @@ class Triage:
         has rows (in a file without rows it reads as empty). Values marked unusable, or nested
         unless `nested`, quarantine their rows, blaming `aliases[0]`."""
         for alias in aliases:
-            named = [c for c in self._raw_columns if _lowered(c) == alias.lower()]
+            named = [c for c in self._raw_columns if alias_key(c) == alias.lower()]
             if len(named) > 1:
                 raise UnreadableFile(self.source, f"columns {' and '.join(map(repr, named))} both name {alias!r}: rename or "
                                      "drop one", line=1, field=alias)

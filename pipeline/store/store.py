@@ -210,13 +210,13 @@ class Store:
             return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}")
         if sha in manifest.files:
             seen = manifest.files[sha]
-            if seen.kind != kind.name:
-                if seen.status != "unreadable":
-                    return IngestReport(str(source), kind.name, sha, "unreadable",
-                                        error=f"{source}: already ingested as {seen.kind}")
-            elif seen.status == "unreadable":
-                return dataclasses.replace(seen, source=str(source), error=f"{seen.error} (refused on {seen.ingested_at}; "
-                                           "not read again until the file changes)")
+            if seen.status == "unreadable":  # read again as another kind or format; else the same refusal
+                if seen.kind == kind.name and Path(seen.source).suffix.lower() == source.suffix.lower():
+                    reason = seen.error.removeprefix(f"{seen.source}: ")
+                    return dataclasses.replace(seen, source=str(source), error=f"{source}: {reason} (refused on "
+                                               f"{seen.ingested_at}; not read again until the file changes)")
+            elif seen.kind != kind.name:
+                return IngestReport(str(source), kind.name, sha, "unreadable", error=f"{source}: already ingested as {seen.kind}")
             else:
                 return IngestReport(str(source), kind.name, sha, "skipped", seen.rows_in, seen.rows_accepted,
                                     seen.rows_quarantined)
