@@ -9,11 +9,18 @@ column of the record id (`LogKind.record_id`) is checked, and a row is quarantin
   bidirectional overrides and isolates, soft hyphens) or a line or paragraph separator: such a
   name prints like another one, or not at all;
 - is longer than `MAX_NAME` characters (names of agents and judges) or `MAX_ID` (ids and prompts).
+
+Names that differ only in case, width, separators or a common Cyrillic or Greek homoglyph
+(`Model-A`, `model_a`, `mоdel_a` with a Cyrillic `о`) are kept apart, as the file spells them,
+but reported (`LookAlikes`): merging them silently could join two agents, and a report lets the
+team fix the log. The homoglyphs are the common ones of Unicode's confusables list, not all of
+it (UTS #39).
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import numpy as np
 import polars as pl
@@ -76,3 +83,34 @@ def check_names(result: ReadResult, ids: dict[str, str], record_id: tuple[str, .
     keep = np.flatnonzero(reason == None)  # noqa: E711
     return ReadResult(result.kind, result.source, table.take(keep), pa.concat_tables([result.quarantined, quarantined]),
                       result.rows_in, result.lines[keep], result.keyed)
+
+
+_HOMOGLYPHS = str.maketrans(
+    "\u0430\u0432\u0435\u0456\u0458\u043a\u043c\u043d\u043e\u0440\u0441\u0442\u0443\u0445\u0455\u0501"
+    "\u03b1\u03bf\u03c1\u03c5\u03ba\u03bd\u03c4\u03b9",
+    "abeijkmhopctyxsd" "aopukvti",
+)
+_SEPARATORS = str.maketrans("", "", " \t-_.")
+
+
+def skeleton(name: str) -> str:
+    """What a name looks like: compatibility-normalised, case-folded, common Cyrillic and Greek
+    homoglyphs as their Latin twins, without spaces, hyphens, underscores and dots."""
+    return unicodedata.normalize("NFKC", name).casefold().translate(_HOMOGLYPHS).translate(_SEPARATORS)
+
+
+class LookAlikes:
+    """The names of a dictionary by skeleton: `add` says which new names look like a known one."""
+
+    def __init__(self, names: list[str]):
+        self._by_skeleton: dict[str, str] = {}
+        self.add(names)
+
+    def add(self, names: list[str]) -> list[tuple[str, str]]:
+        """(new name, the known name it looks like) for each of `names` that looks like another."""
+        found = []
+        for name in names:
+            known = self._by_skeleton.setdefault(skeleton(name), name)
+            if known != name:
+                found.append((name, known))
+        return found

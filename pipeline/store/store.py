@@ -34,12 +34,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.logs import KINDS, UnreadableFile, log_kind, read_batches
 from pipeline.logs.identity import drop_seen
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
+from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
 from pipeline.store.dictionary import IdMap
 from pipeline.store.files import exclusive_lock, remove_temporary, sha256_file, sync_files, write_json
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
@@ -67,10 +69,12 @@ class IngestReport:
     quarantine: str | None = None
     error: str | None = None
     ingested_at: str | None = None
+    look_alikes: tuple[str, ...] = ()  # new names that look like known ones (`pipeline.logs.names.LookAlikes`)
 
     @classmethod
     def from_json(cls, entry: dict) -> IngestReport:
-        return cls(**entry | {"partitions": tuple(Partition(**p) for p in entry["partitions"])})
+        return cls(**entry | {"partitions": tuple(Partition(**p) for p in entry["partitions"]),
+                              "look_alikes": tuple(entry.get("look_alikes", ()))})
 
 
 @dataclass
@@ -170,7 +174,8 @@ class Store:
             maps = {name: self.dictionary(name) for name in DICTIONARIES}
             index = self._id_index(chosen, manifest, maps) if chosen.record_id else None
             pending: list[Written] = []
-            reports = [self._ingest_one(Path(src), chosen, manifest, maps, index, pending) for src in sources]
+            looks = {name: LookAlikes(maps[name].names) for name in NAME_DICTIONARIES}
+            reports = [self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks) for src in sources]
             if any(r.sha256 and manifest.files.get(r.sha256) is r for r in reports):  # ingested or newly refused
                 self._commit(manifest, maps, kind, index, pending)
             return reports
@@ -203,7 +208,7 @@ class Store:
             path.unlink(missing_ok=True)
 
     def _ingest_one(self, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
-                    index: KindIndex | None, pending: list[Written]) -> IngestReport:
+                    index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes]) -> IngestReport:
         try:
             sha = sha256_file(source)
         except OSError as exc:
@@ -238,7 +243,8 @@ class Store:
                 rows_accepted += result.rows_accepted
             written = writer.finish()
             quarantined = quarantine.finish()
-        except Exception as exc:  # noqa: BLE001 (one file never stops the others)
+        except (Exception, pl.exceptions.PanicException) as exc:  # noqa: BLE001 (one file never stops the others; a
+            # panic inside polars is a BaseException)
             writer.discard()
             quarantine.discard()
             if file_ids is not None:
@@ -256,9 +262,11 @@ class Store:
         pending.extend(written)
         if quarantined is not None:
             pending.append(quarantined)
+        look_alikes = tuple(f"{name} {new!r} looks like {known!r}" for name in NAME_DICTIONARIES
+                            for new, known in looks[name].add(maps[name].names[sizes[name]:]))
         report = IngestReport(str(source), kind.name, sha, "ingested", rows_in, rows_accepted, quarantine.rows,
                               tuple(Partition(w.path, w.rows) for w in written),
-                              quarantined.path if quarantined else None, ingested_at=_now())
+                              quarantined.path if quarantined else None, ingested_at=_now(), look_alikes=look_alikes)
         manifest.files[sha] = report
         return report
 

@@ -169,3 +169,15 @@ def test_games_are_duplicates_as_whole_units(tmp_path):
     store = Store(tmp_path / "store")
     _, second = store.ingest([a, b], "games")
     assert (second.rows_accepted, second.rows_quarantined) == (2, 2)
+
+
+def test_look_alike_names_are_kept_apart_and_reported(tmp_path, good):
+    other = tmp_path / "other.csv"
+    other.write_text(HEADER + "c1,M0,m1,tie,\nc2,\u043c1,m_2,tie,\nc3,m0,m1,tie,\n")  # m0, m1, m2 known; \u043c is Cyrillic
+    store = Store(tmp_path / "store")
+    store.ingest([good], "battles")
+    [report] = store.ingest([other], "battles")
+    assert sorted(report.look_alikes) == ["agents 'M0' looks like 'm0'", "agents 'm_2' looks like 'm2'",
+                                          "agents '\u043c1' looks like 'm1'"]
+    assert {"M0", "m_2", "\u043c1"} <= set(store.dictionary("agents").names)  # kept apart, not merged
+    assert store.manifest.files[report.sha256].look_alikes == report.look_alikes
