@@ -59,9 +59,9 @@ def sum_units(keys: np.ndarray, units: np.ndarray | None, size: int) -> np.ndarr
         part_keys, part = keys[lo: lo + _BLOCK], units[lo: lo + _BLOCK]
         high = np.bincount(part_keys, weights=(part >> _LOW_BITS).astype(np.float64), minlength=size)
         low = np.bincount(part_keys, weights=(part & ((1 << _LOW_BITS) - 1)).astype(np.float64), minlength=size)
-        if high.max(initial=0) >= 2.0 ** (63 - _LOW_BITS - 1):
+        if high.max(initial=0) >= 2.0 ** (63 - _LOW_BITS):  # the shift below would wrap
             raise WeightOverflow()
-        total = add_units(total, (high.astype(np.int64) << _LOW_BITS) + low.astype(np.int64))
+        total = add_units(add_units(total, high.astype(np.int64) << _LOW_BITS), low.astype(np.int64))
     return total
 
 
