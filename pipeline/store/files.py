@@ -59,6 +59,7 @@ def digest_file(path: Path, prefix_sizes: Iterable[int] = ()) -> Digest:
     digest = hashlib.sha256()
     prefixes: dict[int, str] = {}
     size = newlines = 0
+    previous = b""  # the last byte before the block
     with path.open("rb") as handle:
         while block := handle.read(_HASH_BLOCK):
             end = size + len(block)
@@ -67,11 +68,11 @@ def digest_file(path: Path, prefix_sizes: Iterable[int] = ()) -> Digest:
                 cut = wanted.pop(0) - size
                 digest.update(block[start:cut])
                 start = cut
-                if cut and block[cut - 1] == 0x0A:
+                if (block[cut - 1:cut] if cut else previous) == b"\n":
                     prefixes[size + cut] = digest.copy().hexdigest()
             digest.update(block[start:])
             newlines += block.count(b"\n")
-            size = end
+            size, previous = end, block[-1:]
     return Digest(digest.hexdigest(), size, newlines, prefixes)
 
 

@@ -18,8 +18,10 @@ by the next one). A file whose content hash is in the manifest is skipped, whate
 
 Exactly once across files: a record whose id (`LogKind.record_id`) is in the index, from an
 earlier file or earlier in the same one, is quarantined as a duplicate naming where it was first
-seen, so the same battles under another name or in another format, or a log that grew and is
-ingested again, are stored once. A file that cannot be read at all is refused whole with one line
+seen, so the same battles under another name or in another format, or partially overlapping
+files, are stored once. A CSV, TSV or JSONL file that starts with the bytes of a file already
+ingested (a log that grew) is read from where that file ended: only its new rows are read and
+counted, with their true line numbers, so even rows without ids are stored once. A file that cannot be read at all is refused whole with one line
 naming the file (and the line and field where known), recorded in the manifest with that reason
 (not read again until its content changes), and the other files go on.
 """
@@ -38,12 +40,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.logs import KINDS, UnreadableFile, log_kind, read_batches
+from pipeline.logs import KINDS, FileStart, UnreadableFile, log_kind, read_batches
+from pipeline.logs.records import LINE_SUFFIXES
 from pipeline.logs.identity import drop_seen
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
 from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
 from pipeline.store.dictionary import IdMap
-from pipeline.store.files import exclusive_lock, remove_temporary, sha256_file, sync_files, write_json
+from pipeline.store.files import digest_file, exclusive_lock, remove_temporary, sync_files, write_json
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 
@@ -70,6 +73,9 @@ class IngestReport:
     error: str | None = None
     ingested_at: str | None = None
     look_alikes: tuple[str, ...] = ()  # new names that look like known ones (`pipeline.logs.names.LookAlikes`)
+    size: int = 0  # bytes, and newlines, of the file: a later file that starts with it continues it
+    lines: int = 0
+    continues: str | None = None  # the sha256 of the earlier file this one grew from (only the rows after it were read)
 
     @classmethod
     def from_json(cls, entry: dict) -> IngestReport:
@@ -209,10 +215,17 @@ class Store:
 
     def _ingest_one(self, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
                     index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes]) -> IngestReport:
+        earlier: dict[int, list[IngestReport]] = {}
+        if source.suffix.lower() in LINE_SUFFIXES:
+            for report in manifest.files.values():
+                if report.kind == kind.name and report.status == "ingested" and report.size and \
+                        Path(report.source).suffix.lower() == source.suffix.lower():
+                    earlier.setdefault(report.size, []).append(report)
         try:
-            sha = sha256_file(source)
+            digest = digest_file(source, earlier)
         except OSError as exc:
             return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}")
+        sha = digest.sha256
         if sha in manifest.files:
             seen = manifest.files[sha]
             if seen.status == "unreadable":  # read again as another kind or format; else the same refusal
@@ -225,6 +238,9 @@ class Store:
             else:
                 return IngestReport(str(source), kind.name, sha, "skipped", seen.rows_in, seen.rows_accepted,
                                     seen.rows_quarantined)
+        grown = [r for size in sorted(digest.prefixes, reverse=True) for r in earlier[size]
+                 if r.sha256 == digest.prefixes[size]][:1]
+        start = FileStart(grown[0].size, grown[0].lines) if grown else None
         sizes = {name: len(idmap) for name, idmap in maps.items()}
         file_ids = FileIds(index, index.ordinal(sha[:16])) if index is not None else None
         writer = PartitionWriter(self.root, kind.name, sha[:16], kind.dated, TIMESTAMP)
@@ -232,7 +248,7 @@ class Store:
         try:
             rows_in = rows_accepted = 0
             sources = {r.sha256[:16]: Path(r.source).name for r in manifest.files.values()}
-            for result in read_batches(source, kind.name):
+            for result in read_batches(source, kind.name, start=start):
                 if file_ids is not None and result.keyed:
                     result = drop_seen(result, kind.record_id, file_ids, file_ids.file,
                                        lambda ordinal: sources.get(index.files[ordinal], index.files[ordinal]),
@@ -266,7 +282,8 @@ class Store:
                             for new, known in looks[name].add(maps[name].names[sizes[name]:]))
         report = IngestReport(str(source), kind.name, sha, "ingested", rows_in, rows_accepted, quarantine.rows,
                               tuple(Partition(w.path, w.rows) for w in written),
-                              quarantined.path if quarantined else None, ingested_at=_now(), look_alikes=look_alikes)
+                              quarantined.path if quarantined else None, ingested_at=_now(), look_alikes=look_alikes,
+                              size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None)
         manifest.files[sha] = report
         return report
 

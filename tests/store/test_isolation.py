@@ -116,9 +116,13 @@ def test_a_grown_log_stores_only_its_new_rows(tmp_path):
     store = Store(tmp_path / "store")
     store.ingest([log], "battles")
     log.write_text(HEADER + battles(range(4)) + battles(range(4, 7), "2024-01-02"))
-    [grown] = store.ingest([log], "battles")
-    assert (grown.rows_in, grown.rows_accepted, grown.rows_quarantined) == (7, 3, 4)
+    [grown] = store.ingest([log], "battles")  # read from where the first version ended
+    assert (grown.rows_in, grown.rows_accepted, grown.rows_quarantined) == (3, 3, 0)
     assert sum(p.rows for p in store.partitions("battles")) == 7
+    rewritten = tmp_path / "rewritten.csv"  # the same log rewritten in another order: its ids catch it
+    rewritten.write_text(HEADER + battles(range(4, 7), "2024-01-02") + battles(range(4)) + battles(range(7, 8)))
+    [again] = store.ingest([rewritten], "battles")
+    assert (again.rows_in, again.rows_accepted, again.rows_quarantined) == (8, 1, 7)
 
 
 def test_partial_overlap_and_duplicates_within_a_file(tmp_path):
@@ -165,7 +169,7 @@ def test_temporary_files_of_a_killed_ingest_are_removed(tmp_path, good):
 def test_games_are_duplicates_as_whole_units(tmp_path):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     a.write_text("game_id,player,score\ng1,x,1\ng1,y,0\n")
-    b.write_text("game_id,player,score\ng1,x,1\ng1,y,0\ng2,x,0\ng2,z,1\n")
+    b.write_text("game_id,player,score\ng2,x,0\ng2,z,1\ng1,x,1\ng1,y,0\n")
     store = Store(tmp_path / "store")
     _, second = store.ingest([a, b], "games")
     assert (second.rows_accepted, second.rows_quarantined) == (2, 2)
@@ -181,3 +185,43 @@ def test_look_alike_names_are_kept_apart_and_reported(tmp_path, good):
                                           "agents '\u043c1' looks like 'm1'"]
     assert {"M0", "m_2", "\u043c1"} <= set(store.dictionary("agents").names)  # kept apart, not merged
     assert store.manifest.files[report.sha256].look_alikes == report.look_alikes
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_grown_log_without_ids_is_read_from_where_it_ended(tmp_path, suffix):
+    rows = [{"model_a": "a", "model_b": f"b{i}", "winner": "tie"} for i in range(6)]
+
+    def write(n):
+        if suffix == ".csv":
+            log.write_text("model_a,model_b,winner\n" + "".join(f"{r['model_a']},{r['model_b']},{r['winner']}\n" for r in rows[:n]))
+        else:
+            log.write_text("".join(json.dumps(r) + "\n" for r in rows[:n]))
+
+    log = tmp_path / f"log{suffix}"
+    write(4)
+    store = Store(tmp_path / "store")
+    [first] = store.ingest([log], "battles")
+    write(6)
+    log.write_text(log.read_text().replace('"b5"', '"b5", "extra": 1') if suffix == ".jsonl" else log.read_text())
+    [grown] = store.ingest([log], "battles")
+    assert grown.continues == first.sha256 and (grown.rows_in, grown.rows_accepted) == (2, 2)
+    stored = pl.concat([pl.read_parquet(store.path(p)) for p in store.partitions("battles")])
+    assert stored.height == 6
+    moved = tmp_path / f"moved{suffix}"  # the same grown content under another name is skipped as a whole
+    moved.write_bytes(log.read_bytes())
+    assert store.ingest([moved], "battles")[0].status == "skipped"
+    changed = tmp_path / f"changed{suffix}"  # an edited start is a new file, read whole
+    changed.write_bytes(log.read_bytes().replace(b"b0", b"c0"))
+    assert store.ingest([changed], "battles")[0].rows_in == 6
+
+
+def test_digest_hashes_prefixes_that_end_lines(tmp_path):
+    import hashlib
+
+    from pipeline.store import files
+
+    path = tmp_path / "f"
+    path.write_bytes(b"ab\ncd\nef")
+    digest = files.digest_file(path, [3, 4, 6, 100])
+    assert digest.prefixes == {3: hashlib.sha256(b"ab\n").hexdigest(), 6: hashlib.sha256(b"ab\ncd\n").hexdigest()}
+    assert (digest.sha256, digest.size, digest.newlines) == (hashlib.sha256(b"ab\ncd\nef").hexdigest(), 8, 2)
