@@ -234,6 +234,7 @@ class Summary:
     files: int = 0
     ingested: int = 0
     refused: int = 0
+    skipped: int = 0  # the same bytes as a file ingested before
     rows_in: int = 0
     accepted: int = 0
     quarantined: int = 0
@@ -246,7 +247,7 @@ class Summary:
         return self.crashes + self.silent_drops + self.accounting + self.unnamed
 
     def line(self) -> str:
-        return (f"{self.files} files: {self.ingested} ingested, {self.refused} refused; rows in {self.rows_in} = accepted "
+        return (f"{self.files} files: {self.ingested} ingested, {self.refused} refused, {self.skipped} skipped; rows in {self.rows_in} = accepted "
                 f"{self.accepted} + quarantined {self.quarantined}; crashes {len(self.crashes)}, silent drops "
                 f"{len(self.silent_drops)}, accounting violations {len(self.accounting)}, unnamed {len(self.unnamed)}")
 
@@ -286,6 +287,7 @@ def _check_one(fuzzed: Fuzzed, report, store, summary: Summary, records: dict[st
             summary.unnamed.append(f"{name}: refusal {report.error!r}")
         return
     if report.status == "skipped":  # the same bytes as an earlier file of the store
+        summary.skipped += 1
         return
     summary.ingested += 1
     summary.rows_in += report.rows_in

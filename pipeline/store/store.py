@@ -181,7 +181,11 @@ class Store:
             index = self._id_index(chosen, manifest, maps) if chosen.record_id else None
             pending: list[Written] = []
             looks = {name: LookAlikes(maps[name].names) for name in NAME_DICTIONARIES}
-            reports = [self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks) for src in sources]
+            names = {r.sha256[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
+            reports = []
+            for src in sources:
+                reports.append(self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names))
+                names.setdefault(reports[-1].sha256[:16], Path(src).name)
             if any(r.sha256 and manifest.files.get(r.sha256) is r for r in reports):  # ingested or newly refused
                 self._commit(manifest, maps, kind, index, pending)
             return reports
@@ -214,7 +218,8 @@ class Store:
             path.unlink(missing_ok=True)
 
     def _ingest_one(self, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
-                    index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes]) -> IngestReport:
+                    index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes],
+                    names: dict[str, str]) -> IngestReport:
         earlier: dict[int, list[IngestReport]] = {}
         if source.suffix.lower() in LINE_SUFFIXES:
             for report in manifest.files.values():
@@ -247,11 +252,10 @@ class Store:
         quarantine = QuarantineWriter(self.root, kind.name, sha[:16])
         try:
             rows_in = rows_accepted = 0
-            sources = {r.sha256[:16]: Path(r.source).name for r in manifest.files.values()}
             for result in read_batches(source, kind.name, start=start):
                 if file_ids is not None and result.keyed:
                     result = drop_seen(result, kind.record_id, file_ids, file_ids.file,
-                                       lambda ordinal: sources.get(index.files[ordinal], index.files[ordinal]),
+                                       lambda ordinal: names.get(index.files[ordinal], index.files[ordinal]),
                                        kind.unit_column is not None)
                 writer.add(encode(kind, result.table, maps))
                 quarantine.add(result.quarantined)
