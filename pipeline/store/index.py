@@ -72,6 +72,9 @@ class KindIndex:
                     len(merged[-1][0]) + len(merged[-2][0]) <= SeenIds.max_run:
                 merged[-2:] = [(merge([merged[-2][0], merged[-1][0]]), None)]
         written = []
+        for path in set(self.paths) - {path for _, path in merged}:  # merged away: spilled ones go now, the
+            if path is not None and Path(path).name.startswith("."):  # committed ones once the manifest no longer lists them
+                (self.root / path).unlink(missing_ok=True)
         self.runs, self.paths = [], []
         for run, path in merged:
             if path is None or Path(path).name.startswith("."):  # in memory, or spilled under a temporary name
@@ -116,13 +119,12 @@ class FileIds(SeenIds):
         while len(self.runs) > 1 and 2 * len(self.runs[-1]) >= len(self.runs[-2]) and \
                 len(self.runs[-1]) + len(self.runs[-2]) <= self.max_run:
             old = self.paths[-2:]
-            run = merge(self.runs[-2:])
-            self.runs[-2:], self.paths[-2:] = [run], [None]
+            self.runs[-2:], self.paths[-2:] = [merge(self.runs[-2:])], [None]
             for path in old:
                 if path is not None:
                     (self.index.root / path).unlink(missing_ok=True)
-            if len(run) >= SPILL:
-                self.runs[-1], self.paths[-1] = self._spill(run)
+        if self.paths[-1] is None and len(self.runs[-1]) >= SPILL:
+            self.runs[-1], self.paths[-1] = self._spill(self.runs[-1])
 
     def _spill(self, run: Run) -> tuple[Run, str]:
         target = temporary_path(self.index.root / FOLDER / self.index.kind / "run.npy")

@@ -225,3 +225,31 @@ def test_digest_hashes_prefixes_that_end_lines(tmp_path):
     digest = files.digest_file(path, [3, 4, 6, 100])
     assert digest.prefixes == {3: hashlib.sha256(b"ab\n").hexdigest(), 6: hashlib.sha256(b"ab\ncd\n").hexdigest()}
     assert (digest.sha256, digest.size, digest.newlines) == (hashlib.sha256(b"ab\ncd\nef").hexdigest(), 8, 2)
+
+
+def test_the_index_spills_merges_and_collects_its_runs(tmp_path, monkeypatch):
+    from pipeline.store import index
+
+    from pipeline.logs import delimited
+
+    monkeypatch.setattr(index, "SPILL", 8)  # a file's ids go to disk past 8
+    monkeypatch.setattr(delimited, "CHUNK_BYTES", 300)  # and come in many batches
+    spilled = []
+    spill = index.FileIds._spill
+    monkeypatch.setattr(index.FileIds, "_spill", lambda self, run: spilled.append(len(run)) or spill(self, run))
+    store = Store(tmp_path / "store")
+    for part in range(6):
+        path = tmp_path / f"part{part}.csv"
+        path.write_text(HEADER + battles(range(10 * part, 10 * part + 25)))  # overlaps the next part by 15
+        [report] = store.ingest([path], "battles")
+        assert report.rows_accepted == (25 if part == 0 else 10)
+    manifest = json.loads((store.root / "manifest.json").read_text())
+    runs = manifest["ids"]["battles"]["runs"]
+    assert sum(r["ids"] for r in runs) == 75 and len(runs) < 6  # merged as they grew
+    assert {str(p.relative_to(store.root)) for p in (store.root / "ids").rglob("*") if p.is_file()} == {r["path"] for r in runs}
+    everything = tmp_path / "all.jsonl"
+    everything.write_text("".join(json.dumps({"battle_id": f"b{i}", "model_a": "x", "model_b": "y", "winner": "tie"}) + "\n"
+                                  for i in range(80)))
+    [last] = store.ingest([everything], "battles")
+    assert (last.rows_accepted, last.rows_quarantined) == (5, 75)
+    assert spilled and not list(store.root.rglob(".*tmp-*"))
