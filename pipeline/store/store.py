@@ -220,29 +220,14 @@ class Store:
     def _ingest_one(self, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
                     index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes],
                     names: dict[str, str]) -> IngestReport:
-        earlier: dict[int, list[IngestReport]] = {}
-        if source.suffix.lower() in LINE_SUFFIXES:
-            for report in manifest.files.values():
-                if report.kind == kind.name and report.status == "ingested" and report.size and \
-                        Path(report.source).suffix.lower() == source.suffix.lower():
-                    earlier.setdefault(report.size, []).append(report)
+        earlier = _earlier_versions(source, kind.name, manifest)
         try:
             digest = digest_file(source, earlier)
         except OSError as exc:
             return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}")
         sha = digest.sha256
-        if sha in manifest.files:
-            seen = manifest.files[sha]
-            if seen.status == "unreadable":  # read again as another kind or format; else the same refusal
-                if seen.kind == kind.name and Path(seen.source).suffix.lower() == source.suffix.lower():
-                    reason = seen.error.removeprefix(f"{seen.source}: ")
-                    return dataclasses.replace(seen, source=str(source), error=f"{source}: {reason} (refused on "
-                                               f"{seen.ingested_at}; not read again until the file changes)")
-            elif seen.kind != kind.name:
-                return IngestReport(str(source), kind.name, sha, "unreadable", error=f"{source}: already ingested as {seen.kind}")
-            else:
-                return IngestReport(str(source), kind.name, sha, "skipped", seen.rows_in, seen.rows_accepted,
-                                    seen.rows_quarantined)
+        if sha in manifest.files and (known := _known(source, kind.name, manifest.files[sha])) is not None:
+            return known
         grown = [r for size in sorted(digest.prefixes, reverse=True) for r in earlier[size]
                  if r.sha256 == digest.prefixes[size]][:1]
         start = FileStart(grown[0].size, grown[0].lines) if grown else None
@@ -263,19 +248,17 @@ class Store:
                 rows_accepted += result.rows_accepted
             written = writer.finish()
             quarantined = quarantine.finish()
-        except (Exception, pl.exceptions.PanicException) as exc:  # noqa: BLE001 (one file never stops the others; a
-            # panic inside polars is a BaseException)
+        except (Exception, pl.exceptions.PanicException) as exc:  # noqa: BLE001 (one file never stops the others;
+            # a panic inside polars is a BaseException)
             writer.discard()
             quarantine.discard()
             if file_ids is not None:
                 file_ids.discard()
             for name, size in sizes.items():
                 maps[name].truncate(size)
-            first_line = next(iter(str(exc).splitlines()), "")
-            error = first_line if isinstance(exc, UnreadableFile) else \
-                f"{source}: could not be read ({type(exc).__name__}: {first_line}); this is a bug of vase, please report it"
-            report = IngestReport(str(source), kind.name, sha, "unreadable", error=error, ingested_at=_now())
-            manifest.files[sha] = report
+            report = IngestReport(str(source), kind.name, sha, "unreadable", error=_refusal(source, exc), ingested_at=_now())
+            if isinstance(exc, UnreadableFile):  # the data's fault: not read again until it changes
+                manifest.files[sha] = report
             return report
         if file_ids is not None:
             index.accept(file_ids)
@@ -290,6 +273,41 @@ class Store:
                               size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None)
         manifest.files[sha] = report
         return report
+
+
+def _earlier_versions(source: Path, kind: str, manifest: Manifest) -> dict[int, list[IngestReport]]:
+    """By size, the ingested files of a line-based format that `source` may have grown from."""
+    earlier: dict[int, list[IngestReport]] = {}
+    suffix = source.suffix.lower()
+    if suffix in LINE_SUFFIXES:
+        for report in manifest.files.values():
+            if report.kind == kind and report.status == "ingested" and report.size and Path(report.source).suffix.lower() == suffix:
+                earlier.setdefault(report.size, []).append(report)
+    return earlier
+
+
+def _known(source: Path, kind: str, seen: IngestReport) -> IngestReport | None:
+    """The report for a file whose bytes the manifest knows, or None to read it (a file refused
+    as another kind or format)."""
+    if seen.status == "unreadable":
+        if seen.kind != kind or Path(seen.source).suffix.lower() != source.suffix.lower():
+            return None
+        reason = seen.error.removeprefix(f"{seen.source}: ")
+        return dataclasses.replace(seen, source=str(source), error=f"{source}: {reason} (refused on {seen.ingested_at}; "
+                                   "not read again until the file changes)")
+    if seen.kind != kind:
+        return IngestReport(str(source), kind, seen.sha256, "unreadable", error=f"{source}: already ingested as {seen.kind}")
+    return IngestReport(str(source), kind, seen.sha256, "skipped", seen.rows_in, seen.rows_accepted, seen.rows_quarantined)
+
+
+def _refusal(source: Path, exc: BaseException) -> str:
+    """One line: the reader's reason, a system error, or a bug of ours (which the user should report)."""
+    first_line = next(iter(str(exc).splitlines()), "")
+    if isinstance(exc, UnreadableFile):
+        return first_line
+    if isinstance(exc, OSError):
+        return f"{source}: {exc.strerror or first_line}"
+    return f"{source}: could not be read ({type(exc).__name__}: {first_line}); this is a bug of vase, please report it"
 
 
 def _now() -> str:
