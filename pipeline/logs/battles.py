@@ -77,7 +77,7 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
         Check("winner", f"unknown winner value (expected one of {', '.join(WINNERS)})", ~pl.col("~winner").is_in(WINNERS)),
     ]
     if stamp:
-        checks += timestamp_checks(stamp, "~timestamp")
+        checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])
     checks += weight_checks("~weight", weight)
     t.reject(checks)
     first = pl.col(LINE).min().over("~battle_id")

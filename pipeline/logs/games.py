@@ -68,7 +68,7 @@ def read_games(raw: RawRecords, source: str) -> ReadResult:
     if place:
         checks.append(Check(field, "place must be 1 or more", pl.col("~value") < 1))
     if stamp:
-        checks += timestamp_checks(stamp, "~timestamp")
+        checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])
     checks += weight_checks("~weight", weight)
     t.reject(checks)
 

@@ -221,7 +221,7 @@ def read_reviews(raw: RawRecords, source: str) -> ReadResult:
     checks = [Check("query_id", "missing query_id", pl.col("~query_id").is_null()),
               Check("reviewer", "missing reviewer", pl.col("~reviewer").is_null())]
     if stamp:
-        checks += timestamp_checks(stamp, "~timestamp")
+        checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])
     t.reject(checks)
     for name in ("label_to_model", "abstained", "ranking", "scores"):
         t.reject_rows(pl.col("~problem_field") == name, name, pl.col("~problem"))

@@ -283,12 +283,19 @@ def timestamps(frame: pl.DataFrame, name: str) -> pl.Series:
     return result
 
 
-def timestamp_checks(raw_name: str, parsed: str) -> list[Check]:
-    """The reasons a present timestamp did not become one: a number out of range, or not a date."""
+def timestamp_checks(raw_name: str, parsed: str, dtype: pl.DataType) -> list[Check]:
+    """The reasons a present timestamp (raw column of type `dtype`) did not become one: a number out
+    of range, or not a date. A typed column is checked as it is, never formatted as text."""
+    if dtype.is_temporal():  # the format reader already marked values beyond the year 9999
+        return [Check("timestamp", "timestamp outside the years 1 to 9999",
+                      pl.col(raw_name).is_not_null() & pl.col(parsed).is_null())]
+    out_of_range = Check("timestamp", "timestamp is not a finite number of seconds within the years 1 to 9999",
+                         pl.col(raw_name).is_not_null() & pl.col(parsed).is_null())
+    if dtype.is_numeric():
+        return [out_of_range]
     value = text(raw_name).cast(pl.Float64, strict=False)
     missing = text(raw_name).is_not_null() & pl.col(parsed).is_null()
-    return [Check("timestamp", "timestamp is not a finite number of seconds within the years 1 to 9999",
-                  missing & value.is_not_null()),
+    return [Check(out_of_range.field, out_of_range.reason, missing & value.is_not_null()),
             Check("timestamp", "unparsable timestamp", missing)]
 
 
