@@ -30,7 +30,7 @@ import pyarrow.csv as pa_csv
 from pipeline.logs.encoding import bom_length, decode
 from pipeline.logs.records import FileStart, RawRecords, UnreadableFile, column_names, frame_of_text
 
-CHUNK_BYTES = 32 << 20
+CHUNK_BYTES = 8 << 20
 _QUOTE, _NEWLINE, _RETURN = ord('"'), ord("\n"), ord("\r")
 _MAX_RECORD_LINES = 10_000  # a record cut is searched this many lines back before the quotes are taken as broken
 
