@@ -78,7 +78,9 @@ class Run:
         """`where` of each (high, low) in this run, NOT_FOUND if absent."""
         hs, ls = self.data[0], self.data[1]
         found = np.full(len(high), NOT_FOUND, np.uint64)
-        pos = np.searchsorted(hs, high)
+        order = np.argsort(high)  # sorted needles walk the run in order: far fewer cache misses
+        pos = np.empty(len(high), np.int64)
+        pos[order] = np.searchsorted(hs, high[order])
         step = 0
         open_ = np.flatnonzero(pos < len(hs))
         while len(open_):  # almost always one step: equal high hashes with different low ones are rare
