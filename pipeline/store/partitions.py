@@ -73,10 +73,10 @@ class PartitionWriter:
             self._buffer(int(first), table)
         else:
             order = np.argsort(keys, kind="stable")
-            sorted_keys = keys[order]
+            sorted_keys, table = keys[order], table.take(order)  # one gather; each partition is then a slice
             starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
             for lo, hi in zip(starts, np.r_[starts[1:], len(keys)]):
-                self._buffer(int(sorted_keys[lo]), table.take(order[lo:hi]))
+                self._buffer(int(sorted_keys[lo]), table.slice(lo, hi - lo))
         while self._buffered > BUFFER_ROWS:
             self._flush(max(self._partitions, key=lambda k: self._partitions[k].rows))
 
