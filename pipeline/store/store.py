@@ -222,6 +222,7 @@ class Store:
                     names: dict[str, str]) -> IngestReport:
         earlier = _earlier_versions(source, kind.name, manifest)
         try:
+            before = _version(source)
             digest = digest_file(source, earlier)
         except OSError as exc:
             return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}")
@@ -246,6 +247,8 @@ class Store:
                 quarantine.add(result.quarantined)
                 rows_in += result.rows_in
                 rows_accepted += result.rows_accepted
+            if _version(source) != before or digest.size != before[0]:  # a log being written to: what was read is
+                raise OSError(f"{source} changed while it was read; ingest it again")  # not what was hashed
             written = writer.finish()
             quarantined = quarantine.finish()
         except (Exception, pl.exceptions.PanicException) as exc:  # noqa: BLE001 (one file never stops the others;
@@ -273,6 +276,11 @@ class Store:
                               size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None)
         manifest.files[sha] = report
         return report
+
+
+def _version(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_size, status.st_mtime_ns
 
 
 def _earlier_versions(source: Path, kind: str, manifest: Manifest) -> dict[int, list[IngestReport]]:
@@ -306,7 +314,7 @@ def _refusal(source: Path, exc: BaseException) -> str:
     if isinstance(exc, UnreadableFile):
         return first_line
     if isinstance(exc, OSError):
-        return f"{source}: {exc.strerror or first_line}"
+        return f"{source}: {exc.strerror}" if exc.strerror else first_line
     return f"{source}: could not be read ({type(exc).__name__}: {first_line}); this is a bug of vase, please report it"
 
 

@@ -256,3 +256,22 @@ def test_the_index_spills_merges_and_collects_its_runs(tmp_path, monkeypatch):
     [last] = store.ingest([everything], "battles")
     assert (last.rows_accepted, last.rows_quarantined) == (5, 75)
     assert spilled and not list(store.root.rglob(".*tmp-*"))
+
+
+def test_a_log_written_to_while_it_is_read_is_not_half_ingested(tmp_path, good, monkeypatch):
+    store = Store(tmp_path / "store")
+    real = store_module.read_batches
+
+    def appending(path, kind, **options):
+        for batch in real(path, kind, **options):
+            with open(path, "a") as handle:
+                handle.write("b99,m0,m1,tie,2024-01-01\n")  # a writer appends while we read
+            yield batch
+
+    monkeypatch.setattr(store_module, "read_batches", appending)
+    [report] = store.ingest([good], "battles")
+    assert report.status == "unreadable" and report.error == f"{good} changed while it was read; ingest it again"
+    assert store.partitions("battles") == [] and report.sha256 not in store.manifest.files  # tried again next time
+    monkeypatch.undo()
+    [again] = store.ingest([good], "battles")
+    assert (again.status, again.rows_accepted) == ("ingested", 6)
