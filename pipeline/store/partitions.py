@@ -11,6 +11,7 @@ so no row is ever formatted as text.
 
 from __future__ import annotations
 
+import resource
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,10 @@ import pyarrow.parquet as pq
 from pipeline.store.files import ROW_GROUP_ROWS, temporary_path
 
 BUFFER_ROWS = 2_000_000
-MAX_OPEN = 256
+# Open partition files at most: half the process's file limit (up to 4,096), so that a year of
+# daily partitions stays open and each partition is one file; past it, the least recently
+# written file is closed and its partition continues in a new one.
+MAX_OPEN = max(64, min(4_096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2))
 MICROS_PER_DAY = 86_400_000_000
 UNDATED = np.iinfo(np.int64).min  # the day key of rows without a timestamp
 
