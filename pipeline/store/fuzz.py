@@ -8,8 +8,8 @@ its own line (or element, or Parquet row), `records` is the number of records th
 counted here from what was written, so a test can check `rows_in` without trusting the reader;
 for byte-level damage (a cut file, flipped bytes) it is None and only the accounting is checked.
 The same seed gives the same files. `check` ingests them and counts crashes, silent drops,
-accounting violations and unnamed refusals or quarantined rows (`tests/store/test_fuzz.py` runs a
-few hundred files, `benchmarks/bench_ingest_fuzz.py` ten thousand).
+accounting violations and unnamed refusals or quarantined rows (`tests/store/test_fuzz.py` and
+`benchmarks/bench_ingest_fuzz.py` each run ten thousand files).
 """
 
 from __future__ import annotations
