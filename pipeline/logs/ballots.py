@@ -3,7 +3,9 @@
 Canonical columns: `ballot_id`, `ranking` (canonical text, e.g. `a>b=c>d`, names inside a tie
 sorted), `weight`, plus the parsed order as `agents` (names) and `levels` (0 for the top group,
 then 1, 2, ... in group order). `>` separates groups and `=` joins ties. A ballot without an id
-gets `<file name>:<line>`. PrefLib order files (`pipeline.logs.preflib`) are read as ballots too.
+gets `<file name>:<line>`; a `ballot_id` given by the file names the ballot across files (one
+stored before is a duplicate). A ranking of more than `MAX_RANKED` names is quarantined. PrefLib
+order files (`pipeline.logs.preflib`) are read as ballots too.
 
 Stored: `agents` as ids of the agents dictionary, ordered within each ballot by level, then id
 (a canonical form); each ballot is one weak order.
@@ -20,7 +22,7 @@ import pyarrow.compute as pc
 
 from pipeline.arrays import column
 from pipeline.logs.kinds import LogKind, register_kind
-from pipeline.logs.orders import WeakOrders
+from pipeline.logs.orders import MAX_RANKED, WeakOrders
 from pipeline.logs.preflib import PREFLIB_SUFFIXES, read_preflib
 from pipeline.logs.records import LINE, TABULAR_SUFFIXES, RawRecords
 from pipeline.logs.triage import Check, ReadResult, Triage, weight_value, text, weight_checks
@@ -78,7 +80,8 @@ def read_ballots(raw: RawRecords, source: str) -> ReadResult:
     )
     t.reject(
         [Check("ballot_id", "missing ballot_id", pl.col("~ballot_id").is_null()),
-         Check("ranking", "empty ranking", pl.col("~text").is_null())]
+         Check("ranking", "empty ranking", pl.col("~text").is_null()),
+         Check("ranking", f"ranking names more than {MAX_RANKED:,} players", pl.col("~text").str.count_matches("[>=]") >= MAX_RANKED)]
         + weight_checks("~weight", weight)
     )
     if t.frame.height:
@@ -94,7 +97,7 @@ def read_ballots(raw: RawRecords, source: str) -> ReadResult:
         "agents": pl.col("~agents"),
         "levels": pl.col("~levels"),
     }
-    return t.result("ballots", canonical, SCHEMA)
+    return t.result("ballots", canonical, SCHEMA, keyed=ident is not None)
 
 
 def members_by_level(table: pa.Table) -> pa.Table:
@@ -123,6 +126,6 @@ BALLOTS = register_kind(LogKind(
     "ballots", holds="one ranked ballot per row", unit="ballot",
     read=read_ballots, schema=SCHEMA, suffixes=TABULAR_SUFFIXES + PREFLIB_SUFFIXES,
     formats=dict.fromkeys(PREFLIB_SUFFIXES, read_preflib), ids={"agents": "agents"}, canonical=members_by_level,
-    columns=("agents", "levels", "weight"), weak_orders=ballot_orders, independent_rows=True,
+    columns=("agents", "levels", "weight"), weak_orders=ballot_orders, independent_rows=True, record_id=("ballot_id",),
     rows_per_task=250_000,  # a ballot row holds a whole ranking
 ))

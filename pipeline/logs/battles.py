@@ -8,7 +8,8 @@ tie (bothbad)}, optional `judge`, `prompt`, `category`, `timestamp`, `weight`. T
 Stored: models as ids of the agents dictionary, `judge` and `prompt` of the judges and prompts
 dictionaries, `winner` as its position in `WINNERS` (0 model_a, 1 model_b, 2 tie, 3 tie
 (bothbad)). Each battle is a comparison of two models, counted directly as a pair; a tie
-(bothbad) counts as a tie.
+(bothbad) counts as a tie. A `battle_id` given by the file identifies the battle across files: one
+stored before is a duplicate (`pipeline.logs.identity`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from pipeline.arrays import column
 from pipeline.logs.kinds import LogKind, register_kind
 from pipeline.logs.orders import TIE, Comparisons
 from pipeline.logs.records import LINE, RawRecords
-from pipeline.logs.triage import Check, ReadResult, Triage, weight_value, text, timestamp, unparsable, weight_checks
+from pipeline.logs.triage import (Check, ReadResult, Triage, text, timestamp_checks, timestamps, weight_checks,
+                                  weight_value)
 from pipeline.weights import quantize_expr
 
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
@@ -63,7 +65,7 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
         judge=text(judge) if judge else pl.lit(None, pl.String),
         prompt=text(prompt) if prompt else pl.lit(None, pl.String),
         category=text(category) if category else pl.lit(None, pl.String),
-        timestamp=timestamp(stamp, schema[stamp]) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
+        timestamp=timestamps(t.frame, stamp) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
         weight=weight_value(weight, schema.get(weight)),
     )
     checks = [
@@ -75,7 +77,7 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
         Check("winner", f"unknown winner value (expected one of {', '.join(WINNERS)})", ~pl.col("~winner").is_in(WINNERS)),
     ]
     if stamp:
-        checks.append(Check("timestamp", "unparsable timestamp", unparsable(stamp, "~timestamp")))
+        checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])
     checks += weight_checks("~weight", weight)
     t.reject(checks)
     first = pl.col(LINE).min().over("~battle_id")
@@ -83,7 +85,7 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
 
     canonical = {name: pl.col(f"~{name}") for name in SCHEMA.names}
     canonical["weight"] = quantize_expr(pl.col("~weight"))
-    return t.result("battles", canonical, SCHEMA)
+    return t.result("battles", canonical, SCHEMA, keyed=ident is not None)
 
 
 def battle_comparisons(table: pa.Table) -> Comparisons:
@@ -97,4 +99,5 @@ BATTLES = register_kind(LogKind(
     read=read_battles, schema=SCHEMA,
     ids={"model_a": "agents", "model_b": "agents", "judge": "judges", "prompt": "prompts"}, codes={"winner": WINNERS},
     columns=("model_a", "model_b", "winner", "weight"), comparisons=battle_comparisons, independent_rows=True,
+    record_id=("battle_id",),
 ))

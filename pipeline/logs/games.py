@@ -7,7 +7,9 @@ game kept (a partial order), unless fewer than two players remain, in which case
 is quarantined. All rows of a game must agree on its weight and timestamp.
 
 Stored: players as ids of the agents dictionary. Each game is a weak order over its players (by
-place, or by decreasing score); the same game id in two source files is two games.
+place, or by decreasing score). A game id names one game across the store: a game whose id an
+earlier file (or an earlier version of a file that grew) holds is a duplicate, quarantined whole.
+A game of more than `MAX_RANKED` players is quarantined.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import pyarrow.compute as pc
 
 from pipeline.arrays import column, unit_codes
 from pipeline.logs.kinds import LogKind, register_kind
-from pipeline.logs.orders import WeakOrders
+from pipeline.logs.orders import MAX_RANKED, WeakOrders
 from pipeline.logs.records import LINE, RawRecords, UnreadableFile
-from pipeline.logs.triage import Check, ReadResult, Triage, number, weight_value, text, timestamp, unparsable, weight_checks
+from pipeline.logs.triage import (Check, ReadResult, Triage, number, text, timestamp_checks, timestamps, weight_checks,
+                                  weight_value)
 from pipeline.weights import quantize_expr
 
 SCHEMA = pa.schema(
@@ -52,7 +55,7 @@ def read_games(raw: RawRecords, source: str) -> ReadResult:
         game_id=text(game),
         player=text(player),
         value=number(value, schema[value]) if value else pl.lit(None, pl.Float64),
-        timestamp=timestamp(stamp, schema[stamp]) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
+        timestamp=timestamps(t.frame, stamp) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
         weight=weight_value(weight, schema.get(weight)),
     )
     checks = [
@@ -65,7 +68,7 @@ def read_games(raw: RawRecords, source: str) -> ReadResult:
     if place:
         checks.append(Check(field, "place must be 1 or more", pl.col("~value") < 1))
     if stamp:
-        checks.append(Check("timestamp", "unparsable timestamp", unparsable(stamp, "~timestamp")))
+        checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])
     checks += weight_checks("~weight", weight)
     t.reject(checks)
 
@@ -77,6 +80,7 @@ def read_games(raw: RawRecords, source: str) -> ReadResult:
             Check("weight", "rows of one game disagree on its weight", pl.col("~weight").n_unique().over(by_game) > 1),
             Check("timestamp", "rows of one game disagree on its timestamp", pl.col("~timestamp").n_unique().over(by_game) > 1),
             Check("game_id", "game has fewer than two players", pl.len().over(by_game) < 2),
+            Check("game_id", f"game has more than {MAX_RANKED:,} players", pl.len().over(by_game) > MAX_RANKED),
         ]
     )
     canonical = {
@@ -101,4 +105,5 @@ GAMES = register_kind(LogKind(
     "games", holds="one player's result in one game per row", unit="game",
     read=read_games, schema=SCHEMA, ids={"player": "agents"},
     columns=("game_id", "player", "score", "place", "weight"), weak_orders=game_orders, unit_column="game_id",
+    record_id=("game_id",),
 ))

@@ -49,6 +49,7 @@ class LogKind:
     ids: Mapping[str, str] = field(default_factory=dict)  # column -> dictionary (list columns: every element)
     codes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # column -> its labels; code = position
     canonical: Callable[[pa.Table], pa.Table] | None = None  # run after encoding, e.g. to order list members by id
+    record_id: tuple[str, ...] = ()  # columns naming a record (a unit) across files: one seen before is a duplicate
     # Reducing: the stored columns the core statistics read, and what the rows mean.
     columns: tuple[str, ...] = ()
     weak_orders: Callable[[pa.Table], WeakOrders] | None = None  # one ballot per unit, in unit order
@@ -71,7 +72,7 @@ class LogKind:
         if (self.weak_orders is None) == (self.comparisons is None):
             raise ValueError(f"log kind {self.name!r} needs exactly one of weak_orders and comparisons")
         known = set(self.schema.names)
-        declared = [*self.columns, *self.ids, *self.codes] + ([self.unit_column] if self.unit_column else [])
+        declared = [*self.columns, *self.ids, *self.codes, *self.record_id] + ([self.unit_column] if self.unit_column else [])
         if unknown := sorted(set(declared) - known):
             raise ValueError(f"log kind {self.name!r}: columns {unknown} are not in its schema")
         if wrong := sorted(set(self.ids.values()) - set(DICTIONARIES)):

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# The most agents one unit (a ballot, a game, a task, a review) may rank: a unit of L agents makes
+# L(L-1)/2 pairs in the reductions, about 50 million at this bound. Larger units are quarantined.
+MAX_RANKED = 10_000
+
 
 @dataclass(frozen=True)
 class WeakOrders:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import polars as pl
+import numpy as np
+import pyarrow as pa
 
-from pipeline.logs.records import LINE, RawRecords, UnreadableFile
+from pipeline.logs.encoding import bom_length, decode
+from pipeline.logs.records import RawRecords, UnreadableFile, frame_of_text
 
 PREFLIB_SUFFIXES = (".soc", ".soi", ".toc", ".toi")
 
@@ -39,38 +41,37 @@ def read_preflib(path: str | Path) -> RawRecords:
     names: dict[str, str] = {}
     rows: list[tuple[int, str, str]] = []
     bad: list[tuple[int, str, str]] = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            line = line.strip()
-            if not line:
-                continue
-            if line.startswith("#"):
-                if match := _NAME.match(line):
-                    name = match.group(2).strip()
-                    if re.search(r"[>=]", name):
-                        raise UnreadableFile(path, f"line {line_no}: alternative name {name!r} contains '>' or '='")
-                    names[match.group(1)] = name
-                continue
-            count, sep, order = line.partition(":")
-            if not sep:
-                bad.append((line_no, "expected 'count: order'", line))
-                continue
-            groups = _groups(order)
-            ids = [i for g in groups for i in g]
-            unknown = [i for i in ids if i not in names]
-            if unknown:
-                bad.append((line_no, f"unknown alternative {unknown[0]}", line))
-            elif strict and any(len(g) > 1 for g in groups):
-                bad.append((line_no, f"a tie in a strict {kind} file", line))
-            elif complete and len(set(ids)) != len(names):
-                bad.append((line_no, f"an incomplete order in a complete {kind} file", line))
-            else:
-                ranking = ">".join("=".join(names[i] for i in g) for g in groups)
-                rows.append((line_no, ranking, count.strip()))
+    data = path.read_bytes()
+    skip = bom_length(data[:4], path)
+    text = decode(data[skip:], path, 1, skip)
+    for line_no, line in enumerate(text.split("\n"), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            if match := _NAME.match(line):
+                name = match.group(2).strip()
+                if re.search(r"[>=]", name):
+                    raise UnreadableFile(path, f"alternative name {name!r} contains '>' or '='", line=line_no)
+                names[match.group(1)] = name
+            continue
+        count, sep, order = line.partition(":")
+        if not sep:
+            bad.append((line_no, "expected 'count: order'", line))
+            continue
+        groups = _groups(order)
+        ids = [i for g in groups for i in g]
+        unknown = [i for i in ids if i not in names]
+        if unknown:
+            bad.append((line_no, f"unknown alternative {unknown[0]}", line))
+        elif strict and any(len(g) > 1 for g in groups):
+            bad.append((line_no, f"a tie in a strict {kind} file", line))
+        elif complete and len(set(ids)) != len(names):
+            bad.append((line_no, f"an incomplete order in a complete {kind} file", line))
+        else:
+            ranking = ">".join("=".join(names[i] for i in g) for g in groups)
+            rows.append((line_no, ranking, count.strip()))
     if not names:
         raise UnreadableFile(path, "no '# ALTERNATIVE NAME' header lines: not a PrefLib 2022 file")
-    frame = pl.DataFrame(
-        {LINE: [r[0] for r in rows], "ranking": [r[1] for r in rows], "weight": [r[2] for r in rows]},
-        schema={LINE: pl.Int64, "ranking": pl.String, "weight": pl.String},
-    )
-    return RawRecords(frame, bad)
+    columns = {"ranking": pa.array([r[1] for r in rows], pa.string()), "weight": pa.array([r[2] for r in rows], pa.string())}
+    return RawRecords(frame_of_text(columns, np.array([r[0] for r in rows], np.int64)), bad)

@@ -1,137 +1,166 @@
-"""Raw records: any tabular log file read into a polars frame, each row carrying its line number.
+"""Raw records: any tabular log file read, batch by batch, into polars frames whose rows carry
+their physical line numbers.
 
-CSV and JSON values are kept as strings, so a malformed value in one row quarantines that row
-instead of failing the whole file. Nested JSON values (lists, objects) are kept as JSON text for
-the kind that needs them. Parquet keeps its types. Line numbers: CSV data rows start at line 2
-(the header is line 1; quoted fields spanning lines are not supported); JSONL counts physical
-lines; a JSON array and Parquet count records from 1.
+Every format reader is total: for any bytes it yields rows, quarantines what it cannot parse, or
+raises `UnreadableFile` naming the file (and the line and field where that helps). CSV and JSON
+values are kept as text, so a malformed value in one row quarantines that row instead of failing
+the whole file; Parquet keeps its types where they are usable (`pipeline.logs.parquet_files`).
+Text is normalised to Unicode NFC here, once, so that every later comparison of names (a model
+against itself, a player twice in a ranking, a duplicate id) sees one spelling.
+
+Columns whose names start with `\\x00` are the readers' own: the line number (`LINE`), and per
+raw column `x` the markers `NESTED + x` (true where the value is a list or an object) and
+`INVALID + x` (why a value cannot be used at all, e.g. bytes that are not UTF-8 text). The kinds'
+triage (`pipeline.logs.triage`) quarantines a row whose marker is set in a column it reads.
+
+Line numbers: CSV counts physical lines (the header is line 1; a quoted field spanning lines
+counts all its lines; blank lines are skipped but counted); JSONL counts physical lines; a JSON
+array and Parquet count records from 1.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
-LINE = "__line__"
+LINE = "\x00line"
+NESTED = "\x00nested:"
+INVALID = "\x00invalid:"
 
 TABULAR_SUFFIXES = (".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".parquet")
+LINE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".ndjson")  # formats where appending lines appends records
 
 
 class UnreadableFile(ValueError):
-    """The file as a whole cannot be read (missing, unknown format, not parseable at all)."""
+    """The file as a whole cannot be read (missing, unknown format, not text, not parseable at all).
 
-    def __init__(self, path: Path | str, reason: str):
-        super().__init__(f"{path}: {reason}")
+    `str()` is one line: `<file>: line <n>, field <f>: <reason>` (line and field when known)."""
+
+    def __init__(self, path: Path | str, reason: str, *, line: int | None = None, field: str | None = None):
+        where = ", ".join(p for p in (f"line {line}" if line is not None else "", f"field {field!r}" if field else "") if p)
+        super().__init__(f"{path}: {where + ': ' if where else ''}{reason}")
         self.path = str(path)
         self.reason = reason
+        self.line = line
+        self.field = field
+
+
+def internal(name: str) -> bool:
+    """Whether a frame column is the readers' own (line numbers, markers), not a column of the file."""
+    return name.startswith("\x00")
 
 
 @dataclass(frozen=True)
 class RawRecords:
-    """Rows of one file with a `__line__` column, plus the lines that could not be parsed."""
+    """Rows of one file (or of one batch of a big file) with a `LINE` column, plus the records
+    that could not be parsed: (line, reason, raw text)."""
 
     frame: pl.DataFrame
-    unparsable: list[tuple[int, str, str]]  # (line, reason, raw text)
+    unparsable: list[tuple[int, str, str]] = field(default_factory=list)
 
     @property
     def rows_in(self) -> int:
         return self.frame.height + len(self.unparsable)
 
+    @property
+    def columns(self) -> list[str]:
+        """The file's columns (internal columns left out)."""
+        return [c for c in self.frame.columns if not internal(c)]
 
-def _scalar_text(value: object) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, sort_keys=True)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _frame(objects: list[tuple[int, dict]]) -> pl.DataFrame:
-    columns: dict[str, None] = {}
-    for _, obj in objects:
-        columns.update(dict.fromkeys(obj))
-    data = {name: [_scalar_text(obj.get(name)) for _, obj in objects] for name in columns}
-    data[LINE] = [line for line, _ in objects]
-    schema = {name: pl.String for name in columns} | {LINE: pl.Int64}
-    return pl.DataFrame(data, schema=schema)
+    @classmethod
+    def concat(cls, batches: Sequence[RawRecords]) -> RawRecords:
+        frames = [b.frame for b in batches if b.frame.width]
+        frame = pl.concat(frames, how="diagonal_relaxed") if frames else pl.DataFrame(schema={LINE: pl.Int64})
+        return cls(frame, [u for b in batches for u in b.unparsable])
 
 
-def records_of_objects(objects: Sequence[dict]) -> RawRecords:
-    """In-memory records (dicts, as a JSON array holds them) as raw records numbered from 1."""
-    return RawRecords(_frame(list(enumerate(objects, start=1))), [])
+def empty_records() -> RawRecords:
+    return RawRecords(pl.DataFrame(schema={LINE: pl.Int64}))
 
 
-def _read_json_lines(path: Path) -> RawRecords:
-    objects: list[tuple[int, dict]] = []
-    bad: list[tuple[int, str, str]] = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, text in enumerate(handle, start=1):
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                bad.append((line_no, f"invalid JSON: {exc.msg}", text.rstrip("\n")))
-                continue
-            if not isinstance(obj, dict):
-                bad.append((line_no, "a JSON line must be an object", text.rstrip("\n")))
-                continue
-            objects.append((line_no, obj))
-    return RawRecords(_frame(objects), bad)
+def nfc_text(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Strings in Unicode NFC. Text that is all ASCII is NFC already, so only a column with a
+    byte above 0x7f pays for the normalisation."""
+    if isinstance(values, pa.ChunkedArray):
+        return pa.chunked_array([nfc_text(chunk) for chunk in values.chunks], values.type)
+    if not len(values) or values.null_count == len(values):
+        return values
+    if pa.types.is_dictionary(values.type):
+        return pa.DictionaryArray.from_arrays(values.indices, nfc_text(values.dictionary))
+    data = values.buffers()[2] if len(values.buffers()) > 2 else None
+    if data is None or not np.any(np.frombuffer(data, np.uint8) & 0x80):
+        return values
+    return pl.from_arrow(values).str.normalize("NFC").to_arrow().cast(values.type)
 
 
-def _read_json_array(path: Path) -> RawRecords:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UnreadableFile(path, f"invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-    if not isinstance(data, list):
-        raise UnreadableFile(path, "a .json log must hold an array of records")
-    objects, bad = [], []
-    for number, obj in enumerate(data, start=1):
-        if isinstance(obj, dict):
-            objects.append((number, obj))
-        else:
-            bad.append((number, "a record must be a JSON object", json.dumps(obj)))
-    return RawRecords(_frame(objects), bad)
+def nfc(name: str) -> str:
+    return unicodedata.normalize("NFC", name)
 
 
-def _looks_like_json_array(path: Path) -> bool:
-    with path.open(encoding="utf-8") as handle:
-        head = handle.read(4096).lstrip()
-    return head.startswith("[")
+def column_names(names: Sequence[str]) -> list[str]:
+    """Header names stripped of surrounding whitespace and in NFC; a repeated name gets `#2`, `#3`
+    (the triage refuses a file whose repeated name is one it reads)."""
+    seen: dict[str, int] = {}
+    out = []
+    for raw in names:
+        name = nfc(str(raw)).strip()
+        if internal(name):  # a file's column never passes for one of the readers' own
+            name = "\\x00" + name[1:]
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return out
 
 
-def read_records(path: str | Path) -> RawRecords:
-    """Read a CSV, TSV, JSON array, JSONL or Parquet file into raw records."""
+def frame_of_text(columns: Mapping[str, pa.Array], lines: np.ndarray) -> pl.DataFrame:
+    """A raw frame from text columns (NFC-normalised here) and their line numbers."""
+    data = {name: pl.from_arrow(nfc_text(values)) for name, values in columns.items()}
+    line = pl.Series(LINE, np.asarray(lines, dtype=np.int64))
+    if not data:  # records without fields (`{}`): rows all the same
+        return line.to_frame()
+    return pl.DataFrame({name: series.cast(pl.String) for name, series in data.items()}).with_columns(line)
+
+
+def batches(path: str | Path, *, start: FileStart | None = None) -> Iterator[RawRecords]:
+    """The raw records of a tabular file, in batches of bounded size, in file order."""
+    from pipeline.logs import delimited, json_files, parquet_files
+
     path = Path(path)
     if not path.is_file():
         raise UnreadableFile(path, "no such file")
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
-        try:
-            frame = pl.read_csv(
-                path,
-                infer_schema=False,
-                separator="\t" if suffix == ".tsv" else ",",
-            )
-        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
-            raise UnreadableFile(path, f"not a readable CSV file ({exc})") from exc
-        return RawRecords(frame.with_row_index(LINE, offset=2).with_columns(pl.col(LINE).cast(pl.Int64)), [])
+        return delimited.read_batches(path, "\t" if suffix == ".tsv" else ",", start)
     if suffix in (".jsonl", ".ndjson"):
-        return _read_json_lines(path)
+        return json_files.read_lines(path, start)
     if suffix == ".json":
-        return _read_json_array(path) if _looks_like_json_array(path) else _read_json_lines(path)
+        return json_files.read_json(path)
     if suffix == ".parquet":
-        try:
-            frame = pl.read_parquet(path)
-        except Exception as exc:  # polars raises several error types for corrupt files
-            raise UnreadableFile(path, f"not a readable Parquet file ({exc})") from exc
-        return RawRecords(frame.with_row_index(LINE, offset=1).with_columns(pl.col(LINE).cast(pl.Int64)), [])
+        return parquet_files.read_batches(path)
     raise UnreadableFile(path, f"unknown format {suffix!r}; expected one of {', '.join(TABULAR_SUFFIXES)}")
+
+
+def read_records(path: str | Path) -> RawRecords:
+    """A whole tabular file (CSV, TSV, JSON array, JSONL or Parquet) as raw records."""
+    return RawRecords.concat(list(batches(path)))
+
+
+@dataclass(frozen=True)
+class FileStart:
+    """Where to start reading a line-based file that continues an earlier one: the byte offset
+    just past the earlier file's end, and the physical lines before it (the header included)."""
+
+    offset: int
+    lines: int
+
+
+def records_of_objects(objects: Sequence[dict]) -> RawRecords:
+    """In-memory records (dicts, as a JSON array holds them) as raw records numbered from 1."""
+    from pipeline.logs.json_files import frame_of_objects
+
+    return frame_of_objects(list(enumerate(objects, start=1)), [])

@@ -21,7 +21,8 @@ Quarantined (field and reason): missing query_id or reviewer; label_to_model mis
 a mapping of labels to model names, or naming one model twice; `abstained` not a boolean; a
 ranking that is not a list of labels, names a label not in label_to_model, or names one twice;
 scores that are not numbers for known labels; a review that neither abstains nor ranks (empty
-ranking, no scores); an unparsable timestamp; a second review of a query by the same reviewer;
+ranking, no scores); an unparsable timestamp; a second review of a query by the same reviewer
+(in the file, or in an earlier file of the store);
 a label_to_model that differs from the one of an earlier review of the same query in the file.
 
 Stored: `reviewer`, `models` and `order` as ids of the agents dictionary (reviewers and models
@@ -41,9 +42,9 @@ import pyarrow.compute as pc
 
 from pipeline.arrays import column
 from pipeline.logs.kinds import LogKind, register_kind
-from pipeline.logs.orders import WeakOrders
+from pipeline.logs.orders import MAX_RANKED, WeakOrders
 from pipeline.logs.records import LINE, RawRecords
-from pipeline.logs.triage import Check, ReadResult, Triage, text, timestamp, unparsable
+from pipeline.logs.triage import Check, ReadResult, Triage, text, timestamp_checks, timestamps
 
 SCHEMA = pa.schema(
     [
@@ -75,7 +76,7 @@ def _value(raw: object, field: str, invalid: str) -> object:
     if isinstance(raw, str):
         try:
             return json.loads(raw)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep
             raise _Invalid(field, invalid) from None
     return raw
 
@@ -87,6 +88,8 @@ def _mapping(raw: object) -> dict[str, str]:
         mapping = dict(mapping)  # Parquet map columns arrive as (key, value) pairs
     if not isinstance(mapping, dict) or not mapping:
         raise _Invalid("label_to_model", invalid)
+    if len(mapping) > MAX_RANKED:
+        raise _Invalid("label_to_model", f"label_to_model has more than {MAX_RANKED:,} labels")
     if not all(isinstance(k, str) and k and isinstance(v, str) and v.strip() for k, v in mapping.items()):
         raise _Invalid("label_to_model", "label_to_model must map labels to model names (non-empty strings)")
     models = [v.strip() for v in mapping.values()]
@@ -119,9 +122,16 @@ def _scores(raw: object, mapping: dict[str, str]) -> dict[str, float] | None:
     for label, value in scores.items():
         if label not in mapping:
             raise _Invalid("scores", f"unknown label {label!r} (not in label_to_model)")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(_float(value)):
             raise _Invalid("scores", f"score of {label!r} is not a finite number")
     return {label: float(value) for label, value in scores.items()}
+
+
+def _float(value: int | float) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond the float range (10**400)
+        return math.inf
 
 
 def _abstained(raw: object) -> bool:
@@ -172,7 +182,7 @@ def _nested(frame: pl.DataFrame, top: str | None, nested: str | None, key: str) 
     for obj in frame[nested].to_list():
         try:
             obj = json.loads(obj) if isinstance(obj, str) else obj
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             obj = None
         inner.append(obj.get(key) if isinstance(obj, dict) else None)
     return [v if v is not None else w for v, w in zip(values, inner)]
@@ -189,13 +199,13 @@ def _any_of(t: Triage, *aliases: str) -> pl.Expr:
 
 def read_reviews(raw: RawRecords, source: str) -> ReadResult:
     t = Triage(source, raw)
-    mapping = t.column("label_to_model")
-    nested = t.column("parsed_ranking", required=False)
+    mapping = t.column("label_to_model", nested=True)
+    nested = t.column("parsed_ranking", required=False, nested=True)
     category = t.column("category", required=False)
     stamp = t.column("timestamp", "tstamp", required=False)
-    schema = t.frame.schema
 
-    fields = {key: _nested(t.frame, t.column(key, required=False), nested, key) for key in ("ranking", "abstained", "scores")}
+    fields = {key: _nested(t.frame, t.column(key, required=False, nested=True), nested, key)
+              for key in ("ranking", "abstained", "scores")}
     rows = [parse_review(*values) for values in zip(fields["ranking"], fields["abstained"],
                                                     t.frame[mapping].to_list() if mapping else [], fields["scores"])]
     types = {"abstained": pl.Boolean, **dict.fromkeys(_LISTS, pl.List(pl.String))}
@@ -206,12 +216,12 @@ def read_reviews(raw: RawRecords, source: str) -> ReadResult:
         query_id=_any_of(t, "query_id", "event_id", "query"),
         reviewer=_any_of(t, "reviewer", "model", "reviewer_model"),
         category=text(category) if category else pl.lit(None, pl.String),
-        timestamp=timestamp(stamp, schema[stamp]) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
+        timestamp=timestamps(t.frame, stamp) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
     )
     checks = [Check("query_id", "missing query_id", pl.col("~query_id").is_null()),
               Check("reviewer", "missing reviewer", pl.col("~reviewer").is_null())]
     if stamp:
-        checks.append(Check("timestamp", "unparsable timestamp", unparsable(stamp, "~timestamp")))
+        checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])
     t.reject(checks)
     for name in ("label_to_model", "abstained", "ranking", "scores"):
         t.reject_rows(pl.col("~problem_field") == name, name, pl.col("~problem"))
@@ -245,5 +255,6 @@ def review_orders(table: pa.Table) -> WeakOrders:
 REVIEWS = register_kind(LogKind(
     "reviews", holds="one council reviewer's ranking of anonymised answers per row", unit="review",
     read=read_reviews, schema=SCHEMA, ids={"reviewer": "agents", "models": "agents", "order": "agents"},
+    # No record_id: a later review of a query by the same reviewer replaces the earlier one (`pipeline.stats.council`).
     columns=("reviewer", "order"), weak_orders=review_orders,
 ))

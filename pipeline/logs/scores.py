@@ -19,9 +19,9 @@ import pyarrow as pa
 
 from pipeline.arrays import column, unit_codes
 from pipeline.logs.kinds import LogKind, register_kind
-from pipeline.logs.orders import WeakOrders
-from pipeline.logs.records import LINE, RawRecords
-from pipeline.logs.triage import Check, ReadResult, Triage, number, weight_value, text, unparsable, weight_checks
+from pipeline.logs.orders import MAX_RANKED, WeakOrders
+from pipeline.logs.records import INVALID, LINE, NESTED, RawRecords, UnreadableFile
+from pipeline.logs.triage import Check, ReadResult, Triage, alias_key, number, text, unparsable, weight_checks, weight_value
 from pipeline.weights import quantize_expr
 
 SCHEMA = pa.schema(
@@ -37,20 +37,44 @@ SCHEMA = pa.schema(
 _TRUE = ("true", "1", "yes", "t", "y")
 _FALSE = ("false", "0", "no", "f", "n")
 _PER_TASK = ("higher_is_better", "task_weight")
+CELL = "\x00cell"  # a name no column of a file has (`pipeline.logs.records.internal`)
 
 
-def _melt_wide(raw: RawRecords) -> RawRecords:
+def _melt_wide(raw: RawRecords, source: str) -> RawRecords:
+    """A wide table (task, then one column per agent) as long rows: one per non-empty cell. A
+    cell's unusable value (nested, not text) carries over to the row's score."""
     frame = raw.frame
     if not frame.height:
         return raw
-    columns = [c for c in frame.columns if c != LINE]
+    columns = raw.columns
+    if not columns:
+        raise UnreadableFile(source, "no columns: a score table needs task, agent and score columns (or a wide table: "
+                             "the task, then one column per agent)")
     task = columns[0]
     per_task = [c for c in columns if c.lower() in _PER_TASK]
     agents = [c for c in columns[1:] if c not in per_task]
-    long = frame.select(
-        pl.col(task).cast(pl.String).alias("task"), pl.col(LINE), *per_task, *[pl.col(a).cast(pl.String) for a in agents]
-    ).unpivot(index=["task", LINE, *per_task], on=agents, variable_name="agent", value_name="score")
-    long = long.filter(text("score").is_not_null()).sort(LINE, maintain_order=True)
+    long_names = [c for c in agents if alias_key(c) in ("task", "agent", "model")]
+    if long_names or not agents:  # a long table without its score column, or no agents at all
+        raise UnreadableFile(source, "missing column 'score' (a long table has task, agent and score columns; a wide one "
+                             "the task, then one column per agent)", line=1, field="score")
+    if twice := sorted({c.rpartition("#")[0] for c in agents if c.rpartition("#")[0] in agents}):
+        raise UnreadableFile(source, f"agent column {twice[0]!r} appears twice", line=1, field=twice[0])
+    task_markers = [pl.col(m).alias(m.replace(":" + task, ":task")) for m in frame.columns if m in (NESTED + task, INVALID + task)]
+
+    def cell(agent: str) -> pl.Expr:
+        problem = pl.lit(None, pl.String)
+        if INVALID + agent in frame.columns:
+            problem = pl.col(INVALID + agent)
+        if NESTED + agent in frame.columns:
+            problem = pl.when(pl.col(NESTED + agent).fill_null(False)).then(pl.lit("a list or an object, not a number")).otherwise(problem)
+        return pl.struct(pl.col(agent).cast(pl.String).alias("score"), problem.alias("problem")).alias(agent)
+
+    long = frame.select(pl.col(task).cast(pl.String).alias("task"), pl.col(LINE), *task_markers, *per_task, *map(cell, agents)).unpivot(
+        index=["task", LINE, *(m.meta.output_name() for m in task_markers), *per_task], on=agents,
+        variable_name="agent", value_name=CELL)
+    long = long.with_columns(pl.col(CELL).struct.field("score").alias("score"),
+                             pl.col(CELL).struct.field("problem").alias(INVALID + "score")).drop(CELL)
+    long = long.filter(text("score").is_not_null() | pl.col(INVALID + "score").is_not_null()).sort(LINE, maintain_order=True)
     return RawRecords(long, raw.unparsable)
 
 
@@ -62,8 +86,8 @@ def _boolean(name: str, dtype: pl.DataType) -> pl.Expr:
 
 
 def read_scores(raw: RawRecords, source: str) -> ReadResult:
-    if "score" not in {c.lower() for c in raw.frame.columns}:
-        raw = _melt_wide(raw)
+    if "score" not in {c.lower() for c in raw.columns}:
+        raw = _melt_wide(raw, source)
     t = Triage(source, raw)
     task, agent, score = t.column("task"), t.column("agent", "model"), t.column("score")
     hib = t.column("higher_is_better", required=False)
@@ -96,6 +120,7 @@ def read_scores(raw: RawRecords, source: str) -> ReadResult:
             Check("higher_is_better", "rows of one task disagree on higher_is_better", pl.col("~hib").n_unique().over("~task") > 1),
             Check("task_weight", "rows of one task disagree on task_weight", pl.col("~weight").n_unique().over("~task") > 1),
             Check("task", "task has fewer than two agents", pl.len().over("~task") < 2),
+            Check("task", f"task has more than {MAX_RANKED:,} agents", pl.len().over("~task") > MAX_RANKED),
         ]
     )
     canonical = {

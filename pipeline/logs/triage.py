@@ -1,18 +1,24 @@
 """Row triage: vectorised checks that move bad rows to quarantine with file, line, field and reason.
 
-A reader builds derived columns (named with a leading `~` so they never clash with the raw ones),
-runs `Triage.reject` with the checks for its kind (the first failing check names the reason), and
-finishes with `Triage.result`, which enforces `rows_in = rows_accepted + rows_quarantined`.
+A reader resolves the columns it reads (`Triage.column`: case-insensitive, a column named twice
+refuses the file), builds derived columns (named with a leading `~` so they never clash with the
+raw ones), runs `Triage.reject` with the checks for its kind (the first failing check names the
+reason), and finishes with `Triage.result`, which enforces `rows_in = rows_accepted +
+rows_quarantined`. Values the format readers marked unusable in a column the kind reads (a list
+where a name is expected, bytes that are not text, a date beyond the year 9999) are quarantined
+before any check of the kind.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from pipeline.logs.records import LINE, RawRecords, UnreadableFile
+from pipeline.logs.records import INVALID, LINE, NESTED, RawRecords, UnreadableFile, internal
+from pipeline.weights import MAX_WEIGHT
 
 QUARANTINE_SCHEMA = pa.schema(
     [
@@ -23,9 +29,15 @@ QUARANTINE_SCHEMA = pa.schema(
         ("record", pa.string()),
     ]
 )
+UNPARSABLE_FIELD = "(record)"  # the field of a record that could not be parsed at all
 
 _REASON = "~reason"
 _FIELD = "~field"
+# Timestamps: epoch seconds between the years 1 and 9999, or ISO-8601 text.
+MIN_EPOCH, MAX_EPOCH = -62_135_596_800.0, 253_402_300_799.0
+_TIME_FORMATS = ("%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f",
+                 "%Y-%m-%dT%H:%M%#z", "%Y-%m-%dT%H:%M", "%Y-%m-%d")
+UTC_MICROS = pl.Datetime("us", "UTC")
 
 
 @dataclass(frozen=True)
@@ -39,15 +51,20 @@ class Check:
 
 @dataclass(frozen=True)
 class ReadResult:
-    """One file read as one log kind: accepted rows in canonical columns, and the quarantine."""
+    """One file (or one batch of a big one) read as one log kind: accepted rows in canonical
+    columns, and the quarantine."""
 
     kind: str
     source: str
     table: pa.Table
     quarantined: pa.Table
     rows_in: int
+    lines: np.ndarray | None = None  # the line of each accepted row
+    keyed: bool = True  # whether the rows' ids came from the file (made-up ids identify nothing beyond it)
 
     def __post_init__(self) -> None:
+        if self.lines is None:
+            object.__setattr__(self, "lines", np.zeros(self.table.num_rows, np.int64))
         if self.rows_in != self.table.num_rows + self.quarantined.num_rows:
             raise AssertionError(
                 f"{self.source}: row accounting broken: {self.rows_in} in, "
@@ -62,9 +79,27 @@ class ReadResult:
     def rows_quarantined(self) -> int:
         return self.quarantined.num_rows
 
+    @classmethod
+    def concat(cls, results: list[ReadResult], kind: str, source: str, schema: pa.Schema) -> ReadResult:
+        if not results:
+            return cls(kind, source, schema.empty_table(), empty_quarantine(), 0)
+        return cls(kind, source, pa.concat_tables([r.table for r in results]), pa.concat_tables([r.quarantined for r in results]),
+                   sum(r.rows_in for r in results), np.concatenate([r.lines for r in results]), all(r.keyed for r in results))
+
 
 def empty_quarantine() -> pa.Table:
     return QUARANTINE_SCHEMA.empty_table()
+
+
+def quarantine_rows(source: str, lines: list[int], fields: list[str], reasons: list[str], records: list[str]) -> pa.Table:
+    return pa.table({"file": [source] * len(lines), "line": lines, "field": fields, "reason": reasons, "record": records},
+                    schema=QUARANTINE_SCHEMA)
+
+
+def alias_key(name: str) -> str:
+    """A column name as aliases match it: case-insensitive, without the `#2` of a repeated name."""
+    base, sep, count = name.rpartition("#")
+    return (base if sep and count.isdigit() else name).lower()
 
 
 @dataclass
@@ -74,33 +109,63 @@ class Triage:
     frame: pl.DataFrame = field(init=False)
     _raw_columns: list[str] = field(init=False)
     _rejected: list[pl.DataFrame] = field(init=False, default_factory=list)
+    _markers: list[Check] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.frame = self.raw.frame
-        self._raw_columns = [c for c in self.frame.columns if c != LINE]
+        self._raw_columns = [c for c in self.frame.columns if not internal(c)]
         if self.raw.unparsable:
             lines, reasons, texts = zip(*self.raw.unparsable)
             self._rejected.append(
                 pl.DataFrame(
-                    {"line": list(lines), "field": [""] * len(lines), "reason": list(reasons), "record": list(texts)},
+                    {"line": list(lines), "field": [UNPARSABLE_FIELD] * len(lines), "reason": list(reasons), "record": list(texts)},
                     schema={"line": pl.Int64, "field": pl.String, "reason": pl.String, "record": pl.String},
                 )
             )
 
-    def column(self, *aliases: str, required: bool = True) -> str | None:
-        """The first raw column present among `aliases` (case-insensitive)."""
-        lowered = {c.lower(): c for c in self._raw_columns}
+    def column(self, *aliases: str, required: bool = True, nested: bool = False) -> str | None:
+        """The raw column named by the first alias present (case-insensitive). A file naming it
+        twice (`model_a` and `Model_A`) is refused; a missing required column refuses a file that
+        has rows (in a file without rows it reads as empty). Values marked unusable, or nested
+        unless `nested`, quarantine their rows, blaming `aliases[0]`."""
         for alias in aliases:
-            if alias.lower() in lowered:
-                return lowered[alias.lower()]
+            named = [c for c in self._raw_columns if alias_key(c) == alias.lower()]
+            if len(named) > 1:
+                raise UnreadableFile(self.source, f"columns {' and '.join(map(repr, named))} both name {alias!r}: rename or "
+                                     "drop one", line=1, field=alias)
+            if named:
+                self._mark(named[0], aliases[0], nested)
+                return named[0]
         if required and self.frame.height:
-            raise UnreadableFile(self.source, f"missing column {aliases[0]!r} (accepted names: {', '.join(aliases)})")
+            raise UnreadableFile(self.source, f"missing column {aliases[0]!r} (accepted names: {', '.join(aliases)})",
+                                 line=1, field=aliases[0])
+        if required:  # no rows: an empty column keeps the reader's expressions valid
+            self.frame = self.frame.with_columns(pl.lit(None, pl.String).alias(aliases[0]))
+            self._raw_columns.append(aliases[0])
+            return aliases[0]
         return None
 
-    def derive(self, **exprs: pl.Expr) -> None:
+    def _mark(self, raw: str, name: str, nested: bool) -> None:
+        if INVALID + raw in self.frame.columns:
+            reason = pl.col(INVALID + raw)
+            self._markers.append(Check(name, "", reason.is_not_null()))
+            self.frame = self.frame.with_columns(pl.format("{} is {}", pl.lit(name), reason).alias(f"~invalid:{name}"))
+        if not nested and NESTED + raw in self.frame.columns:
+            self._markers.append(Check(name, f"{name} is a list or an object, not a single value", pl.col(NESTED + raw).fill_null(False)))
+
+    def _reject_marked(self) -> None:
+        markers, self._markers = self._markers, []
+        for check in markers:
+            if check.reason:
+                self.reject([check])
+            else:
+                self.reject_rows(check.bad, check.field, pl.col(f"~invalid:{check.field}"))
+
+    def derive(self, **exprs: pl.Expr | pl.Series) -> None:
         self.frame = self.frame.with_columns(**{f"~{k}": v for k, v in exprs.items()})
 
     def reject(self, checks: list[Check]) -> None:
+        self._reject_marked()
         if not checks or not self.frame.height:
             return
         reason = pl.when(checks[0].bad).then(pl.lit(checks[0].reason))
@@ -118,6 +183,7 @@ class Triage:
 
     def reject_rows(self, bad: pl.Expr, field_name: str, reason: pl.Expr) -> None:
         """Like `reject`, for a reason that is computed per row (e.g. naming another line)."""
+        self._reject_marked()
         if not self.frame.height:
             return
         flagged = self.frame.with_columns(
@@ -137,9 +203,12 @@ class Triage:
             pl.struct(raw).struct.json_encode().alias("record") if raw else pl.lit("{}").alias("record"),
         )
 
-    def result(self, kind: str, canonical: dict[str, pl.Expr], schema: pa.Schema) -> ReadResult:
-        """Select the canonical columns of the accepted rows and assemble the quarantine."""
-        table = self.frame.sort(LINE).select(**canonical).to_arrow().cast(schema) if self.frame.height else schema.empty_table()
+    def result(self, kind: str, canonical: dict[str, pl.Expr], schema: pa.Schema, keyed: bool = True) -> ReadResult:
+        """Select the canonical columns of the accepted rows and assemble the quarantine; `keyed`:
+        whether the file gave the rows' ids."""
+        self._reject_marked()
+        accepted = self.frame.sort(LINE)
+        table = accepted.select(**canonical).to_arrow().cast(schema) if accepted.height else schema.empty_table()
         if self._rejected:
             rejected = pl.concat(self._rejected).sort("line")
             quarantined = rejected.with_columns(pl.lit(self.source).alias("file")).select(
@@ -147,7 +216,7 @@ class Triage:
             ).to_arrow().cast(QUARANTINE_SCHEMA)
         else:
             quarantined = empty_quarantine()
-        return ReadResult(kind, self.source, table, quarantined, self.raw.rows_in)
+        return ReadResult(kind, self.source, table, quarantined, self.raw.rows_in, accepted.get_column(LINE).to_numpy(), keyed)
 
 
 def text(name: str) -> pl.Expr:
@@ -159,6 +228,8 @@ def text(name: str) -> pl.Expr:
 def number(name: str, dtype: pl.DataType) -> pl.Expr:
     """A raw column as Float64; unparsable text becomes null (compare with `text` to detect it)."""
     if dtype.is_numeric():
+        return pl.col(name).cast(pl.Float64)
+    if dtype == pl.Boolean:
         return pl.col(name).cast(pl.Float64)
     return text(name).cast(pl.Float64, strict=False)
 
@@ -175,23 +246,64 @@ def unparsable(name: str, parsed: str) -> pl.Expr:
     return text(name).is_not_null() & pl.col(parsed).is_null()
 
 
-def timestamp(name: str, dtype: pl.DataType) -> pl.Expr:
-    """Epoch seconds (numbers) or ISO-8601 text, as a UTC microsecond timestamp."""
-    if dtype.is_temporal():
-        col = pl.col(name).cast(pl.Datetime("us"))
-        return col.dt.replace_time_zone("UTC") if getattr(dtype, "time_zone", None) is None else col.dt.convert_time_zone("UTC")
-    raw = text(name)
-    epoch = raw.cast(pl.Float64, strict=False)
-    from_epoch = (epoch * 1_000_000).round().cast(pl.Int64).cast(pl.Datetime("us", "UTC"))
-    iso = raw.str.to_datetime(time_unit="us", time_zone="UTC", strict=False)
-    date_only = raw.str.to_date(strict=False).cast(pl.Datetime("us")).dt.replace_time_zone("UTC")
-    return pl.when(epoch.is_not_null()).then(from_epoch).otherwise(pl.coalesce(iso, date_only))
+def _epoch(seconds: pl.Series) -> pl.Series:
+    """Epoch seconds as UTC timestamps; not finite or outside the years 1-9999: null."""
+    inside = seconds.is_finite() & (seconds >= MIN_EPOCH) & (seconds <= MAX_EPOCH)
+    micros = (seconds * 1_000_000).round().cast(pl.Int64, strict=False)
+    return pl.select(pl.when(inside).then(micros).otherwise(None).cast(UTC_MICROS)).to_series()
+
+
+def timestamps(frame: pl.DataFrame, name: str) -> pl.Series:
+    """A raw column as UTC microsecond timestamps: typed dates and timestamps as they are (the
+    Parquet reader made them UTC and marked those out of range), numbers as epoch seconds, text as
+    epoch seconds or ISO-8601 (the formats of a column may vary row by row). Null where a value
+    does not parse or is out of range (`timestamp_checks` says which)."""
+    column = frame.get_column(name)
+    if column.dtype.is_temporal():
+        return column.cast(UTC_MICROS) if column.dtype == UTC_MICROS else column.dt.replace_time_zone("UTC").cast(UTC_MICROS)
+    if column.dtype.is_numeric():
+        return _epoch(column.cast(pl.Float64))
+    raw = frame.select(text(name)).to_series()
+    seconds = raw.cast(pl.Float64, strict=False)
+    result = _epoch(seconds)
+    rest = raw.is_not_null() & seconds.is_null()
+    if not rest.any():
+        return result
+    try:  # polars infers the format of the first value that parses and applies it to all
+        parsed = raw.str.to_datetime(time_unit="us", time_zone="UTC", strict=False).cast(UTC_MICROS)
+        result = pl.select(pl.when(rest).then(parsed).otherwise(result)).to_series()
+    except pl.exceptions.PolarsError:
+        pass
+    for time_format in _TIME_FORMATS:
+        missing = rest & result.is_null()
+        if not missing.any():
+            break
+        parsed = raw.filter(missing).str.to_datetime(time_format, time_unit="us", time_zone="UTC", strict=False)
+        result = result.scatter(missing.arg_true(), parsed.cast(UTC_MICROS))
+    return result
+
+
+def timestamp_checks(raw_name: str, parsed: str, dtype: pl.DataType) -> list[Check]:
+    """The reasons a present timestamp (raw column of type `dtype`) did not become one: a number out
+    of range, or not a date. A typed column is checked as it is, never formatted as text."""
+    if dtype.is_temporal():  # the format reader already marked values beyond the year 9999
+        return [Check("timestamp", "timestamp outside the years 1 to 9999",
+                      pl.col(raw_name).is_not_null() & pl.col(parsed).is_null())]
+    out_of_range = Check("timestamp", "timestamp is not a finite number of seconds within the years 1 to 9999",
+                         pl.col(raw_name).is_not_null() & pl.col(parsed).is_null())
+    if dtype.is_numeric():
+        return [out_of_range]
+    value = text(raw_name).cast(pl.Float64, strict=False)
+    missing = text(raw_name).is_not_null() & pl.col(parsed).is_null()
+    return [Check(out_of_range.field, out_of_range.reason, missing & value.is_not_null()),
+            Check("timestamp", "unparsable timestamp", missing)]
 
 
 def weight_checks(parsed: str, raw_name: str | None, what: str = "weight") -> list[Check]:
     col = pl.col(parsed)
     checks = [Check(what, f"{what} is not finite", col.is_not_null() & ~col.is_finite()),
-              Check(what, f"{what} is negative", col < 0)]
+              Check(what, f"{what} is negative", col < 0),
+              Check(what, f"{what} is above {MAX_WEIGHT:,.0f} (2^30), the largest weight summed exactly", col > MAX_WEIGHT)]
     if raw_name is not None:
         checks.insert(0, Check(what, f"{what} is not a number", unparsable(raw_name, parsed)))
     return checks

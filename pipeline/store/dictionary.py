@@ -49,11 +49,20 @@ class IdMap:
             self._index[name] = len(self.names)
             self.names.append(name)
 
+    def truncate(self, size: int) -> None:
+        """Forget the names given ids at or after `size` (the names of a file that was refused)."""
+        for name in self.names[size:]:
+            del self._index[name]
+        del self.names[size:]
+
     def lookup(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
-        """Ids of `values`; nulls, and names not in the dictionary, are null."""
+        """Ids of `values`; nulls, and names not in the dictionary, are null. Each distinct name
+        is looked up once, so the cost follows the names in `values`, not the dictionary's size."""
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
-        return pc.index_in(values, value_set=pa.array(self.names, pa.string())).cast(pa.int32())
+        encoded = pc.dictionary_encode(values)
+        ids = pa.array([self._index.get(name) for name in encoded.dictionary.to_pylist()], pa.int32())
+        return pc.take(ids, encoded.indices)
 
     def encode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
         """Ids of `values` (nulls stay null), adding unseen names."""

@@ -1,7 +1,10 @@
-"""Atomic file writes and content hashes for the store.
+"""Atomic file writes, content hashes and the store's temporary files.
 
-Every file the store writes first goes to a hidden temporary name in the same folder and is then
-renamed over its final name (`os.replace` is atomic on POSIX), so a reader never sees a half file.
+Every file the store writes first goes to a hidden temporary name in the same folder
+(`.<name>.tmp-<32 hex digits>`) and is then renamed over its final name (`os.replace` is atomic on
+POSIX), so a reader never sees a half file. Small files are synced one by one (`atomic_write`);
+the many partition files of an ingest are synced together just before the commit
+(`sync_files`), which costs one flush of the disk instead of one per file.
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,6 +27,23 @@ import pyarrow.parquet as pq
 from pipeline.paths import open_lock_file
 
 ROW_GROUP_ROWS = 250_000  # big files can be split into units of work by row group
+TEMPORARY = re.compile(r"^\..+\.tmp-[0-9a-f]{32}$")  # the only names `remove_temporary` deletes
+_HASH_BLOCK = 1 << 22
+
+
+def temporary_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
+
+
+@dataclass(frozen=True)
+class Digest:
+    """A file's SHA-256, size and newline count, and the SHA-256 of each asked-for prefix that
+    ends with a newline (by prefix length)."""
+
+    sha256: str
+    size: int
+    newlines: int
+    prefixes: dict[int, str] = field(default_factory=dict)
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -31,10 +54,34 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def digest_file(path: Path, prefix_sizes: Iterable[int] = ()) -> Digest:
+    """One pass over the file: its hash, size and newlines, and the hashes of the prefixes of the
+    given sizes that end just after a newline (the earlier versions of a file that grew)."""
+    wanted = sorted(set(s for s in prefix_sizes if s > 0))
+    digest = hashlib.sha256()
+    prefixes: dict[int, str] = {}
+    size = newlines = 0
+    previous = b""  # the last byte before the block
+    with path.open("rb") as handle:
+        while block := handle.read(_HASH_BLOCK):
+            end = size + len(block)
+            start = 0
+            while wanted and wanted[0] <= end:
+                cut = wanted.pop(0) - size
+                digest.update(block[start:cut])
+                start = cut
+                if (block[cut - 1:cut] if cut else previous) == b"\n":
+                    prefixes[size + cut] = digest.copy().hexdigest()
+            digest.update(block[start:])
+            newlines += block.count(b"\n")
+            size, previous = end, block[-1:]
+    return Digest(digest.hexdigest(), size, newlines, prefixes)
+
+
 def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
     """Call `write(tmp)` on a temporary path beside `path`, then rename it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
+    tmp = temporary_path(path)
     try:
         write(tmp)
         with tmp.open("rb") as handle:
@@ -54,6 +101,37 @@ def write_text(path: Path, text: str) -> None:
 
 def write_json(path: Path, value: object) -> None:
     write_text(path, json.dumps(value, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def sync_files(paths: Iterable[Path]) -> None:
+    """fsync many files at once (the file system batches their flushes), then their folders."""
+    paths = list(paths)
+
+    def sync(path: Path) -> None:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(sync, paths))
+        list(pool.map(sync, sorted({p.parent for p in paths})))
+
+
+def remove_temporary(folders: Iterable[Path], shallow: Iterable[Path] = ()) -> list[Path]:
+    """Delete the store's own temporary files (`.<name>.tmp-<32 hex>`) left by killed writers,
+    under `folders` and directly in `shallow`; call only while holding the store's lock."""
+    removed = []
+    found = [(folder, folder.rglob) for folder in folders] + [(folder, folder.glob) for folder in shallow]
+    for folder, glob in found:
+        if not folder.is_dir():
+            continue
+        for path in glob(".*.tmp-*"):
+            if TEMPORARY.match(path.name) and path.is_file():
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
 
 
 @contextmanager

@@ -7,30 +7,49 @@ declared by its `LogKind` (`pipeline.logs.kinds`).
 <root>/<kind>/date=YYYY-MM-DD/<sha>.parquet rows with a timestamp, by UTC date (hive style)
 <root>/<kind>/source=<sha>/part.parquet    rows without one, by source file
 <root>/quarantine/<kind>/<sha>.parquet     rejected rows: file, line, field, reason, record
+<root>/ids/<kind>/run-<hex>.npy            the id index: every record id stored (`pipeline.store.index`)
 ```
-`<sha>` is the first 16 hex digits of the source file's SHA-256. Ingest writes partitions, then
-dictionaries, then the manifest, each atomically; readers list partitions from the manifest only,
-so an interrupted ingest leaves nothing visible, and re-running it rewrites the same names. A file
-whose content hash is in the manifest is skipped, whatever its name.
+`<sha>` is the first 16 hex digits of the source file's SHA-256. Ingest reads a file batch by batch
+and writes its partitions under temporary names (`pipeline.store.partitions`); the commit renames
+them into place, then writes the id index, the dictionaries and last the manifest, each
+atomically; readers list partitions from the manifest only, so an interrupted ingest leaves nothing
+visible, and re-running it rewrites the same names (temporary files of a killed ingest are deleted
+by the next one). A file whose content hash is in the manifest is skipped, whatever its name.
+
+Exactly once across files: a record whose id (`LogKind.record_id`) is in the index, from an
+earlier file or earlier in the same one, is quarantined as a duplicate naming where it was first
+seen, so the same battles under another name or in another format, or partially overlapping
+files, are stored once. A CSV, TSV or JSONL file that starts with the bytes of a file already
+ingested (a log that grew) is read from where that file ended: only its new rows are read and
+counted, with their true line numbers, so even rows without ids are stored once. A file that cannot be read at all is refused whole with one line
+naming the file (and the line and field where known), recorded in the manifest with that reason
+(not read again until its content changes), and the other files go on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.logs import ReadResult, UnreadableFile, log_kind, read_log
+from pipeline.logs import KINDS, FileStart, UnreadableFile, log_kind, read_batches
+from pipeline.logs.records import LINE_SUFFIXES
+from pipeline.logs.identity import drop_seen
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
+from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
 from pipeline.paths import below
 from pipeline.store.dictionary import IdMap
-from pipeline.store.files import exclusive_lock, sha256_file, write_json, write_parquet
+from pipeline.store.files import digest_file, exclusive_lock, remove_temporary, sync_files, write_json
+from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
+from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 
 MANIFEST = "manifest.json"
 
@@ -54,25 +73,32 @@ class IngestReport:
     quarantine: str | None = None
     error: str | None = None
     ingested_at: str | None = None
+    look_alikes: tuple[str, ...] = ()  # new names that look like known ones (`pipeline.logs.names.LookAlikes`)
+    size: int = 0  # bytes, and newlines, of the file: a later file that starts with it continues it
+    lines: int = 0
+    continues: str | None = None  # the sha256 of the earlier file this one grew from (only the rows after it were read)
 
     @classmethod
     def from_json(cls, entry: dict) -> IngestReport:
-        return cls(**entry | {"partitions": tuple(Partition(**p) for p in entry["partitions"])})
+        return cls(**entry | {"partitions": tuple(Partition(**p) for p in entry["partitions"]),
+                              "look_alikes": tuple(entry.get("look_alikes", ()))})
 
 
 @dataclass
 class Manifest:
     files: dict[str, IngestReport] = field(default_factory=dict)  # by sha256
+    ids: dict[str, dict] = field(default_factory=dict)  # per kind: its id index (`pipeline.store.index`)
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
         if not path.exists():
             return cls()
-        entries = json.loads(path.read_text(encoding="utf-8"))["files"]
-        return cls({e["sha256"]: IngestReport.from_json(e) for e in entries})
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls({e["sha256"]: IngestReport.from_json(e) for e in data["files"]}, data.get("ids", {}))
 
     def save(self, path: Path) -> None:
-        write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.sha256)]})
+        write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.sha256)],
+                          "ids": self.ids})
 
 
 def _replace(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
@@ -119,25 +145,6 @@ def encode(kind: LogKind, table: pa.Table, maps: Mapping[str, IdMap]) -> pa.Tabl
     return kind.canonical(table) if kind.canonical is not None else table
 
 
-def _partition_keys(kind: LogKind, table: pa.Table) -> pa.Array:
-    """`date=YYYY-MM-DD` per row where a timestamp is known, else '' (partitioned by source)."""
-    if not kind.dated:
-        return pa.array(np.full(table.num_rows, ""), pa.string())
-    dates = pc.strftime(table.column(TIMESTAMP), format="%Y-%m-%d").combine_chunks()
-    return pc.fill_null(pc.binary_join_element_wise("date=", dates, ""), "")
-
-
-def _split(table: pa.Table, keys: pa.Array) -> list[tuple[str, pa.Table]]:
-    """The rows of each distinct key, keys in sorted order, rows in their order within a key."""
-    distinct = pc.unique(keys).sort()
-    if len(distinct) == 1:
-        return [(distinct[0].as_py(), table)]
-    codes = pc.index_in(keys, value_set=distinct).to_numpy()
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(distinct) + 1))
-    return [(key, table.take(order[lo:hi])) for key, lo, hi in zip(distinct.to_pylist(), bounds[:-1], bounds[1:])]
-
-
 class Store:
     """A folder of partitioned Parquet logs with a manifest and id dictionaries."""
 
@@ -163,49 +170,154 @@ class Store:
         return sorted({r.kind for r in self.manifest.files.values() if r.partitions})
 
     def ingest(self, sources: list[str | Path], kind: str) -> list[IngestReport]:
-        """Ingest files not yet in the store; one report per source, in the given order."""
+        """Ingest files not yet in the store; one report per source, in the given order. A file
+        that cannot be read is refused (status `unreadable`, one line in `error`) and recorded in
+        the manifest, so that it is not read again until its content changes; the other files go on."""
+        chosen = log_kind(kind)
         with exclusive_lock(self.root / ".lock"):
+            remove_temporary([self.root / k for k in KINDS] + [self.root / "quarantine", self.root / FOLDER],
+                             shallow=[self.root, self.root / "dictionaries"])
             manifest = self.manifest
             maps = {name: self.dictionary(name) for name in DICTIONARIES}
-            reports = [self._ingest_one(Path(src), kind, manifest, maps) for src in sources]
-            if any(r.status == "ingested" for r in reports):
-                for name, idmap in maps.items():
-                    idmap.save(below(self.root, f"dictionaries/{name}.parquet"))
-                manifest.save(below(self.root, MANIFEST))
+            index = self._id_index(chosen, manifest, maps) if chosen.record_id else None
+            pending: list[Written] = []
+            looks = {name: LookAlikes(maps[name].names) for name in NAME_DICTIONARIES}
+            names = {r.sha256[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
+            reports = []
+            for src in sources:
+                reports.append(self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names))
+                names.setdefault(reports[-1].sha256[:16], Path(src).name)
+            if any(r.sha256 and manifest.files.get(r.sha256) is r for r in reports):  # ingested or newly refused
+                self._commit(manifest, maps, kind, index, pending)
             return reports
 
-    def _ingest_one(self, source: Path, kind: str, manifest: Manifest, maps: dict[str, IdMap]) -> IngestReport:
+    def _id_index(self, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap]) -> KindIndex:
+        """The kind's id index as committed, or rebuilt from its partitions (missing, or built by
+        another hasher)."""
+        index = load_index(self.root, kind.name, manifest.ids.get(kind.name))
+        if index is None:
+            stored = sorted((r for r in manifest.files.values() if r.kind == kind.name and r.status == "ingested"),
+                            key=lambda r: (r.ingested_at or "", r.sha256))
+            index = rebuild(self.root, kind.name, stored, lambda name: maps[name].names)
+        return index
+
+    def _commit(self, manifest: Manifest, maps: dict[str, IdMap], kind: str, index: KindIndex | None,
+                pending: list[Written]) -> None:
+        """Partitions into place, then the id index, the dictionaries and last the manifest."""
+        sync_files(w.temporary for w in pending)
+        for written in pending:
+            os.replace(written.temporary, below(self.root, written.path))
+        if index is not None:
+            entry, runs = index.commit()
+            sync_files(runs)
+            manifest.ids[kind] = entry
+        for name, idmap in maps.items():
+            idmap.save(below(self.root, f"dictionaries/{name}.parquet"))
+        manifest.save(below(self.root, MANIFEST))
+        listed = {run["path"] for entry in manifest.ids.values() for run in entry["runs"]}
+        for path in garbage(self.root, listed):
+            path.unlink(missing_ok=True)
+
+    def _ingest_one(self, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
+                    index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes],
+                    names: dict[str, str]) -> IngestReport:
+        earlier = _earlier_versions(source, kind.name, manifest)
         try:
-            sha = sha256_file(source)
+            before = _version(source)
+            digest = digest_file(source, earlier)
         except OSError as exc:
-            return IngestReport(str(source), kind, "", "unreadable", error=f"{source}: {exc.strerror}")
-        if sha in manifest.files:
-            seen = manifest.files[sha]
-            if seen.kind != kind:
-                return IngestReport(str(source), kind, sha, "unreadable", error=f"{source}: already ingested as {seen.kind}")
-            return IngestReport(str(source), kind, sha, "skipped", seen.rows_in, seen.rows_accepted, seen.rows_quarantined)
+            return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}")
+        sha = digest.sha256
+        if sha in manifest.files and (known := _known(source, kind.name, manifest.files[sha])) is not None:
+            return known
+        grown = [r for size in sorted(digest.prefixes, reverse=True) for r in earlier[size]
+                 if r.sha256 == digest.prefixes[size]][:1]
+        start = FileStart(grown[0].size, grown[0].lines) if grown else None
+        sizes = {name: len(idmap) for name, idmap in maps.items()}
+        file_ids = FileIds(index, index.ordinal(sha[:16])) if index is not None else None
+        writer = PartitionWriter(self.root, kind.name, sha[:16], kind.dated, TIMESTAMP)
+        quarantine = QuarantineWriter(self.root, kind.name, sha[:16])
         try:
-            result = read_log(source, kind)
-        except UnreadableFile as exc:
-            return IngestReport(str(source), kind, sha, "unreadable", error=str(exc))
-        report = self._write(result, sha, maps)
+            rows_in = rows_accepted = 0
+            for result in read_batches(source, kind.name, start=start):
+                if file_ids is not None and result.keyed:
+                    result = drop_seen(result, kind.record_id, file_ids, file_ids.file,
+                                       lambda ordinal: names.get(index.files[ordinal], index.files[ordinal]),
+                                       kind.unit_column is not None)
+                writer.add(encode(kind, result.table, maps))
+                quarantine.add(result.quarantined)
+                rows_in += result.rows_in
+                rows_accepted += result.rows_accepted
+            if _version(source) != before or digest.size != before[0]:  # a log being written to: what was read is
+                raise OSError(f"{source} changed while it was read; ingest it again")  # not what was hashed
+            written = writer.finish()
+            quarantined = quarantine.finish()
+        except (Exception, pl.exceptions.PanicException) as exc:  # noqa: BLE001 (one file never stops the others;
+            # a panic inside polars is a BaseException)
+            writer.discard()
+            quarantine.discard()
+            if file_ids is not None:
+                file_ids.discard()
+            for name, size in sizes.items():
+                maps[name].truncate(size)
+            report = IngestReport(str(source), kind.name, sha, "unreadable", error=_refusal(source, exc), ingested_at=_now())
+            if isinstance(exc, UnreadableFile):  # the data's fault: not read again until it changes
+                manifest.files[sha] = report
+            return report
+        if file_ids is not None:
+            index.accept(file_ids)
+        pending.extend(written)
+        if quarantined is not None:
+            pending.append(quarantined)
+        look_alikes = tuple(f"{name} {new!r} looks like {known!r}" for name in NAME_DICTIONARIES
+                            for new, known in looks[name].add(maps[name].names[sizes[name]:]))
+        report = IngestReport(str(source), kind.name, sha, "ingested", rows_in, rows_accepted, quarantine.rows,
+                              tuple(Partition(w.path, w.rows) for w in written),
+                              quarantined.path if quarantined else None, ingested_at=_now(), look_alikes=look_alikes,
+                              size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None)
         manifest.files[sha] = report
         return report
 
-    def _write(self, result: ReadResult, sha: str, maps: dict[str, IdMap]) -> IngestReport:
-        short = sha[:16]
-        kind = log_kind(result.kind)
-        table = encode(kind, result.table, maps)
-        partitions = []
-        for key, rows in _split(table, _partition_keys(kind, table)):
-            rel = f"{result.kind}/{key}/{short}.parquet" if key else f"{result.kind}/source={short}/part.parquet"
-            write_parquet(below(self.root, rel), rows)
-            partitions.append(Partition(rel, rows.num_rows))
-        quarantine = None
-        if result.rows_quarantined:
-            quarantine = f"quarantine/{result.kind}/{short}.parquet"
-            write_parquet(below(self.root, quarantine), result.quarantined)
-        return IngestReport(
-            result.source, result.kind, sha, "ingested", result.rows_in, result.rows_accepted, result.rows_quarantined,
-            tuple(partitions), quarantine, ingested_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        )
+
+def _version(path: Path) -> tuple[int, int]:
+    status = path.stat()
+    return status.st_size, status.st_mtime_ns
+
+
+def _earlier_versions(source: Path, kind: str, manifest: Manifest) -> dict[int, list[IngestReport]]:
+    """By size, the ingested files of a line-based format that `source` may have grown from."""
+    earlier: dict[int, list[IngestReport]] = {}
+    suffix = source.suffix.lower()
+    if suffix in LINE_SUFFIXES:
+        for report in manifest.files.values():
+            if report.kind == kind and report.status == "ingested" and report.size and Path(report.source).suffix.lower() == suffix:
+                earlier.setdefault(report.size, []).append(report)
+    return earlier
+
+
+def _known(source: Path, kind: str, seen: IngestReport) -> IngestReport | None:
+    """The report for a file whose bytes the manifest knows, or None to read it (a file refused
+    as another kind or format)."""
+    if seen.status == "unreadable":
+        if seen.kind != kind or Path(seen.source).suffix.lower() != source.suffix.lower():
+            return None
+        reason = seen.error.removeprefix(f"{seen.source}: ")
+        return dataclasses.replace(seen, source=str(source), error=f"{source}: {reason} (refused on {seen.ingested_at}; "
+                                   "not read again until the file changes)")
+    if seen.kind != kind:
+        return IngestReport(str(source), kind, seen.sha256, "unreadable", error=f"{source}: already ingested as {seen.kind}")
+    return IngestReport(str(source), kind, seen.sha256, "skipped", seen.rows_in, seen.rows_accepted, seen.rows_quarantined)
+
+
+def _refusal(source: Path, exc: BaseException) -> str:
+    """One line: the reader's reason, a system error, or a bug of ours (which the user should report)."""
+    first_line = next(iter(str(exc).splitlines()), "")
+    if isinstance(exc, UnreadableFile):
+        return first_line
+    if isinstance(exc, OSError):
+        return f"{source}: {exc.strerror}" if exc.strerror else first_line
+    return f"{source}: could not be read ({type(exc).__name__}: {first_line}); this is a bug of vase, please report it"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -88,7 +88,7 @@ def test_unparsable_json_lines_are_quarantined_not_fatal(tmp_path):
     result = read_log(path, "battles")
     assert (result.rows_in, result.rows_accepted) == (3, 1)
     assert [(q["line"], q["reason"].split(":")[0]) for q in result.quarantined.to_pylist()] == [
-        (2, "invalid JSON"), (4, "a JSON line must be an object")]
+        (2, "invalid JSON"), (4, "a record must be a JSON object")]
 
 
 def test_unreadable_files_raise_with_the_path(tmp_path):
@@ -239,3 +239,12 @@ def test_accounting_balances_on_garbage(tmp_path, kind):
     result = read_log(write(tmp_path / "junk.csv", rows), kind)
     assert result.rows_in == 300 == result.rows_accepted + result.rows_quarantined
     assert isinstance(result.table, pa.Table) and set(result.quarantined.column("reason").to_pylist()) != {None}
+
+
+def test_nfc_keeps_the_type_of_every_chunk():
+    import pyarrow as pa
+
+    from pipeline.logs.records import nfc_text
+
+    mixed = pa.chunked_array([["plain"], ["Pe\u0301rez"]])  # only the second chunk needs normalising
+    assert nfc_text(mixed).to_pylist() == ["plain", "P\u00e9rez"] and nfc_text(mixed).type == pa.string()

@@ -78,7 +78,7 @@ def test_duplicates_and_inconsistent_mappings(tmp_path):
     reasons = {r["line"]: (r["field"], r["reason"]) for r in result.quarantined.to_pylist()}
     assert reasons[2] == ("reviewer", "second review of this query by this reviewer (first at line 1)")
     assert reasons[3][0] == "label_to_model" and "line 1" in reasons[3][1]
-    assert reasons[4][0] == "" and "invalid JSON" in reasons[4][1]
+    assert reasons[4][0] == "(record)" and "invalid JSON" in reasons[4][1]
 
 
 def test_abstention_may_carry_no_ranking(tmp_path):

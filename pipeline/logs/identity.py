@@ -1,0 +1,167 @@
+"""Exactly once: a record id seen before (earlier in the file, or in an earlier file of the store)
+makes its record a duplicate, quarantined naming where the id was first seen.
+
+A kind declares the columns that identify its records across files (`LogKind.record_id`:
+battles' `battle_id`, games' `game_id`, ballots' `ballot_id`; reviews have none, as a later review
+of a query by the same reviewer replaces the earlier one);
+ids a reader made up (a battle without an id is `<file name>:<line>`) identify nothing beyond
+their file and are not checked. Ids are compared by a 128-bit hash (two seeded 64-bit polars
+hashes): the chance that two of 10^9 distinct ids collide is below 10^-20.
+
+`SeenIds` holds the ids seen, as sorted runs of (hash high, hash low, where) with `where` =
+file ordinal << 40 | line; a lookup is a binary search per run, and runs are merged as they grow
+(at most `MAX_RUN` entries each), so checking a batch costs O(batch x log(ids)) and never a scan.
+The store keeps the runs on disk (`pipeline.store.index`); `read_log` uses one in memory.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from pipeline.logs.triage import ReadResult, quarantine_rows
+
+SEEDS = (0x7A5E_0001, 0x7A5E_0002)
+HASHER = f"polars-{pl.__version__}-{sys.byteorder}-{SEEDS[0]:x}-{SEEDS[1]:x}"  # a stored index built by another is rebuilt
+NOT_FOUND = np.uint64(2**64 - 1)
+LINE_BITS = 40
+MAX_RUN = 1 << 24
+KEY_SEPARATOR = "\x1f"
+
+
+def key_text(table: pa.Table, columns: tuple[str, ...]) -> pl.Series:
+    """The id of each row as one string (several columns joined by a separator no id holds)."""
+    frame = pl.from_arrow(table.select(list(columns)))
+    if len(columns) == 1:
+        return frame.to_series().cast(pl.String)
+    return frame.select(pl.concat_str([pl.col(c).cast(pl.String) for c in columns], separator=KEY_SEPARATOR)).to_series()
+
+
+def key_hashes(keys: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    return keys.hash(SEEDS[0]).to_numpy(), keys.hash(SEEDS[1]).to_numpy()
+
+
+def where(file: int, line: np.ndarray) -> np.ndarray:
+    return (np.uint64(file) << np.uint64(LINE_BITS)) | np.asarray(line, np.uint64)
+
+
+def file_of(where_: int) -> int:
+    return int(where_) >> LINE_BITS
+
+
+def line_of(where_: int) -> int:
+    return int(where_) & ((1 << LINE_BITS) - 1)
+
+
+@dataclass
+class Run:
+    """Ids sorted by their high hash: rows 0, 1, 2 of `data` are high, low and where."""
+
+    data: np.ndarray  # (3, n) uint64, maybe memory-mapped
+
+    @classmethod
+    def of(cls, high: np.ndarray, low: np.ndarray, where_: np.ndarray) -> Run:
+        order = np.argsort(high, kind="stable")
+        return cls(np.stack([high[order], low[order], where_[order]]).astype(np.uint64, copy=False))
+
+    def __len__(self) -> int:
+        return self.data.shape[1]
+
+    def find(self, high: np.ndarray, low: np.ndarray) -> np.ndarray:
+        """`where` of each (high, low) in this run, NOT_FOUND if absent."""
+        hs, ls = self.data[0], self.data[1]
+        found = np.full(len(high), NOT_FOUND, np.uint64)
+        order = np.argsort(high)  # sorted needles walk the run in order: far fewer cache misses
+        pos = np.empty(len(high), np.int64)
+        pos[order] = np.searchsorted(hs, high[order])
+        step = 0
+        open_ = np.flatnonzero(pos < len(hs))
+        while len(open_):  # almost always one step: equal high hashes with different low ones are rare
+            at = pos[open_] + step
+            ok = at < len(hs)
+            open_, at = open_[ok], at[ok]
+            same_high = hs[at] == high[open_]
+            open_, at = open_[same_high], at[same_high]
+            hit = ls[at] == low[open_]
+            found[open_[hit]] = self.data[2][at[hit]]
+            open_ = open_[~hit]
+            step += 1
+        return found
+
+
+def merge(runs: list[Run]) -> Run:
+    data = np.concatenate([r.data for r in runs], axis=1)
+    return Run(data[:, np.argsort(data[0], kind="stable")])
+
+
+@dataclass
+class SeenIds:
+    """The ids seen so far, in memory: runs merged as they grow."""
+
+    runs: list[Run] = field(default_factory=list)
+    max_run: ClassVar[int] = MAX_RUN
+
+    def find(self, high: np.ndarray, low: np.ndarray) -> np.ndarray:
+        found = np.full(len(high), NOT_FOUND, np.uint64)
+        for run in self.runs:
+            missing = np.flatnonzero(found == NOT_FOUND)
+            if not len(missing):
+                break
+            found[missing] = run.find(high[missing], low[missing])
+        return found
+
+    def add(self, high: np.ndarray, low: np.ndarray, where_: np.ndarray) -> None:
+        if len(high):
+            self.runs.append(Run.of(high, low, where_))
+            self.compact()
+
+    def compact(self) -> None:
+        """Merge the newest runs while the newest is at least half the size of the one before."""
+        while len(self.runs) > 1 and 2 * len(self.runs[-1]) >= len(self.runs[-2]) and \
+                len(self.runs[-1]) + len(self.runs[-2]) <= self.max_run:
+            self.runs[-2:] = [merge(self.runs[-2:])]
+
+
+def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file: int,
+              name_of: Callable[[int], str], unit_rows: bool) -> ReadResult:
+    """`result` with the rows whose id was seen before moved to its quarantine; its new ids are
+    added to `seen` as found in file `file` (an ordinal; `name_of` names an ordinal for reasons).
+
+    With `unit_rows`, rows sharing an id make one unit (a game's players): the id is new or seen
+    for all of them."""
+    if not columns or not result.rows_accepted:
+        return result
+    keys = key_text(result.table, columns)
+    high, low = key_hashes(keys)
+    lines = result.lines
+    if unit_rows:  # one entry per distinct id, at its first line
+        first, codes = np.unique(np.stack([high, low]), axis=1, return_index=True, return_inverse=True)[1:]
+        codes = codes.ravel()
+        uh, ul, ulines = high[first], low[first], lines[first]
+    else:
+        codes = None
+        uh, ul, ulines = high, low, lines
+    found = seen.find(uh, ul)
+    seen_before = found != NOT_FOUND
+    seen.add(uh[~seen_before], ul[~seen_before], where(file, ulines[~seen_before]))
+    rows = seen_before[codes] if unit_rows else seen_before
+    if not rows.any():
+        return result
+    label = " and ".join(columns)
+    firsts = found[codes][rows] if unit_rows else found[rows]
+    reasons = [f"duplicate {label} (first at line {line_of(w)})" if file_of(w) == file else
+               f"duplicate {label} (first in {name_of(file_of(w))}, line {line_of(w)})" for w in firsts.tolist()]
+    bad = np.flatnonzero(rows)
+    records = [json.dumps(r, sort_keys=True, default=str, ensure_ascii=False) for r in result.table.take(bad).to_pylist()]
+    quarantined = quarantine_rows(result.source, lines[bad].tolist(), [columns[0]] * len(bad), reasons, records)
+    keep = np.flatnonzero(~rows)
+    return ReadResult(result.kind, result.source, result.table.take(keep), pa.concat_tables([result.quarantined, quarantined]),
+                      result.rows_in, lines[keep], result.keyed)
+

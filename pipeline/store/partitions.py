@@ -1,0 +1,175 @@
+"""Writing one source file's rows into partition files, batch by batch, in bounded memory.
+
+Rows with a timestamp go to `<kind>/date=YYYY-MM-DD/<sha>.parquet` by their UTC date, the others
+to `<kind>/source=<sha>/part.parquet`. Rows are buffered per partition and written as row groups
+of `ROW_GROUP_ROWS` (the largest buffers go first when all together pass `BUFFER_ROWS`), each
+partition file to a temporary name that the commit renames (`PartitionWriter.finish`). At most
+`MAX_OPEN` files are open at once: a partition whose writer had to close continues in a second
+file, `<sha>-1.parquet`. The date is the day number of the timestamp (microseconds floor-divided),
+so no row is ever formatted as text.
+"""
+
+from __future__ import annotations
+
+import resource
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.paths import below
+from pipeline.store.files import ROW_GROUP_ROWS, temporary_path
+
+BUFFER_ROWS = 2_000_000
+# Open partition files at most: half the process's file limit (up to 4,096), so that a year of
+# daily partitions stays open and each partition is one file; past it, the least recently
+# written file is closed and its partition continues in a new one.
+MAX_OPEN = max(64, min(4_096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2))
+MICROS_PER_DAY = 86_400_000_000
+UNDATED = np.iinfo(np.int64).min  # the day key of rows without a timestamp
+
+
+@dataclass(frozen=True)
+class Written:
+    """A partition file written under a temporary name, and the name the commit gives it."""
+
+    path: str  # relative to the store root
+    temporary: Path
+    rows: int
+
+
+def day_keys(timestamps: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """The UTC day number of each timestamp (UNDATED for null)."""
+    micros = pc.fill_null(pc.cast(timestamps, pa.int64()), UNDATED).to_numpy()
+    return np.where(micros == UNDATED, UNDATED, np.floor_divide(micros, MICROS_PER_DAY))
+
+
+@dataclass
+class _Partition:
+    name: str  # `date=YYYY-MM-DD` or `source=<sha>`
+    buffered: list[pa.Table] = field(default_factory=list)
+    rows: int = 0
+    files: list[Written] = field(default_factory=list)
+
+
+class PartitionWriter:
+    """The partition files of one source file (`short` = its hash's first 16 hex digits)."""
+
+    def __init__(self, root: Path, kind: str, short: str, dated: bool, timestamp: str = "timestamp"):
+        self.root, self.kind, self.short, self.dated, self.timestamp = root, kind, short, dated, timestamp
+        self.schema: pa.Schema | None = None
+        self._partitions: dict[int, _Partition] = {}
+        self._open: OrderedDict[int, pq.ParquetWriter] = OrderedDict()
+        self._buffered = 0
+
+    def add(self, table: pa.Table) -> None:
+        if not table.num_rows:
+            return
+        if self.schema is None:
+            self.schema = table.schema
+        table = table.cast(self.schema)
+        keys = day_keys(table.column(self.timestamp)) if self.dated else np.full(table.num_rows, UNDATED)
+        first = keys[0]
+        if (keys == first).all():
+            self._buffer(int(first), table)
+        else:
+            order = np.argsort(keys, kind="stable")
+            sorted_keys, table = keys[order], table.take(order)  # one gather; each partition is then a slice
+            starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+            for lo, hi in zip(starts, np.r_[starts[1:], len(keys)]):
+                self._buffer(int(sorted_keys[lo]), table.slice(lo, hi - lo))
+        while self._buffered > BUFFER_ROWS:
+            self._flush(max(self._partitions, key=lambda k: self._partitions[k].rows))
+
+    def _buffer(self, key: int, rows: pa.Table) -> None:
+        part = self._partitions.get(key)
+        if part is None:
+            name = f"source={self.short}" if key == UNDATED else f"date={np.datetime64(key, 'D')}"
+            part = self._partitions[key] = _Partition(name)
+        part.buffered.append(rows)
+        part.rows += rows.num_rows
+        self._buffered += rows.num_rows
+        if part.rows >= ROW_GROUP_ROWS:
+            self._flush(key)
+
+    def _flush(self, key: int) -> None:
+        part = self._partitions[key]
+        if not part.rows:
+            return
+        writer = self._open.pop(key, None)
+        if writer is None:
+            writer = self._start(key, part)
+        self._open[key] = writer  # the most recently used last
+        writer.write_table(pa.concat_tables(part.buffered), row_group_size=ROW_GROUP_ROWS)
+        file = part.files[-1]
+        part.files[-1] = Written(file.path, file.temporary, file.rows + part.rows)
+        self._buffered -= part.rows
+        part.buffered, part.rows = [], 0
+
+    def _start(self, key: int, part: _Partition) -> pq.ParquetWriter:
+        while len(self._open) >= MAX_OPEN:
+            self._open.popitem(last=False)[1].close()
+        stem = "part" if key == UNDATED else self.short
+        name = stem if not part.files else f"{stem}-{len(part.files)}"
+        path = f"{self.kind}/{part.name}/{name}.parquet"
+        temporary = temporary_path(below(self.root, path))
+        temporary.parent.mkdir(parents=True, exist_ok=True)
+        part.files.append(Written(path, temporary, 0))
+        return pq.ParquetWriter(temporary, self.schema, compression="zstd")
+
+    def finish(self) -> list[Written]:
+        """Write what is buffered and close every file; the files in partition order."""
+        for key in list(self._partitions):
+            self._flush(key)
+        for writer in self._open.values():
+            writer.close()
+        self._open.clear()
+        return [f for key in sorted(self._partitions) for f in self._partitions[key].files]
+
+    def discard(self) -> None:
+        for writer in self._open.values():
+            try:
+                writer.close()
+            except OSError:
+                pass
+        self._open.clear()
+        for part in self._partitions.values():
+            for file in part.files:
+                file.temporary.unlink(missing_ok=True)
+
+
+class QuarantineWriter:
+    """The quarantined rows of one source file, streamed to `quarantine/<kind>/<sha>.parquet`."""
+
+    def __init__(self, root: Path, kind: str, short: str):
+        self.path = f"quarantine/{kind}/{short}.parquet"
+        self.temporary = temporary_path(below(root, self.path))
+        self._writer: pq.ParquetWriter | None = None
+        self.rows = 0
+
+    def add(self, table: pa.Table) -> None:
+        if not table.num_rows:
+            return
+        if self._writer is None:
+            self.temporary.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(self.temporary, table.schema, compression="zstd")
+        self._writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        self.rows += table.num_rows
+
+    def finish(self) -> Written | None:
+        if self._writer is None:
+            return None
+        self._writer.close()
+        return Written(self.path, self.temporary, self.rows)
+
+    def discard(self) -> None:
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            except OSError:
+                pass
+        self.temporary.unlink(missing_ok=True)

@@ -1,0 +1,277 @@
+"""Ingest isolation and exactly-once: a bad file is refused in one line and recorded, the others
+go on; a record id stored before is a duplicate, whatever the file's name or format."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.store import Store
+from pipeline.store import store as store_module
+
+HEADER = "battle_id,model_a,model_b,winner,timestamp\n"
+
+
+def battles(ids: range, day: str = "2024-01-01") -> str:
+    return "".join(f"b{i},m{i % 3},m{(i + 1) % 3},model_a,{day}T10:00:00Z\n" for i in ids)
+
+
+@pytest.fixture
+def good(tmp_path):
+    path = tmp_path / "good.csv"
+    path.write_text(HEADER + battles(range(5)))
+    return path
+
+
+def quarantine(store: Store, report) -> list[dict]:
+    return pq.read_table(store.root / report.quarantine).to_pylist() if report.quarantine else []
+
+
+def test_bad_files_are_refused_in_one_line_and_the_others_ingested(tmp_path, good):
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes((HEADER + "x1,caf\xe9,b,model_a,2024-01-01\n").encode("latin-1"))
+    cut = tmp_path / "cut.parquet"
+    pl.DataFrame({"model_a": ["a"] * 100, "model_b": ["b"] * 100, "winner": ["tie"] * 100}).write_parquet(cut)
+    cut.write_bytes(cut.read_bytes()[:-40])
+    store = Store(tmp_path / "store")
+    reports = store.ingest([latin, good, cut], "battles")
+    assert [r.status for r in reports] == ["unreadable", "ingested", "unreadable"]
+    for report, name in zip(reports[::2], ("latin.csv", "cut.parquet")):
+        assert name in report.error and "\n" not in report.error
+    assert "not UTF-8" in reports[0].error and "line 2" in reports[0].error
+    assert reports[1].rows_accepted == 5
+    manifest = json.loads((store.root / "manifest.json").read_text())
+    refused = {e["source"]: e["error"] for e in manifest["files"] if e["status"] == "unreadable"}
+    assert set(refused) == {str(latin), str(cut)}
+
+
+def test_a_refused_file_is_not_read_again_until_it_changes(tmp_path, good, monkeypatch):
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"\xff\xfeb\x00")
+    store = Store(tmp_path / "store")
+    [first] = store.ingest([bad], "battles")
+    assert first.status == "unreadable" and "UTF-16" in first.error
+    manifest = (store.root / "manifest.json").read_bytes()
+    reads = []
+    monkeypatch.setattr(store_module, "read_batches", lambda *a, **k: reads.append(a) or iter(()))
+    [again] = store.ingest([bad], "battles")
+    assert again.status == "unreadable" and "UTF-16" in again.error and "not read again" in again.error
+    assert reads == [] and (store.root / "manifest.json").read_bytes() == manifest
+    monkeypatch.undo()
+    bad.write_text(HEADER + battles(range(2)))  # fixed: a new content hash, read again
+    [fixed] = store.ingest([bad], "battles")
+    assert fixed.status == "ingested" and fixed.rows_accepted == 2
+
+
+def test_a_crash_inside_ingest_refuses_that_file_only_and_leaks_no_names(tmp_path, good, monkeypatch):
+    other = tmp_path / "other.csv"
+    other.write_text(HEADER + "z1,new_model,m0,tie,2024-02-01\n")
+    store = Store(tmp_path / "store")
+    real = store_module.encode
+
+    def fragile(kind, table, maps):
+        encoded = real(kind, table, maps)
+        if "new_model" in maps["agents"].names:
+            raise RuntimeError("boom\nsecond line")
+        return encoded
+
+    monkeypatch.setattr(store_module, "encode", fragile)
+    reports = store.ingest([other, good], "battles")
+    assert [r.status for r in reports] == ["unreadable", "ingested"]
+    assert reports[0].error == f"{other}: could not be read (RuntimeError: boom); this is a bug of vase, please report it"
+    assert "new_model" not in store.dictionary("agents").names
+    assert not list(store.root.rglob(".*tmp-*"))
+    assert [p.rows for p in store.partitions("battles")] == [5]
+    assert reports[0].sha256 not in store.manifest.files  # a bug of ours, not of the file: read again next time
+    monkeypatch.undo()
+    assert store.ingest([other], "battles")[0].status == "ingested"
+
+
+def test_nan_and_out_of_range_timestamps_are_quarantined_not_refused(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text(HEADER + "a,x,y,tie,nan\nb,x,y,tie,inf\nc,x,y,tie,1e13\nd,x,y,tie,2024-01-01\n")
+    [report] = Store(tmp_path / "store").ingest([path], "battles")
+    assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 1, 3)
+
+
+def test_the_same_battles_in_another_format_and_name_are_stored_once(tmp_path, good):
+    parquet = tmp_path / "again.parquet"
+    pl.read_csv(good, infer_schema=False).write_parquet(parquet)
+    store = Store(tmp_path / "store")
+    first, second = store.ingest([good, parquet], "battles")
+    assert (second.rows_in, second.rows_accepted, second.rows_quarantined) == (5, 0, 5)
+    reasons = [q["reason"] for q in quarantine(store, second)]
+    assert reasons[0] == "duplicate battle_id (first in good.csv, line 2)"
+    assert sum(p.rows for p in store.partitions("battles")) == 5
+    # Across ingests too: the index is read back from the store.
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text("".join(json.dumps(r) + "\n" for r in pl.read_csv(good, infer_schema=False).to_dicts()))
+    [third] = store.ingest([copy], "battles")
+    assert (third.rows_accepted, third.rows_quarantined) == (0, 5)
+
+
+def test_a_grown_log_stores_only_its_new_rows(tmp_path):
+    log = tmp_path / "log.csv"
+    log.write_text(HEADER + battles(range(4)))
+    store = Store(tmp_path / "store")
+    store.ingest([log], "battles")
+    log.write_text(HEADER + battles(range(4)) + battles(range(4, 7), "2024-01-02"))
+    [grown] = store.ingest([log], "battles")  # read from where the first version ended
+    assert (grown.rows_in, grown.rows_accepted, grown.rows_quarantined) == (3, 3, 0)
+    assert sum(p.rows for p in store.partitions("battles")) == 7
+    rewritten = tmp_path / "rewritten.csv"  # the same log rewritten in another order: its ids catch it
+    rewritten.write_text(HEADER + battles(range(4, 7), "2024-01-02") + battles(range(4)) + battles(range(7, 8)))
+    [again] = store.ingest([rewritten], "battles")
+    assert (again.rows_in, again.rows_accepted, again.rows_quarantined) == (8, 1, 7)
+
+
+def test_partial_overlap_and_duplicates_within_a_file(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text(HEADER + battles(range(0, 6)))
+    b.write_text(HEADER + battles(range(4, 10)) + battles(range(9, 10)))  # b9 twice in b
+    store = Store(tmp_path / "store")
+    _, second = store.ingest([a, b], "battles")
+    assert (second.rows_in, second.rows_accepted, second.rows_quarantined) == (7, 4, 3)
+    assert sorted((q["line"], q["reason"]) for q in quarantine(store, second)) == [
+        (2, "duplicate battle_id (first in a.csv, line 6)"), (3, "duplicate battle_id (first in a.csv, line 7)"),
+        (8, "duplicate battle_id (first at line 7)")]
+
+
+def test_an_index_lost_or_from_another_hasher_is_rebuilt_from_the_partitions(tmp_path, good):
+    store = Store(tmp_path / "store")
+    store.ingest([good], "battles")
+    manifest_path = store.root / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["ids"]["battles"]["hasher"] = "another"
+    manifest_path.write_text(json.dumps(manifest))
+    again = tmp_path / "again.csv"
+    again.write_text(HEADER + battles(range(3, 8)))
+    [report] = store.ingest([again], "battles")
+    assert (report.rows_accepted, report.rows_quarantined) == (3, 2)
+    assert quarantine(store, report)[0]["reason"] == "duplicate battle_id (first in good.csv, line 0)"  # line unknown after a rebuild
+    runs = {r["path"] for r in json.loads(manifest_path.read_text())["ids"]["battles"]["runs"]}
+    assert {str(p.relative_to(store.root)) for p in (store.root / "ids").rglob("*.npy")} == runs  # no stale runs
+
+
+def test_temporary_files_of_a_killed_ingest_are_removed(tmp_path, good):
+    store = Store(tmp_path / "store")
+    store.ingest([good], "battles")
+    stale = store.root / "battles" / "date=2024-01-01" / (".x.parquet.tmp-" + "0" * 32)
+    stale.write_bytes(b"half")
+    look_alike = store.root / "battles" / ".keep.tmp-notours"
+    look_alike.write_bytes(b"mine")
+    other = tmp_path / "other.csv"
+    other.write_text(HEADER + battles(range(10, 12)))
+    store.ingest([other], "battles")
+    assert not stale.exists() and look_alike.exists()
+
+
+def test_games_are_duplicates_as_whole_units(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("game_id,player,score\ng1,x,1\ng1,y,0\n")
+    b.write_text("game_id,player,score\ng2,x,0\ng2,z,1\ng1,x,1\ng1,y,0\n")
+    store = Store(tmp_path / "store")
+    _, second = store.ingest([a, b], "games")
+    assert (second.rows_accepted, second.rows_quarantined) == (2, 2)
+
+
+def test_look_alike_names_are_kept_apart_and_reported(tmp_path, good):
+    other = tmp_path / "other.csv"
+    other.write_text(HEADER + "c1,M0,m1,tie,\nc2,\u043c1,m_2,tie,\nc3,m0,m1,tie,\n")  # m0, m1, m2 known; \u043c is Cyrillic
+    store = Store(tmp_path / "store")
+    store.ingest([good], "battles")
+    [report] = store.ingest([other], "battles")
+    assert sorted(report.look_alikes) == ["agents 'M0' looks like 'm0'", "agents 'm_2' looks like 'm2'",
+                                          "agents '\u043c1' looks like 'm1'"]
+    assert {"M0", "m_2", "\u043c1"} <= set(store.dictionary("agents").names)  # kept apart, not merged
+    assert store.manifest.files[report.sha256].look_alikes == report.look_alikes
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_grown_log_without_ids_is_read_from_where_it_ended(tmp_path, suffix):
+    rows = [{"model_a": "a", "model_b": f"b{i}", "winner": "tie"} for i in range(6)]
+
+    def write(n):
+        if suffix == ".csv":
+            log.write_text("model_a,model_b,winner\n" + "".join(f"{r['model_a']},{r['model_b']},{r['winner']}\n" for r in rows[:n]))
+        else:
+            log.write_text("".join(json.dumps(r) + "\n" for r in rows[:n]))
+
+    log = tmp_path / f"log{suffix}"
+    write(4)
+    store = Store(tmp_path / "store")
+    [first] = store.ingest([log], "battles")
+    write(6)
+    log.write_text(log.read_text().replace('"b5"', '"b5", "extra": 1') if suffix == ".jsonl" else log.read_text())
+    [grown] = store.ingest([log], "battles")
+    assert grown.continues == first.sha256 and (grown.rows_in, grown.rows_accepted) == (2, 2)
+    stored = pl.concat([pl.read_parquet(store.path(p)) for p in store.partitions("battles")])
+    assert stored.height == 6
+    moved = tmp_path / f"moved{suffix}"  # the same grown content under another name is skipped as a whole
+    moved.write_bytes(log.read_bytes())
+    assert store.ingest([moved], "battles")[0].status == "skipped"
+    changed = tmp_path / f"changed{suffix}"  # an edited start is a new file, read whole
+    changed.write_bytes(log.read_bytes().replace(b"b0", b"c0"))
+    assert store.ingest([changed], "battles")[0].rows_in == 6
+
+
+def test_digest_hashes_prefixes_that_end_lines(tmp_path):
+    import hashlib
+
+    from pipeline.store import files
+
+    path = tmp_path / "f"
+    path.write_bytes(b"ab\ncd\nef")
+    digest = files.digest_file(path, [3, 4, 6, 100])
+    assert digest.prefixes == {3: hashlib.sha256(b"ab\n").hexdigest(), 6: hashlib.sha256(b"ab\ncd\n").hexdigest()}
+    assert (digest.sha256, digest.size, digest.newlines) == (hashlib.sha256(b"ab\ncd\nef").hexdigest(), 8, 2)
+
+
+def test_the_index_spills_merges_and_collects_its_runs(tmp_path, monkeypatch):
+    from pipeline.store import index
+
+    from pipeline.logs import delimited
+
+    monkeypatch.setattr(index, "SPILL", 8)  # a file's ids go to disk past 8
+    monkeypatch.setattr(delimited, "CHUNK_BYTES", 300)  # and come in many batches
+    spilled = []
+    spill = index.FileIds._spill
+    monkeypatch.setattr(index.FileIds, "_spill", lambda self, run: spilled.append(len(run)) or spill(self, run))
+    store = Store(tmp_path / "store")
+    for part in range(6):
+        path = tmp_path / f"part{part}.csv"
+        path.write_text(HEADER + battles(range(10 * part, 10 * part + 25)))  # overlaps the next part by 15
+        [report] = store.ingest([path], "battles")
+        assert report.rows_accepted == (25 if part == 0 else 10)
+    manifest = json.loads((store.root / "manifest.json").read_text())
+    runs = manifest["ids"]["battles"]["runs"]
+    assert sum(r["ids"] for r in runs) == 75 and len(runs) < 6  # merged as they grew
+    assert {str(p.relative_to(store.root)) for p in (store.root / "ids").rglob("*") if p.is_file()} == {r["path"] for r in runs}
+    everything = tmp_path / "all.jsonl"
+    everything.write_text("".join(json.dumps({"battle_id": f"b{i}", "model_a": "x", "model_b": "y", "winner": "tie"}) + "\n"
+                                  for i in range(80)))
+    [last] = store.ingest([everything], "battles")
+    assert (last.rows_accepted, last.rows_quarantined) == (5, 75)
+    assert spilled and not list(store.root.rglob(".*tmp-*"))
+
+
+def test_a_log_written_to_while_it_is_read_is_not_half_ingested(tmp_path, good, monkeypatch):
+    store = Store(tmp_path / "store")
+    real = store_module.read_batches
+
+    def appending(path, kind, **options):
+        for batch in real(path, kind, **options):
+            with open(path, "a") as handle:
+                handle.write("b99,m0,m1,tie,2024-01-01\n")  # a writer appends while we read
+            yield batch
+
+    monkeypatch.setattr(store_module, "read_batches", appending)
+    [report] = store.ingest([good], "battles")
+    assert report.status == "unreadable" and report.error == f"{good} changed while it was read; ingest it again"
+    assert store.partitions("battles") == [] and report.sha256 not in store.manifest.files  # tried again next time
+    monkeypatch.undo()
+    [again] = store.ingest([good], "battles")
+    assert (again.status, again.rows_accepted) == ("ingested", 6)

@@ -1,0 +1,46 @@
+"""Partition files written batch by batch in bounded memory: one file per partition, rows kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.store import partitions
+from pipeline.store.partitions import MICROS_PER_DAY, PartitionWriter
+
+
+def test_many_days_in_small_buffers_give_one_file_per_day_and_every_row(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitions, "BUFFER_ROWS", 500)  # flushes all the time, as 2e6 rows are to 1e8
+    rng = np.random.default_rng(0)
+    n, days = 40_000, min(400, partitions.MAX_OPEN - 1)  # more days than the 256 files the writer once kept open
+    micros = 1_700_000_000_000_000 + rng.integers(0, days * MICROS_PER_DAY, n)
+    table = pa.table({"row": np.arange(n), "timestamp": pa.array(micros).cast(pa.timestamp("us", "UTC"))})
+    table = pa.concat_tables([table, pa.table({"row": [n], "timestamp": pa.array([None], pa.timestamp("us", "UTC"))})])
+    writer = PartitionWriter(tmp_path, "battles", "abc", dated=True)
+    for start in range(0, table.num_rows, 700):
+        writer.add(table.slice(start, 700))
+    written = writer.finish()
+    names = [w.path for w in written]
+    assert len(names) == len(set(names)) == len(np.unique(micros // MICROS_PER_DAY)) + 1  # no partition split in two
+    assert names[0] == "battles/source=abc/part.parquet"  # the undated rows, by source
+    rows = []
+    for w in written:
+        part = pq.read_table(w.temporary)
+        assert part.num_rows == w.rows
+        rows.extend(part.column("row").to_pylist())
+        day = w.path.split("/")[1]
+        if day.startswith("date="):
+            days_of = np.unique(part.column("timestamp").cast(pa.int64()).to_numpy() // MICROS_PER_DAY)
+            assert [str(np.datetime64(int(d), "D")) for d in days_of] == [day[5:]]
+            assert part.column("row").to_pylist() == sorted(part.column("row").to_pylist())  # file order kept
+    assert sorted(rows) == list(range(n + 1))
+
+
+def test_discard_leaves_no_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitions, "ROW_GROUP_ROWS", 1)  # written at once
+    writer = PartitionWriter(tmp_path, "battles", "abc", dated=False)
+    writer.add(pa.table({"row": [1, 2]}))
+    assert [p for p in tmp_path.rglob("*") if p.is_file()]
+    writer.discard()
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
