@@ -17,7 +17,7 @@ import numpy as np
 
 from benchmarks.common import best_of, save
 from pipeline.games import build
-from pipeline.methods.deviation import _solve_full, constraint_matrix, deviation_ratings
+from pipeline.methods.deviation import solve_full, constraint_matrix, deviation_ratings
 from pipeline.methods.nash_averaging import nash_average
 from pipeline.stats.game_data import ScoreTable
 
@@ -30,7 +30,7 @@ def main() -> None:
     game = build(table, "agent-agent-task")
     seconds, (ratings, _, info) = best_of(lambda: deviation_ratings(game), repeat=1)
     a = np.round(constraint_matrix(game), 14)
-    naive_lp, _ = best_of(lambda: _solve_full(a, np.zeros(a.shape[0], bool), np.zeros(a.shape[0])), repeat=1)
+    naive_lp, _ = best_of(lambda: solve_full(a, np.zeros(a.shape[0], bool), np.zeros(a.shape[0])), repeat=1)
     results["deviation_40x40x18"] = {"seconds": seconds, "lps": info["lps"], "lp_columns": info["lp_columns"],
                                      "naive_first_lp_seconds": naive_lp, "ratio_to_naive_first_lp": seconds / naive_lp}
 

@@ -5,9 +5,9 @@ the reductions count them as int64 *units* (`to_units`), so that a sum is the sa
 partitioning or the order of the merge (see `pipeline.stats.partials`); in-memory paths quantise
 the same way (`quantize`). Rounding is half to even in both numpy and polars.
 
-The bound: one record weighs at most `MAX_WEIGHT` = 2^30 (about 1.07e9), and one count (a pair
-cell, a position, a distinct ballot) sums to at most `MAX_TOTAL` = 2^39 (about 5.5e11) weight,
-which is 2^63 units. Within the bound every sum is an exact integer (`sum_units`, `add_units`);
+The bound: one record weighs at most `MAX_WEIGHT` = 2^38 (about 2.7e11: a log's weights scaled by
+1e11 still ingest), and one count (a pair cell, a position, a distinct ballot) sums to at most
+`MAX_TOTAL` = 2^39 (about 5.5e11) weight, which is 2^63 units. Within the bound every sum is an exact integer (`sum_units`, `add_units`);
 beyond it, a reduction stops with `WeightOverflow` rather than wrap around. Statistics hand the
 sums on as float64 weights, exact below 2^53 units (about 5.4e8 weight) and otherwise rounded
 once, from the same integer, whatever the partitioning.
@@ -19,10 +19,10 @@ import numpy as np
 import polars as pl
 
 UNIT = 2.0**24  # units per unit of weight
-MAX_WEIGHT = 2.0**30  # the largest weight of one record
+MAX_WEIGHT = 2.0**38  # the largest weight of one record: 2^62 units
 MAX_TOTAL = 2.0**39  # the largest total weight of one count: 2^63 units
 _LOW_BITS = 26  # units split as high * 2^26 + low, each summed exactly in float64
-_BLOCK = 1 << 24  # rows summed per float64 bincount: 2^24 * 2^29 < 2^53
+_BLOCK = 1 << 24  # rows summed per float64 bincount at most (low parts: 2^24 * 2^26 < 2^53)
 
 
 class WeightOverflow(OverflowError):
@@ -49,9 +49,10 @@ def to_units(weights: np.ndarray) -> np.ndarray:
 def sum_units(keys: np.ndarray, units: np.ndarray | None, size: int) -> np.ndarray:
     """The exact int64 sum of `units` per key in 0..size-1 (`None`: one unit of weight per key).
 
-    float64 bincounts are exact while a sum stays below 2^53: units (at most 2^54 for
-    `MAX_WEIGHT`) are split into a low part under 2^26 and a high part under 2^28, and at most
-    2^24 rows are counted at once, so both partial sums are exact."""
+    float64 bincounts are exact while a sum stays below 2^53: units (at most 2^62 for
+    `MAX_WEIGHT`) are split into a low part under 2^26, of which 2^24 rows sum under 2^50, and a
+    high part, whose sum is exact up to 2^53 and must stay under 2^37 for a total within the
+    bound: a larger sum, exact or not, is refused."""
     if units is None:
         return np.bincount(keys, minlength=size).astype(np.int64) * np.int64(UNIT)
     total = np.zeros(size, np.int64)

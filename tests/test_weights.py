@@ -21,23 +21,32 @@ def test_sums_are_exact_where_float64_bincount_is_not():
 
 
 def test_totals_past_the_bound_are_refused_not_wrapped():
-    units = to_units(np.full(600, MAX_WEIGHT))  # 600 * 2^30 weight > 2^39
-    assert 600 * MAX_WEIGHT > MAX_TOTAL
+    units = to_units(np.full(3, MAX_WEIGHT))  # 2^62 units each: two sum to 2^63, one more than int64 holds
+    assert 3 * MAX_WEIGHT > MAX_TOTAL
     with pytest.raises(WeightOverflow, match="exceeds"):
-        sum_units(np.zeros(600, np.int64), units, 1)
-    half = sum_units(np.zeros(300, np.int64), units[:300], 1)  # 300 * 2^30 is within the bound
-    assert half[0] == 300 * 2**54
+        sum_units(np.zeros(3, np.int64), units, 1)
+    one = sum_units(np.zeros(1, np.int64), units[:1], 1)
+    assert one[0] == 2**62
     with pytest.raises(WeightOverflow):
-        add_units(add_units(half, half), half)
+        add_units(one, one)
     assert sum_units(np.zeros(2, np.int64), None, 1)[0] == 2 * UNIT
-    # The bound is exact: 511 records of the largest weight still sum (just under 2^63 units), 512 do not.
-    assert sum_units(np.zeros(511, np.int64), units[:511], 1)[0] == 511 * 2**54
+    # The bound is exact: 511 records of weight 2^30 still sum (just under 2^63 units), 512 do not.
+    medium = to_units(np.full(512, 2.0**30))
+    assert sum_units(np.zeros(511, np.int64), medium[:511], 1)[0] == 511 * 2**54
     with pytest.raises(WeightOverflow):
-        sum_units(np.zeros(512, np.int64), units[:512], 1)
+        sum_units(np.zeros(512, np.int64), medium, 1)
+
+
+def test_weights_scaled_by_1e11_sum_exactly():
+    rng = np.random.default_rng(3)
+    units = to_units(quantize(1e11 * rng.random(20)))  # units near 2^60; totals within 2^39 weight per key
+    keys = rng.integers(0, 5, 20)
+    exact = [sum(int(u) for u, k in zip(units, keys) if k == key) for key in range(5)]
+    assert sum_units(keys, units, 5).tolist() == exact
 
 
 def test_ingest_quarantines_weights_beyond_the_bound(tmp_path):
     path = tmp_path / "b.csv"
-    path.write_text("model_a,model_b,winner,weight\na,b,tie,1e12\na,b,tie,1e308\na,b,tie,1073741824\na,b,tie,0.5\n")
+    path.write_text("model_a,model_b,winner,weight\na,b,tie,1e12\na,b,tie,1e308\na,b,tie,2e11\na,b,tie,0.5\n")
     [report] = Store(tmp_path / "store").ingest([path], "battles")
     assert (report.rows_accepted, report.rows_quarantined) == (2, 2)

@@ -303,7 +303,7 @@ def weight_checks(parsed: str, raw_name: str | None, what: str = "weight") -> li
     col = pl.col(parsed)
     checks = [Check(what, f"{what} is not finite", col.is_not_null() & ~col.is_finite()),
               Check(what, f"{what} is negative", col < 0),
-              Check(what, f"{what} is above {MAX_WEIGHT:,.0f} (2^30), the largest weight summed exactly", col > MAX_WEIGHT)]
+              Check(what, f"{what} is above {MAX_WEIGHT:,.0f} (2^38), the largest weight summed exactly", col > MAX_WEIGHT)]
     if raw_name is not None:
         checks.insert(0, Check(what, f"{what} is not a number", unparsable(raw_name, parsed)))
     return checks

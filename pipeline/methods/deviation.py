@@ -68,7 +68,7 @@ def symmetric_pairs(game: Game, tol: float = 1e-12) -> list[tuple[int, int]]:
     return pairs
 
 
-def _solve_full(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+def solve_full(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """min eps s.t. cols @ s - eps [c not frozen] <= values [c frozen], sum s = 1, s >= 0.
 
     Returns s, eps, the row activities (gains), and the row duals (gain rows, then the sum row)."""
@@ -83,11 +83,11 @@ def _solve_full(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray) -> tup
 
 def _solve(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray, work: np.ndarray,
            batch: int) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:
-    """`_solve_full` by column generation: solve over the columns `work`, add the columns of most
+    """`solve_full` by column generation: solve over the columns `work`, add the columns of most
     negative reduced cost -(cols_j . y + mu) under the restricted duals, until none is negative
     (then the restricted optimum and duals are optimal for all columns). Returns also the new work set."""
     while True:
-        s_work, eps, _, duals = _solve_full(cols[:, work], frozen, values)
+        s_work, eps, _, duals = solve_full(cols[:, work], frozen, values)
         reduced = -(duals[:-1] @ cols + duals[-1])
         reduced[work] = 0.0
         entering = np.flatnonzero(reduced < -TOLERANCE)
@@ -135,7 +135,7 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
             s, eps, gains, duals, work = _solve(cols, frozen, values, work, batch=max(50, cols.shape[0]))
             work = np.union1d(np.flatnonzero(s > 0), initial)  # the support stays feasible for the next LP
         else:
-            s, eps, gains, duals = _solve_full(cols, frozen, values)
+            s, eps, gains, duals = solve_full(cols, frozen, values)
             duals = np.abs(duals[:-1])
         first_lp = time.perf_counter() - lp_start if first_lp is None else first_lp
         lps += 1

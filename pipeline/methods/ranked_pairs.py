@@ -59,7 +59,7 @@ def _lock(margins: np.ndarray) -> tuple[np.ndarray, int]:
     return graph, dropped
 
 
-def _lock_plain(margins: np.ndarray) -> np.ndarray:
+def lock_plain(margins: np.ndarray) -> np.ndarray:
     """Reference: the same rule with a depth-first search for every cycle test."""
     m = len(margins)
     graph = np.zeros((m, m), dtype=bool)
@@ -118,7 +118,7 @@ def ranked_pairs(pairs: PairwiseCounts, *, algorithm: str = "fast") -> Ratings:
     _, margins = dense_counts(pairs, "ranked-pairs")
     graph, dropped = _lock(margins)
     if algorithm == "plain":
-        graph = _lock_plain(margins)
+        graph = lock_plain(margins)
     groups, score = peel(graph, margins)
     return ranked(pairs.agents, groups, score,
                   info={**condorcet_info(pairs), **order_info(pairs.agents, groups),

@@ -34,7 +34,7 @@ def strongest_paths(wins: np.ndarray) -> np.ndarray:
     return paths
 
 
-def _strongest_paths_plain(wins: np.ndarray) -> np.ndarray:
+def strongest_paths_plain(wins: np.ndarray) -> np.ndarray:
     """Reference: the textbook triple loop of [Sch11, section 2.3]."""
     m = len(wins)
     paths = np.where(wins > wins.T, wins, 0.0)
@@ -74,7 +74,7 @@ def schulze(pairs: PairwiseCounts, *, algorithm: str = "fast") -> Ratings:
     if algorithm not in ("fast", "plain"):
         raise ValueError(f"schulze: algorithm must be 'fast' or 'plain', not {algorithm!r}")
     wins, _ = dense_counts(pairs, "schulze")
-    paths = strongest_paths(wins) if algorithm == "fast" else _strongest_paths_plain(wins)
+    paths = strongest_paths(wins) if algorithm == "fast" else strongest_paths_plain(wins)
     above = paths > paths.T
     groups = layers(above)
     return ranked(pairs.agents, groups, cumulative_score(wins, groups),

@@ -6,14 +6,14 @@ import numpy as np
 from tests.voting_profiles import mixed_profiles
 
 from pipeline import methods
-from pipeline.methods.ranked_pairs import _lock_plain, lock
+from pipeline.methods.ranked_pairs import lock_plain, lock
 from pipeline.stats.in_memory import profile
 
 
 def test_fast_equals_plain():
     for ballots in mixed_profiles(1, 30):
         margins = profile(ballots)[0].pairwise.margins
-        np.testing.assert_array_equal(lock(margins), _lock_plain(margins))
+        np.testing.assert_array_equal(lock(margins), lock_plain(margins))
 
 
 def test_equal_margin_cycle_locks_nothing(condorcet_cycle):

@@ -7,14 +7,14 @@ import pytest
 from tests.voting_profiles import mixed_profiles
 
 from pipeline import methods
-from pipeline.methods.schulze import _strongest_paths_plain, layers, strongest_paths
+from pipeline.methods.schulze import strongest_paths_plain, layers, strongest_paths
 from pipeline.stats.in_memory import profile
 
 
 def test_fast_equals_plain():
     for ballots in mixed_profiles(0, 30):
         wins = profile(ballots)[0].pairwise.wins
-        np.testing.assert_array_equal(strongest_paths(wins), _strongest_paths_plain(wins))
+        np.testing.assert_array_equal(strongest_paths(wins), strongest_paths_plain(wins))
 
 
 def test_cycle_ties_everyone(condorcet_cycle):
