@@ -104,10 +104,10 @@ def test_cells_and_records_give_the_same_bootstrap_distribution():
     """Poisson(n) per cell against Poisson(1) per battle: the Borda scores' spread agrees."""
     rows = battles(np.random.default_rng(3), np.array([0.5, 0.0, -0.5]), 300, ["x", "y", "z"])
     stats, names = statistics_of_records(rows, "battles", ["positions"])
-    by_cells = run("borda:bootstrap=1000", stats)
+    by_cells = run("borda:bootstrap=2000", stats)
     rng = np.random.default_rng(9)
     per_record = []
-    for _ in range(1000):
+    for _ in range(400):
         counts = rng.poisson(1.0, len(rows))
         sample = [r for r, c in zip(rows, counts) for _ in range(c)]
         resampled, sample_names = statistics_of_records(sample, "battles", ["positions"])
@@ -115,17 +115,17 @@ def test_cells_and_records_give_the_same_bootstrap_distribution():
         per_record.append(run("borda", resampled).score)
     low, high = np.percentile(per_record, [2.5, 97.5], axis=0)
     width_cells, width_records = by_cells.extras["ci_high"] - by_cells.extras["ci_low"], high - low
-    np.testing.assert_allclose(width_cells, width_records, rtol=0.15)
+    np.testing.assert_allclose(width_cells, width_records, rtol=0.2)
 
 
 def test_rank_intervals_cover_the_true_ranks():
     strength = np.array([1.2, 0.6, 0.2, -0.2, -0.6, -1.2])
     names = ["a", "b", "c", "d", "e", "f"]
     covered = []
-    for replicate in range(12):
+    for replicate in range(8):
         rows = battles(np.random.default_rng(100 + replicate), strength, 400, names)
         stats, got = statistics_of_records(rows, "battles", ["positions"])
-        ratings = run("borda:bootstrap=200", stats)
+        ratings = run("borda:bootstrap=100", stats)
         truth = np.array([names.index(got[i]) + 1 for i in ratings.agents])
         covered.append((ratings.extras["rank_low"] <= truth) & (truth <= ratings.extras["rank_high"]))
     assert np.mean(covered) >= 0.85
@@ -135,7 +135,8 @@ def test_rank_intervals_cover_the_true_ranks():
 def arena(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("arena") / "store")
     store.ingest([ARENA], "battles")
-    specs = [f"{m}:bootstrap=40" for m in ACCEPTANCE] + ["m-elo:bootstrap=200"]
+    # deviation solves an LP game per prompt each round (about a second here): fewer rounds
+    specs = [f"{m}:bootstrap={6 if m == 'deviation' else 40}" for m in ACCEPTANCE] + ["m-elo:bootstrap=200"]
     return reduce_store(store, "battles", needed_statistics(specs)), specs
 
 
@@ -164,7 +165,7 @@ def test_arena_hard_intervals_and_tiers_the_same_on_one_and_two_workers(arena, d
         if spec.startswith("m-elo"):
             assert {"ci_low", "ci_high", "rank_ci"} <= alone.extras.keys()
             continue
-        assert alone.info["bootstrap_dropped"] < 40
+        assert alone.info["bootstrap_dropped"] < alone.info["bootstrap_rounds"]
         _check_intervals(alone)
     lottery = single[ACCEPTANCE.index("maximal-lotteries")]
     assert np.all(lottery.extras["support_frequency"][lottery.score > 0] > 0)
