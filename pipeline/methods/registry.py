@@ -16,6 +16,11 @@ it once (`unique_specs`).
 A method that fans work out (bootstrap rounds, shuffled orders) declares a keyword-only
 parameter `client`: the registry passes the caller's Dask client there (None: local threads).
 It is not a spec parameter and is not recorded in `Ratings.params`.
+
+Every spec whose method has no `bootstrap` parameter of its own also accepts `bootstrap=R` and
+`bootstrap_seed=S`: `run` then adds score intervals, rank intervals and tiers from R Poisson
+bootstrap rounds of the records (`pipeline.methods.uncertainty`). They appear in the canonical
+spelling only when set (`copeland:bootstrap=0` is `copeland`).
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ from dataclasses import dataclass
 
 from pipeline.methods.ratings import Ratings, spec_text
 from pipeline.methods.threads import one_blas_thread
-from pipeline.stats.counts import Statistics
+from pipeline.stats.counts import CORE_STATISTICS, Statistics
 
 CLIENT = "client"  # the keyword through which a method that fans out receives the Dask client
+BOOTSTRAP, BOOTSTRAP_SEED = "bootstrap", "bootstrap_seed"  # the registry's own parameters: see `generic_parameters`
 GIVEN = frozenset({"agents", "appearances", "agent_keys"})  # fields of every Statistics: never reduced on request
 
 
@@ -46,6 +52,12 @@ class Method:
         """The spec parameters and their defaults (the keyword-only arguments but `client`)."""
         return {p.name: p.default for p in inspect.signature(self.fn).parameters.values()
                 if p.kind is p.KEYWORD_ONLY and p.name != CLIENT}
+
+    @property
+    def generic_parameters(self) -> dict[str, object]:
+        """The parameters the registry handles for this method: the bootstrap of `pipeline.methods.uncertainty`,
+        unless the method has a bootstrap of its own (m-Elo)."""
+        return {} if BOOTSTRAP in self.parameters else {BOOTSTRAP: 0, BOOTSTRAP_SEED: 0}
 
     @property
     def fans_out(self) -> bool:
@@ -109,7 +121,8 @@ class Spec:
         name = name.strip()
         if name not in REGISTRY:
             raise ValueError(f"unknown method {name!r}; known methods: {', '.join(sorted(REGISTRY))}")
-        allowed = REGISTRY[name].parameters
+        generic = REGISTRY[name].generic_parameters
+        allowed = REGISTRY[name].parameters | generic
         params: dict[str, object] = {}
         for item in filter(None, (p.strip() for p in rest.split(","))):
             key, eq, value = item.partition("=")
@@ -118,6 +131,8 @@ class Spec:
                 valid = ", ".join(allowed) or "none"
                 raise ValueError(f"{name}: unknown parameter {item!r} (parameters: {valid})")
             params[key] = _coerce(name, key, value.strip(), allowed[key])
+            if key in generic and params[key] == generic[key]:
+                del params[key]  # a registry parameter at its default is not part of the spec
         return cls(name, params)
 
     @property
@@ -133,6 +148,22 @@ class Spec:
     def canonical(self) -> str:
         """The one spelling of this spec: name and every effective parameter, sorted (= `Ratings.spec`)."""
         return spec_text(self.name, self.effective_params)
+
+    @property
+    def bootstrap_rounds(self) -> int:
+        """Rounds of the registry's bootstrap (0: none; a method's own bootstrap is not counted)."""
+        return int(self.params.get(BOOTSTRAP, 0)) if self.method.generic_parameters else 0
+
+    @property
+    def statistics(self) -> tuple[str, ...]:
+        """The inputs a reduction must compute: the method's, and the ballot histogram its bootstrap
+        redraws where the method reads core counts."""
+        core = self.bootstrap_rounds and any(n in CORE_STATISTICS for n in self.method.statistics)
+        return self.method.statistics + (("histogram",) if core and "histogram" not in self.method.statistics else ())
+
+    def without_bootstrap(self) -> Spec:
+        """The spec the registry's bootstrap rates in every round."""
+        return Spec(self.name, {k: v for k, v in self.params.items() if k not in self.method.generic_parameters})
 
     def with_params(self, **params: object) -> Spec:
         return Spec(self.name, self.params | params)
@@ -161,12 +192,22 @@ def unique_specs(specs: Iterable[str | Spec], key: Callable[[Spec], str] = str) 
 
 def needed_statistics(specs: Iterable[str | Spec]) -> frozenset[str]:
     """The statistics a list of specs reads, so a reduction computes only those."""
-    return frozenset(n for s in specs for n in Spec.parse(s).method.statistics)
+    return frozenset(n for s in specs for n in Spec.parse(s).statistics)
 
 
 def run(spec: str | Spec, stats: Statistics, *, client=None) -> Ratings:
-    """Rate `stats` with a spec; a method that fans out does so on `client` (None: local threads)."""
+    """Rate `stats` with a spec; a method that fans out, or the registry's bootstrap, does so on `client`
+    (None: local threads)."""
     spec = Spec.parse(spec)
+    if spec.bootstrap_rounds:
+        from pipeline.methods.uncertainty import bootstrap  # it rates through this module: imported late
+
+        return bootstrap(spec, stats, client=client)
+    return apply(spec, *method_inputs(spec, stats), client=client)
+
+
+def method_inputs(spec: Spec, stats: Statistics) -> list[object]:
+    """The inputs `spec`'s method reads from `stats`, in the order of its `needs`."""
     chosen = spec.method
     if chosen.kinds is not None and stats.kind not in chosen.kinds:
         raise ValueError(f"{spec.name} rates {', '.join(sorted(chosen.kinds))} logs, not {stats.kind}")
@@ -176,13 +217,13 @@ def run(spec: str | Spec, stats: Statistics, *, client=None) -> Ratings:
         if value is None:
             raise ValueError(f"{spec.name} needs the {name} statistic, which was not computed")
         inputs.append(value)
-    return apply(spec, *inputs, client=client)
+    return inputs
 
 
 def apply(spec: Spec, *inputs: object, client=None) -> Ratings:
     """Call a method on inputs already in hand, with one BLAS thread (see `pipeline.methods.threads`);
     the ratings are labelled with the method's name and effective parameters."""
-    options = dict(spec.params) | ({CLIENT: client} if spec.method.fans_out else {})
+    options = dict(spec.without_bootstrap().params) | ({CLIENT: client} if spec.method.fans_out else {})
     with one_blas_thread():
         ratings = spec.method.fn(*inputs, **options)
     return dataclasses.replace(ratings, name=spec.name, params=spec.effective_params)

@@ -342,13 +342,13 @@ def finalize(kind: str, partial: Partial, statistics: frozenset[str], name_order
     positions = partial.positions.finalize(present) if partial.positions is not None else None
     histogram = partial.histogram.finalize(present, partial.n) if partial.histogram is not None else None
     if log_kind(kind).comparisons is not None and pairwise is not None:  # each comparison is a ballot of two
-        positions = _comparison_positions(pairwise) if "positions" in statistics else None
-        histogram = _comparison_histogram(pairwise) if "histogram" in statistics else None
+        positions = comparison_positions(pairwise) if "positions" in statistics else None
+        histogram = comparison_histogram(pairwise) if "histogram" in statistics else None
     return Statistics(kind, present, partial.appearances[present], pairwise, positions, histogram, extra,
                       agent_keys=sort_positions(np.asarray(name_orders["agents"])[present]))
 
 
-def _comparison_positions(pairs: PairwiseCounts) -> PositionCounts:
+def comparison_positions(pairs: PairwiseCounts) -> PositionCounts:
     """A comparison is a ballot of length 2: the winner at 0, the loser at 1, a tie shares 0..1."""
     rows = lambda m: np.asarray(m.sum(axis=1)).ravel()  # noqa: E731
     cols = lambda m: np.asarray(m.sum(axis=0)).ravel()  # noqa: E731
@@ -356,7 +356,8 @@ def _comparison_positions(pairs: PairwiseCounts) -> PositionCounts:
     return PositionCounts(pairs.agents, {k: v for k, v in groups.items() if np.any(v)})
 
 
-def _comparison_histogram(pairs: PairwiseCounts) -> BallotHistogram:
+def comparison_histogram(pairs: PairwiseCounts) -> BallotHistogram:
+    """A comparison is a ballot of two: x ahead of y for each win, one tie group for each tie."""
     wins, ties = sp.coo_array(pairs.wins), sp.triu(sp.coo_array(pairs.ties), k=1).tocoo()
     entries = [(((int(x),), (int(y),)), w) for x, y, w in zip(wins.row, wins.col, wins.data) if w]
     entries += [(((int(x), int(y)),), w) for x, y, w in zip(ties.row, ties.col, ties.data) if w]

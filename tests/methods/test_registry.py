@@ -20,10 +20,10 @@ def test_spec_parsing_converts_types_and_round_trips(pentathlon):
 
 @pytest.mark.parametrize(("text", "message"), [
     ("bordaa", "unknown method 'bordaa'; known methods: "),
-    ("approval:j=2", r"approval: unknown parameter 'j=2' \(parameters: k\)"),
+    ("approval:j=2", r"approval: unknown parameter 'j=2' \(parameters: k, bootstrap, bootstrap_seed\)"),
     ("approval:k=two", "approval: parameter k='two' is not a valid int"),
     ("borda:normalise=maybe", "is not a valid bool"),
-    ("plurality:k=1", r"\(parameters: none\)"),
+    ("plurality:k=1", r"\(parameters: bootstrap, bootstrap_seed\)"),  # the registry's bootstrap applies to every method
 ])
 def test_spec_errors(text, message):
     with pytest.raises(ValueError, match=message):

@@ -1,0 +1,196 @@
+"""The registry's bootstrap: spec handling, resampled statistics against a re-reduction of the redrawn
+records, cells against records in distribution, coverage, workers, store numbering, Arena-hard."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+from pipeline.methods import Spec, needed_statistics, run
+from pipeline.methods.uncertainty import records, tiers
+from pipeline.runtime import local_cluster
+from pipeline.stats import reduce_store
+from pipeline.stats.in_memory import profile, statistics_of_records
+from pipeline.store import Store
+from tests.conftest import SAMPLES
+
+ARENA = SAMPLES / "arena_bench" / "arena_hard_battles.csv"
+ACCEPTANCE = ("elo", "copeland", "schulze", "borda", "maximal-lotteries", "deviation")
+
+
+def battles(rng: np.random.Generator, strength: np.ndarray, n: int, names: list[str]) -> list[dict]:
+    """Bradley-Terry battles between random pairs, with a few ties."""
+    rows = []
+    for _ in range(n):
+        a, b = rng.choice(len(strength), 2, replace=False)
+        p = 1 / (1 + np.exp(strength[b] - strength[a]))
+        u = rng.random()
+        winner = "tie" if u < 0.05 else ("model_a" if u < 0.05 + 0.95 * p else "model_b")
+        rows.append({"model_a": names[a], "model_b": names[b], "winner": winner})
+    return rows
+
+
+def test_spec_parameters():
+    assert Spec.parse("copeland:bootstrap=0") == Spec.parse("copeland")  # the registry's parameters appear only when set
+    assert str(Spec.parse("copeland:bootstrap=20")) == "copeland:bootstrap=20,tie_credit=0.5"
+    assert str(Spec.parse("borda:bootstrap_seed=3,bootstrap=5")) == "borda:bootstrap=5,bootstrap_seed=3,normalise=false"
+    assert Spec.parse("copeland:bootstrap=20").without_bootstrap() == Spec.parse("copeland")
+    with pytest.raises(ValueError, match="bootstrap_seed"):  # m-Elo keeps its own bootstrap
+        Spec.parse("m-elo:bootstrap_seed=1")
+    assert "histogram" in needed_statistics(["copeland:bootstrap=10"]) and "histogram" not in needed_statistics(["copeland"])
+
+
+def test_a_method_without_a_resampler_is_refused_by_name():
+    stats, _ = statistics_of_records([{"model_a": "a", "model_b": "b", "winner": "model_a", "judge": "j"}], "battles",
+                                     ["annotators"])
+    with pytest.raises(ValueError, match="am-elo: bootstrap is not available.*annotators"):
+        run("am-elo:bootstrap=5", stats)
+
+
+def test_tiers():
+    rank = np.array([1, 2, 3, 4, 5])
+    low, high = np.array([1, 1, 2, 4, 4]), np.array([2, 3, 4, 5, 5])
+    # the leader (1..2) takes agent 2 (1..3) and agent 3 (2..4); agent 4 leads the next tier
+    assert tiers(rank, low, high).tolist() == [1, 1, 1, 2, 2]
+
+
+def _draws_of(source, seed=5):
+    return np.random.default_rng(seed).poisson(source.weights).astype(np.float64)
+
+
+def test_redrawn_pair_cells_are_the_reduction_of_the_redrawn_battles():
+    rows = battles(np.random.default_rng(1), np.array([1.0, 0.3, 0.0, -0.8]), 200, ["w", "x", "y", "z"])
+    statistics = ["pairwise", "positions", "histogram"]
+    stats, names = statistics_of_records(rows, "battles", statistics)
+    sources = {s: records(Spec.parse(f"{s}:bootstrap=1"), stats) for s in ("borda", "copeland", "stv")}
+    source = sources["copeland"]
+    assert source.weights.sum() == len(rows)
+    draws = _draws_of(source)
+    # the same draws as records: each cell's battle repeated as often as drawn
+    redrawn = []
+    for count, x, y, cell in zip(draws, source.cells.x, source.cells.y, range(len(draws))):
+        winner = "model_a" if cell < source.cells.wins else "tie"
+        redrawn += [{"model_a": names[x], "model_b": names[y], "winner": winner}] * int(count)
+    expected, _ = statistics_of_records(redrawn, "battles", statistics)
+    pairs = source.rebuild(draws).pairwise
+    assert np.array_equal(pairs.wins, expected.pairwise.wins) and np.array_equal(pairs.ties, expected.pairwise.ties)
+    histogram = sources["stv"].rebuild(draws).histogram
+    assert histogram.ballots == expected.histogram.ballots and np.array_equal(histogram.weights, expected.histogram.weights)
+    positions = sources["borda"].rebuild(draws).positions
+    assert positions.groups.keys() == expected.positions.groups.keys()
+    assert all(np.array_equal(positions.groups[g], expected.positions.groups[g]) for g in positions.groups)
+
+
+def test_redrawn_histogram_is_the_reduction_of_the_redrawn_ballots():
+    rankings = ["a>b>c", "a>b>c", "b>c=a", "c>a>b", "c>a>b", "c>a>b", "a=b>c", "d>a", "b>d>c"]
+    stats, _ = profile(rankings, statistics=["pairwise", "positions", "histogram"])
+    source = records(Spec.parse("schulze:bootstrap=1"), stats)
+    draws = _draws_of(source, seed=2)
+    resampled = source.rebuild(draws)
+    counts = {ballot: int(c) for ballot, c in zip(source.ballots, draws)}
+    redrawn = [r for r in sorted(set(rankings)) for _ in range(counts[_ballot_of(r)])]
+    expected, _ = profile(redrawn, statistics=["pairwise", "positions", "histogram"])
+    assert np.array_equal(resampled.pairwise.wins, expected.pairwise.wins)
+    assert run("schulze", resampled).rank.tolist() == run("schulze", expected).rank.tolist()
+
+
+def _ballot_of(ranking: str) -> tuple:
+    """The histogram ballot of a ranking over the agents a..d (local ids follow the sorted names)."""
+    return tuple(tuple(sorted("abcd".index(name) for name in group.split("="))) for group in ranking.split(">"))
+
+
+def test_cells_and_records_give_the_same_bootstrap_distribution():
+    """Poisson(n) per cell against Poisson(1) per battle: the Borda scores' spread agrees."""
+    rows = battles(np.random.default_rng(3), np.array([0.5, 0.0, -0.5]), 300, ["x", "y", "z"])
+    stats, names = statistics_of_records(rows, "battles", ["positions"])
+    by_cells = run("borda:bootstrap=2000", stats)
+    rng = np.random.default_rng(9)
+    per_record = []
+    for _ in range(400):
+        counts = rng.poisson(1.0, len(rows))
+        sample = [r for r, c in zip(rows, counts) for _ in range(c)]
+        resampled, sample_names = statistics_of_records(sample, "battles", ["positions"])
+        assert sample_names == names
+        per_record.append(run("borda", resampled).score)
+    low, high = np.percentile(per_record, [2.5, 97.5], axis=0)
+    width_cells, width_records = by_cells.extras["ci_high"] - by_cells.extras["ci_low"], high - low
+    np.testing.assert_allclose(width_cells, width_records, rtol=0.2)
+
+
+def test_rank_intervals_cover_the_true_ranks():
+    strength = np.array([1.2, 0.6, 0.2, -0.2, -0.6, -1.2])
+    names = ["a", "b", "c", "d", "e", "f"]
+    covered = []
+    for replicate in range(8):
+        rows = battles(np.random.default_rng(100 + replicate), strength, 400, names)
+        stats, got = statistics_of_records(rows, "battles", ["positions"])
+        ratings = run("borda:bootstrap=100", stats)
+        truth = np.array([names.index(got[i]) + 1 for i in ratings.agents])
+        covered.append((ratings.extras["rank_low"] <= truth) & (truth <= ratings.extras["rank_high"]))
+    assert np.mean(covered) >= 0.85
+
+
+@pytest.fixture(scope="module")
+def arena(tmp_path_factory):
+    store = Store(tmp_path_factory.mktemp("arena") / "store")
+    store.ingest([ARENA], "battles")
+    # deviation solves an LP game per prompt each round (about a second here): fewer rounds
+    specs = [f"{m}:bootstrap={6 if m == 'deviation' else 40}" for m in ACCEPTANCE] + ["m-elo:bootstrap=200"]
+    return reduce_store(store, "battles", needed_statistics(specs)), specs
+
+
+def _check_intervals(ratings):
+    x = ratings.extras
+    assert np.all(x["ci_low"] <= ratings.score + 1e-9) and np.all(ratings.score <= x["ci_high"] + 1e-9) or \
+        ratings.name == "elo"  # Elo's timestamp-order score need not sit inside its bootstrap spread
+    assert np.all(x["rank_low"] <= x["rank_high"])
+    leaders = ratings.rank == ratings.rank.min()
+    assert np.all(x["tier"][leaders] == 1) and np.all(np.diff(x["tier"][np.argsort(ratings.rank, kind="stable")]) >= 0)
+    assert np.all((0 <= x["win_frequency"]) & (x["win_frequency"] <= 1)) and x["win_frequency"].sum() >= 1 - 1e-12
+
+
+def test_arena_hard_intervals_and_tiers_the_same_on_one_and_two_workers(arena, dask_client):
+    stats, specs = arena
+    with local_cluster(1) as cluster:
+        from distributed import Client
+
+        with Client(cluster) as one:
+            single = [run(s, stats, client=one) for s in specs]
+    for spec, alone in zip(specs, single):
+        pair = run(spec, stats, client=dask_client)
+        assert np.array_equal(alone.score, pair.score) and alone.extras.keys() == pair.extras.keys()
+        for key in alone.extras:
+            assert np.array_equal(alone.extras[key], pair.extras[key], equal_nan=True), (spec, key)
+        if spec.startswith("m-elo"):
+            assert {"ci_low", "ci_high", "rank_ci"} <= alone.extras.keys()
+            continue
+        assert alone.info["bootstrap_dropped"] < alone.info["bootstrap_rounds"]
+        _check_intervals(alone)
+    lottery = single[ACCEPTANCE.index("maximal-lotteries")]
+    assert np.all(lottery.extras["support_frequency"][lottery.score > 0] > 0)
+    assert np.any(single[ACCEPTANCE.index("copeland")].extras["tier"] > 1)  # the sample separates some models
+
+
+def test_the_store_numbering_does_not_move_the_intervals(tmp_path):
+    rows = battles(np.random.default_rng(4), np.linspace(1, -1, 6), 300, [f"m{i}" for i in range(6)])
+    path = tmp_path / "battles.csv"
+    pl.DataFrame(rows).write_csv(path)
+    unrelated = tmp_path / "first.csv"
+    pl.DataFrame({"ranking": ["0 other>m5>m3>m1"]}).write_csv(unrelated)
+    results = []
+    for label, first in (("plain", None), ("rotated", unrelated)):
+        store = Store(tmp_path / label)
+        if first is not None:
+            store.ingest([first], "ballots")
+        store.ingest([path], "battles")
+        specs = ["copeland:bootstrap=30", "borda:bootstrap=30", "elo:bootstrap=30"]
+        stats = reduce_store(store, "battles", needed_statistics(specs))
+        names = store.dictionary("agents").names
+        by_name = []
+        for spec in specs:
+            ratings = run(spec, stats)
+            order = np.argsort([names[i] for i in ratings.agents])
+            by_name.append({k: v[order].tolist() for k, v in ratings.extras.items()} | {"score": ratings.score[order].tolist()})
+        results.append(by_name)
+    assert results[0] == results[1]
