@@ -42,7 +42,9 @@ workers, partitions, store ids or the other specs of a run. A round the method c
 (`RatingError`) is dropped and counted in `info["bootstrap_dropped"]`; an agent a method leaves
 out of a round takes the last rank there and no score.
 
-A method that needs statistics from two different record sources (core counts and an extra),
+`ballot_order` (the order of distinct ballots, for whole-ballot STV) is kept as it is: a
+round keeps or drops ballots but makes none. A method that needs statistics from two different
+record sources (core counts and an extra),
 or an extra without a resampler (annotators, council reviews), is refused by name.
 """
 
@@ -209,6 +211,10 @@ def _rebuild_game_data(source: Records, draws: np.ndarray) -> Statistics:
     return replace(source.stats, extra=source.stats.extra | {"game_data": resampled})
 
 
+# Extras that describe the distinct ballots themselves, not how often they occur: a redraw keeps
+# or drops ballots, so they stay valid for every round.
+ALONG_THE_BALLOTS = frozenset({"ballot_order"})
+
 REBUILD = {"core": lambda source, draws: _rebuild_pairs(source, draws) if source.cells is not None
            else _rebuild_histogram(source, draws),
            "sequence": _rebuild_sequence, "game_data": _rebuild_game_data}
@@ -217,7 +223,7 @@ REBUILD = {"core": lambda source, draws: _rebuild_pairs(source, draws) if source
 def records(spec: Spec, stats: Statistics) -> Records:
     """The independent records behind the statistics `spec`'s method reads (see the module's docstring)."""
     needs = [n for n in spec.method.statistics]
-    sources = {"core" if n in CORE_STATISTICS else n for n in needs}
+    sources = {"core" if n in CORE_STATISTICS or n in ALONG_THE_BALLOTS else n for n in needs}
     if len(sources) != 1 or not sources <= REBUILD.keys():
         reason = "reads statistics of different records" if len(sources) > 1 else f"reads {', '.join(sorted(sources))}, which has no resampler"
         raise ValueError(f"{spec.name}: bootstrap is not available: the method {reason}")

@@ -27,7 +27,7 @@ from pipeline.stats.encoding import Arrays, under_prefix, with_prefix
 from pipeline.stats.extras import Extra, register_extra
 from pipeline.stats.partials import ballot_blocks, ballot_tuples
 
-ID_COLUMNS = {"ballots": "ballot_id", "games": "game_id", "scores": "task"}  # a ballot's id, per kind
+ID_COLUMNS = {"ballots": "ballot_id", "games": "game_id", "scores": "task", "battles": "battle_id"}  # a ballot's id, per kind
 Ballot = tuple[tuple[int, ...], ...]
 
 
@@ -67,7 +67,8 @@ def _first(rows: np.ndarray, ids: list[str]) -> tuple[np.ndarray, list[str]]:
 
 def _partial(table: pa.Table, kind: str, n: int) -> dict[int, tuple[np.ndarray, list[str]]]:
     """Per ballot length L: distinct rows [L store ids, L group starts] (as the histogram) and first ids."""
-    orders = log_kind(kind).weak_orders(table)
+    chosen = log_kind(kind)
+    orders = chosen.weak_orders(table) if chosen.weak_orders is not None else chosen.comparisons(table).weak_orders()
     ids = _ids(table, kind)
     if len(ids) != len(orders):
         raise ValueError(f"{kind}: {len(orders)} ballots but {len(ids)} ids")

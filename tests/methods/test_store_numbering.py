@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 import polars as pl
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -52,21 +51,13 @@ def test_the_stores_number_the_agents_differently(two_numberings):
     assert len(common) == 59 and sum(ids[0][n] != ids[1][n] for n in common) > 50
 
 
-# Methods outside the Elo family and the voting rules of this package, known to differ, each for its
-# owner to fix; strict, so a fix shows up as an unexpected pass.
-KNOWN = {
-    "stv": "vote totals differ in the last bits (sums in store-id order)",
-}
-
-
 def records(out, spec: str) -> str:
     """The spec's rows of ratings.json, as text."""
     canonical = str(Spec.parse(spec))
     return json.dumps([r for r in json.loads((out / "ratings.json").read_text()) if r["method"] == canonical], indent=1)
 
 
-@pytest.mark.parametrize("spec", [pytest.param(m, marks=pytest.mark.xfail(reason=KNOWN[m], strict=True)) if m in KNOWN else m
-                                  for m in METHODS])
+@pytest.mark.parametrize("spec", METHODS)
 def test_each_method_rates_the_same_whatever_the_numbering(two_numberings, spec):
     (_, plain), (_, rotated) = two_numberings
     mine = records(plain, spec)
@@ -74,14 +65,9 @@ def test_each_method_rates_the_same_whatever_the_numbering(two_numberings, spec)
 
 
 def test_ratings_files_are_identical(two_numberings):
-    """The whole files, but for the rows of the methods known to differ (checked above)."""
+    """The whole files."""
     (_, plain), (_, rotated) = two_numberings
-    texts, tables = [], []
-    for out in (plain, rotated):
-        rows = [r for r in json.loads((out / "ratings.json").read_text()) if r["method"].partition(":")[0] not in KNOWN]
-        texts.append(json.dumps(rows, indent=1))
-        table = pq.read_table(out / "ratings.parquet")
-        mine = pa.array([m.partition(":")[0] not in KNOWN for m in table.column("method").to_pylist()])
-        tables.append(table.filter(mine))
+    texts = [(out / "ratings.json").read_text() for out in (plain, rotated)]
+    tables = [pq.read_table(out / "ratings.parquet") for out in (plain, rotated)]
     assert texts[0] == texts[1] and '"ci_low"' in texts[0] and '"sd"' in texts[0]
     assert "agent_id" not in tables[0].column_names and tables[0].equals(tables[1])
