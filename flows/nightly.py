@@ -9,6 +9,7 @@ from prefect import flow, get_run_logger
 from flows import tasks
 from flows.ratings import rate_board
 from pipeline.board import load_boards
+from pipeline.progress import progress_bar
 from pipeline.report import HISTORY_FILE, append_history, write_report
 from pipeline.report.runs import discard, new_run_id, promote, staging_folder
 from pipeline.runtime import dask_client
@@ -36,8 +37,9 @@ def nightly(config: str, out: str, scheduler: str | None = None, workers: int = 
 
 def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, workers: int) -> None:
     log = get_run_logger()
-    with dask_client(scheduler, workers) as client:
+    with dask_client(scheduler, workers) as client, progress_bar("boards", len(boards)) as advance:
         for i, board in enumerate(boards, start=1):
+            advance(0, board.name)
             store = str(root / "stores" / board.name)
             reports = tasks.ingest(store, board)
             new = [r for r in reports if r.status == "ingested"]
@@ -47,3 +49,4 @@ def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, 
                 log.error("%s", bad.error)
             rate_board(store, board, str(staging / board.name), client)
             log.info("[%d/%d] %s: rated with %s", i, len(boards), board.name, ", ".join(map(str, board.methods)))
+            advance()

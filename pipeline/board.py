@@ -24,9 +24,10 @@ message with the agents named.
 from __future__ import annotations
 
 import dataclasses
+import math
 import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,11 +117,27 @@ def source_files(board: Board) -> list[Path]:
     return files
 
 
-def ingest(store: Store, board: Board) -> list[IngestReport]:
-    """Store the board's new files; a kind rated directly stores nothing (its file is read when rated)."""
+INGEST_COMMITS = 100  # at most this many store commits when progress is shown
+
+
+def ingest(store: Store, board: Board, advance: Callable[..., None] | None = None) -> list[IngestReport]:
+    """Store the board's new files; a kind rated directly stores nothing (its file is read when rated).
+
+    Given `advance(files, label)` (a progress bar), files are stored in up to `INGEST_COMMITS`
+    batches, each committed on its own, and the bar moves after each."""
     if not log_kind(board.kind).stored:
         return []
-    return store.ingest(source_files(board), board.kind)
+    files = source_files(board)
+    if advance is None:
+        return store.ingest(files, board.kind)
+    reports: list[IngestReport] = []
+    size = max(1, math.ceil(len(files) / INGEST_COMMITS))
+    for start in range(0, len(files), size):
+        batch = files[start:start + size]
+        advance(0, batch[0].name)
+        reports += store.ingest(batch, board.kind)
+        advance(len(batch))
+    return reports
 
 
 def _game_file(board: Board) -> Path:
@@ -238,13 +255,14 @@ def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: in
     return leaderboard_markdown(ratings, agent_names(store, board), board.title or board.name, top=top)
 
 
-def run_board(board: Board, store: Store, out: Path, client=None, temporary_store: bool = False) -> BoardResult:
+def run_board(board: Board, store: Store, out: Path, client=None, temporary_store: bool = False,
+              advance: Callable[..., None] | None = None) -> BoardResult:
     """Ingest, reduce, rate and publish one board, in the calling process (no Prefect); the reduction and
     the methods that fan out run on `client` (None: local threads). A `temporary_store` (deleted
-    after the call) leaves its quarantine in `out`."""
+    after the call) leaves its quarantine in `out`; `advance` is a progress bar over the files ingested."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    reports = ingest(store, board)
+    reports = ingest(store, board, advance)
     timings["ingest"] = time.perf_counter() - start
     start = time.perf_counter()
     stats = reduce(store, board, client)

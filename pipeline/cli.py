@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
+from pipeline.progress import progress_bar
 from pipeline.runtime import SCHEDULER_ENV, dask_client, quiet_logs
 
 if TYPE_CHECKING:
@@ -178,11 +179,13 @@ def ingest(
     """Validate logs and write them into the store; files already ingested are skipped."""
     check_kind(kind, stored=True)
     check_sources(sources)
-    from pipeline.board import Board
+    from pipeline.board import Board, source_files
     from pipeline.board import ingest as ingest_board
     from pipeline.store import Store
 
-    reports = ingest_board(Store(store), Board("ingest", kind, tuple(map(str, sources)), ()))
+    board = Board("ingest", kind, tuple(map(str, sources)), ())
+    with progress_bar("ingest", len(source_files(board))) as advance:
+        reports = ingest_board(Store(store), board, advance)
     report_ingest(reports)
     for bad in (r for r in reports if r.status == "unreadable"):
         errors.print(f"[bold red]unreadable[/bold red]: {bad.error}", markup=True, highlight=False)
@@ -203,7 +206,7 @@ def rate(
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
     check_kind(kind)
-    from pipeline.board import KINDS, Board, run_board
+    from pipeline.board import KINDS, Board, run_board, source_files
     from pipeline.logs import UnreadableFile
     from pipeline.methods.registry import unique_specs
     from pipeline.store import Store
@@ -221,9 +224,10 @@ def rate(
     except ValueError as exc:  # an unknown method or parameter, or a method that does not rate this kind
         raise typer.BadParameter(str(exc), param_hint="--method") from None
     report_merged(board.merged)
-    with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client:
+    with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client, \
+            progress_bar("ingest", len(source_files(board))) as advance:
         try:
-            result = run_board(board, Store(store or scratch), out, client, temporary_store=store is None)
+            result = run_board(board, Store(store or scratch), out, client, temporary_store=store is None, advance=advance)
         except (UnreadableFile, ValueError) as exc:  # a file rated directly cannot be read, or the data cannot be rated at all
             raise fail(str(exc)) from None
     report_ingest(result.reports)
