@@ -1,7 +1,14 @@
-"""The `nightly` flow: ingest new files, rate every board, publish a dated run and `latest`."""
+"""The `nightly` flow: ingest new files, rate every board, publish a dated run and `latest`.
+
+One board that fails (a file that breaks its ingest, a method error that is not a refusal) does
+not stop the others: it is logged in one line, left out of the run and named on the run's
+report page; the run is published with the boards that worked, and the flow run then fails so
+that the failure is seen. A run in which no board worked is not published.
+"""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -9,9 +16,10 @@ from prefect import flow, get_run_logger
 from flows import tasks
 from flows.ratings import rate_board
 from pipeline.board import load_boards
-from pipeline.report import HISTORY_FILE, append_history, write_report
 from pipeline.paths import inside
-from pipeline.report.runs import discard, new_run_id, promote, staging_folder
+from pipeline.progress import progress_bar
+from pipeline.report import HISTORY_FILE, append_history, write_report
+from pipeline.report.runs import discard, new_run_id, promote, record_failures, staging_folder
 from pipeline.runtime import dask_client
 
 
@@ -24,7 +32,10 @@ def nightly(config: str, out: str, scheduler: str | None = None, workers: int = 
     run_id = new_run_id()
     staging = staging_folder(root, run_id)
     try:
-        rate_boards(boards, root, staging, scheduler, workers)
+        failures = rate_boards(boards, root, staging, scheduler, workers)
+        if boards and len(failures) == len(boards):
+            raise RuntimeError(f"every board failed: {'; '.join(f'{name}: {why}' for name, why in failures.items())}")
+        record_failures(staging, failures)
         write_report(staging, history=root / HISTORY_FILE, run_id=run_id)
     except BaseException:
         discard(staging)  # the previous `latest` stays as it was
@@ -32,19 +43,36 @@ def nightly(config: str, out: str, scheduler: str | None = None, workers: int = 
     final = promote(root, staging, run_id)
     append_history(root / HISTORY_FILE, final, run_id)
     log.info("published %s", final)
+    if failures:
+        raise RuntimeError(f"published {final} without {len(failures)} failed board(s): {', '.join(failures)}")
     return str(final)
 
 
-def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, workers: int) -> None:
+def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, workers: int) -> dict[str, str]:
+    """Ingest and rate each board into `staging`; the boards that failed, with a one-line reason."""
     log = get_run_logger()
-    with dask_client(scheduler, workers) as client:
+    failures: dict[str, str] = {}
+    with dask_client(scheduler, workers) as client, progress_bar("boards", len(boards)) as advance:
         for i, board in enumerate(boards, start=1):
-            store = str(inside(root, "stores", board.name))
-            reports = tasks.ingest(store, board)
-            new = [r for r in reports if r.status == "ingested"]
-            log.info("[%d/%d] %s: %d new of %d files, %d rows accepted, %d quarantined", i, len(boards), board.name,
-                     len(new), len(reports), sum(r.rows_accepted for r in new), sum(r.rows_quarantined for r in new))
-            for bad in (r for r in reports if r.status == "unreadable"):
-                log.error("%s", bad.error)
-            rate_board(store, board, str(inside(staging, board.name)), client)
-            log.info("[%d/%d] %s: rated with %s", i, len(boards), board.name, ", ".join(map(str, board.methods)))
+            advance(0, board.name)
+            try:
+                rate_one(board, i, len(boards), root, staging, client)
+            except Exception as exc:  # noqa: BLE001 (one board never stops the others)
+                failures[board.name] = f"{type(exc).__name__}: {next(iter(str(exc).splitlines()), '')}"
+                log.error("[%d/%d] %s failed: %s", i, len(boards), board.name, failures[board.name])
+                shutil.rmtree(inside(staging, board.name), ignore_errors=True)
+            advance()
+    return failures
+
+
+def rate_one(board, i: int, count: int, root: Path, staging: Path, client) -> None:
+    log = get_run_logger()
+    store = str(inside(root, "stores", board.name))
+    reports = tasks.ingest(store, board)
+    new = [r for r in reports if r.status == "ingested"]
+    log.info("[%d/%d] %s: %d new of %d files, %d rows accepted, %d quarantined", i, count, board.name,
+             len(new), len(reports), sum(r.rows_accepted for r in new), sum(r.rows_quarantined for r in new))
+    for bad in (r for r in reports if r.status == "unreadable"):
+        log.error("%s", bad.error)
+    rate_board(store, board, str(inside(staging, board.name)), client)
+    log.info("[%d/%d] %s: rated with %s", i, count, board.name, ", ".join(map(str, board.methods)))

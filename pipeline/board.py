@@ -24,8 +24,10 @@ message with the agents named.
 from __future__ import annotations
 
 import dataclasses
+import math
+import shutil
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,9 +41,10 @@ from pipeline.methods.registry import unique_specs
 from pipeline.paths import check_board_name
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
 from pipeline.stats import Statistics, reduce_store
+from pipeline.stats.extras import EXTRAS
 from pipeline.stats.game_data import PromptCounts
 from pipeline.store import IngestReport, Store
-from pipeline.store.files import sha256_file
+from pipeline.store.files import atomic_write, sha256_file
 
 
 @dataclass(frozen=True)
@@ -65,12 +68,29 @@ class Board:
             raise ValueError(f"board {self.name}: {exc}") from None
         object.__setattr__(self, "methods", methods)
         object.__setattr__(self, "merged", dict(self.merged) | merged)
-        kind = KINDS[self.kind]
-        for spec in methods:
-            if not kind.stored and not set(spec.method.statistics) <= set(kind.statistics):
-                able = sorted(name for name, m in REGISTRY.items() if set(m.statistics) <= set(kind.statistics))
-                raise ValueError(f"board {self.name}: {spec.name} does not rate {kind.name} files "
-                                 f"(methods that do: {', '.join(able)})")
+        try:
+            check_methods_fit(self.kind, methods)
+        except ValueError as exc:
+            raise ValueError(f"board {self.name}: {exc}") from None
+
+
+def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
+    """Raise ValueError naming the first method that cannot rate logs of `kind`, before any work:
+    a method limited to other kinds, or one needing statistics the kind's logs do not give."""
+    declared = KINDS[kind]
+
+    def gives(statistic: str) -> bool:
+        if not declared.stored:
+            return statistic in declared.statistics
+        return statistic not in EXTRAS or kind in EXTRAS[statistic].kinds
+
+    def rates(m) -> bool:
+        return (m.kinds is None or kind in m.kinds) and all(map(gives, m.statistics))
+
+    for spec in specs:
+        if not rates(spec.method):
+            able = sorted(name for name, m in REGISTRY.items() if rates(m))
+            raise ValueError(f"{spec.name} does not rate {kind} files (methods that do: {', '.join(able)})")
 
 
 def load_boards(path: str | Path) -> list[Board]:
@@ -99,11 +119,27 @@ def source_files(board: Board) -> list[Path]:
     return files
 
 
-def ingest(store: Store, board: Board) -> list[IngestReport]:
-    """Store the board's new files; a kind rated directly stores nothing (its file is read when rated)."""
+INGEST_COMMITS = 100  # at most this many store commits when progress is shown
+
+
+def ingest(store: Store, board: Board, advance: Callable[..., None] | None = None) -> list[IngestReport]:
+    """Store the board's new files; a kind rated directly stores nothing (its file is read when rated).
+
+    Given `advance(files, label)` (a progress bar), files are stored in up to `INGEST_COMMITS`
+    batches, each committed on its own, and the bar moves after each."""
     if not log_kind(board.kind).stored:
         return []
-    return store.ingest(source_files(board), board.kind)
+    files = source_files(board)
+    if advance is None:
+        return store.ingest(files, board.kind)
+    reports: list[IngestReport] = []
+    size = max(1, math.ceil(len(files) / INGEST_COMMITS))
+    for start in range(0, len(files), size):
+        batch = files[start:start + size]
+        advance(0, batch[0].name)
+        reports += store.ingest(batch, board.kind)
+        advance(len(batch))
+    return reports
 
 
 def _game_file(board: Board) -> Path:
@@ -184,17 +220,34 @@ class BoardResult:
     errors: dict[str, str] = field(default_factory=dict)  # canonical spec -> one-line message, agents named
 
 
+def keep_quarantine(store: Store, reports: list[IngestReport], out: Path) -> list[IngestReport]:
+    """Copy the quarantine files of `reports` from a store about to be deleted into `out/quarantine/`;
+    the reports returned name the copies (absolute paths, as there is no store to be relative to)."""
+    kept = []
+    for report in reports:
+        if report.quarantine:
+            copy = Path(out).resolve() / report.quarantine
+            atomic_write(copy, lambda tmp, source=store.root / report.quarantine: shutil.copyfile(source, tmp))
+            report = dataclasses.replace(report, quarantine=str(copy))
+        kept.append(report)
+    return kept
+
+
 def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: dict[str, float],
-                stats: Statistics | None = None) -> list[Path]:
+                stats: Statistics | None = None, temporary_store: bool = False) -> list[Path]:
     """Publish a board's ratings with the row accounting of every file behind them (and, given the
-    statistics, records per agent and the head-to-head table); refusals go to run.json."""
+    statistics, records per agent and the head-to-head table); refusals go to run.json. A
+    `temporary_store`'s quarantine is kept in `out/quarantine/`, and run.json names no store."""
     stored = log_kind(board.kind).stored
     names = agent_names(store, board)
     parameters = {"board": board.name, "sources": list(board.sources)}
     if board.merged:
         parameters["methods_merged"] = board.merged
-    record = RunRecord(board.kind, [str(s) for s in board.methods], str(store.root) if stored else "",
-                       inputs(store, board), parameters=parameters, timings=timings, errors=rated.messages(names))
+    behind = inputs(store, board)
+    if temporary_store:
+        behind = keep_quarantine(store, behind, out)
+    record = RunRecord(board.kind, [str(s) for s in board.methods], str(store.root) if stored and not temporary_store else "",
+                       behind, parameters=parameters, timings=timings, errors=rated.messages(names))
     return publish(out, rated.ratings, names, record, board.title or board.name,
                    judges=store.dictionary("judges").names if stored else None, stats=stats)
 
@@ -204,18 +257,20 @@ def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: in
     return leaderboard_markdown(ratings, agent_names(store, board), board.title or board.name, top=top)
 
 
-def run_board(board: Board, store: Store, out: Path, client=None) -> BoardResult:
+def run_board(board: Board, store: Store, out: Path, client=None, temporary_store: bool = False,
+              advance: Callable[..., None] | None = None) -> BoardResult:
     """Ingest, reduce, rate and publish one board, in the calling process (no Prefect); the reduction and
-    the methods that fan out run on `client` (None: local threads)."""
+    the methods that fan out run on `client` (None: local threads). A `temporary_store` (deleted
+    after the call) leaves its quarantine in `out`; `advance` is a progress bar over the files ingested."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    reports = ingest(store, board)
+    reports = ingest(store, board, advance)
     timings["ingest"] = time.perf_counter() - start
     start = time.perf_counter()
     stats = reduce(store, board, client)
     timings["reduce"] = time.perf_counter() - start
     rated = rate(stats, board.methods, client)
     timings |= rated.timings
-    write_board(store, board, rated, out, timings, stats)
+    write_board(store, board, rated, out, timings, stats, temporary_store)
     write_report(out)
     return BoardResult(board, out, rated.ratings, reports, timings, rated.messages(agent_names(store, board)))

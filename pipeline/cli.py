@@ -1,46 +1,95 @@
 """The `vase` command (README, "Command line").
 
-`ingest`, `rate`, `backtest` and `methods` use the library directly and need no Prefect server.
-`demo`, which runs the nightly Prefect flow, is added by `flows.cli` (the installed `vase`
-command), so the library imports nothing from `flows`. Where to compute follows one policy,
-`pipeline.runtime.dask_client`.
+`ingest`, `rate`, `backtest`, `methods`, `kinds`, `report` and `history` use the library directly
+and need no Prefect server. `demo`, which runs the nightly Prefect flow, is added by `flows.cli`
+(the installed `vase` command), so the library imports nothing from `flows`. Where to compute
+follows one policy, `pipeline.runtime.dask_client`.
+
+The command starts fast: this module imports only typer and rich, and every command imports the
+library it uses (polars, Dask, scipy, the methods) when it runs (`benchmarks/bench_cli_start.py`).
+
+Exit codes: 0 done; 1 the data could not be (wholly) rated or ingested (an unreadable file, a
+method that refused, nothing of the kind to rate); 2 a usage error found before any work (an
+unknown kind or method, a method that does not rate the kind, a missing input, a test size the
+log cannot give). Errors are one line on stderr; `--debug` shows the traceback.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
-from pipeline.board import Board, run_board
-from pipeline.logs import KINDS, UnreadableFile
-from pipeline.methods import REGISTRY
-from pipeline.methods.convergence import RatingError
-from pipeline.methods.registry import unique_specs
-from pipeline.runtime import SCHEDULER_ENV, dask_client
-from pipeline.store import IngestReport, Store
+from pipeline.progress import progress_bar
+from pipeline.runtime import SCHEDULER_ENV, dask_client, quiet_logs
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Ratings of agents from logs of battles, games, scores and ballots.")
-console = Console()
+if TYPE_CHECKING:
+    from pipeline.store import IngestReport
+
+# Paths and messages are never wrapped mid-word (soft_wrap: the terminal wraps long lines whole).
+console = Console(soft_wrap=True)
+errors = Console(stderr=True, soft_wrap=True)
 SAMPLES = Path(__file__).resolve().parent.parent / "data-samples"
+TOP = 3  # agents shown per method at the end of `rate`
 
-KindOption = Annotated[str, typer.Option("--kind", "-k", help=f"log kind: {', '.join(KINDS)}")]
+
+class OneLineErrors(TyperGroup):
+    """Any error a command did not expect is printed as one line and exits 1; `--debug` re-raises it."""
+
+    def invoke(self, ctx: typer.Context):
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own: usage errors, exits
+            raise
+        except Exception as exc:
+            if ctx.params.get("debug"):
+                raise
+            errors.print(f"[bold red]error[/bold red]: {type(exc).__name__}: {exc} (--debug shows the traceback)",
+                         markup=True, highlight=False)
+            raise typer.Exit(1) from None
+
+
+app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Ratings of agents from logs of battles, games, scores and ballots.")
+
+KindOption = Annotated[str, typer.Option("--kind", "-k", help="log kind, e.g. battles, games, scores, ballots (`vase kinds` lists them)")]
 SchedulerOption = Annotated[Optional[str], typer.Option(
     "--scheduler", help=f"address of an existing Dask scheduler (default: ${SCHEDULER_ENV}); tls:// uses Dask's TLS configuration")]
+MethodsOption = Annotated[list[str], typer.Option("--method", "-m", help="method spec, e.g. borda or approval:k=3 (repeatable)")]
 
 
-def _report_table(reports: list[IngestReport]) -> Table:
-    table = Table("file", "status", "rows in", "accepted", "quarantined", "note")
-    for r in reports:
-        table.add_row(Path(r.source).name, r.status, str(r.rows_in), str(r.rows_accepted), str(r.rows_quarantined), r.error or (r.quarantine or ""))
-    return table
+@app.callback()
+def main(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="show the INFO log lines of Dask and Prefect")] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an error")] = False,
+) -> None:
+    """Ratings of agents from logs of battles, games, scores and ballots."""
+    quiet_logs(verbose)
 
 
-def _check_kind(kind: str, *, stored: bool = False) -> None:
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print one error line on stderr; the caller raises the returned `Exit`."""
+    errors.print(f"[bold red]error[/bold red]: {message}", markup=True, highlight=False)
+    return typer.Exit(code)
+
+
+def check_sources(sources: Sequence[Path]) -> None:
+    """Every file or folder given must exist before any work starts (exit 2)."""
+    if missing := [str(s) for s in sources if not s.exists()]:
+        raise fail(f"no such file or folder: {', '.join(missing)}", 2)
+
+
+def check_kind(kind: str, *, stored: bool = False) -> None:
+    from pipeline.board import KINDS
+
     if kind not in KINDS:
         known = "; ".join(f"{name} ({k.holds})" for name, k in KINDS.items())
         raise typer.BadParameter(f"unknown kind {kind!r}; expected one of: {known}", param_hint="--kind")
@@ -48,17 +97,77 @@ def _check_kind(kind: str, *, stored: bool = False) -> None:
         raise typer.BadParameter(f"{kind} files are rated directly, not stored: use `vase rate`", param_hint="--kind")
 
 
-def _report_refusals(errors: dict[str, str]) -> None:
+def ingest_table(reports: list[IngestReport]) -> Table:
+    table = Table("file", "status", "rows in", "accepted", "quarantined", "note")
+    for column in table.columns:
+        column.overflow = "fold"
+        column.justify = "right" if column.header in ("rows in", "accepted", "quarantined") else "left"
+    for r in reports:
+        table.add_row(Path(r.source).name, r.status, f"{r.rows_in:,}", f"{r.rows_accepted:,}", f"{r.rows_quarantined:,}",
+                      r.error or (r.quarantine or ""))
+    return table
+
+
+def report_ingest(reports: list[IngestReport]) -> None:
+    if not reports:
+        return
+    console.print(ingest_table(reports))
+    totals = {k: sum(getattr(r, k) for r in reports) for k in ("rows_in", "rows_accepted", "rows_quarantined")}
+    console.print(f"rows in {totals['rows_in']} = accepted {totals['rows_accepted']} + quarantined {totals['rows_quarantined']}")
+
+
+def report_refusals(refused: dict[str, str]) -> None:
     """Print each method's one-line refusal; the command then exits with status 1."""
-    for spec, message in errors.items():
-        console.print(f"[bold red]{spec}[/bold red] could not rate: {message}", soft_wrap=True)
-    if errors:
+    for spec, message in refused.items():
+        errors.print(f"[bold red]{spec}[/bold red] could not rate: {message}", markup=True, highlight=False)
+    if refused:
         raise typer.Exit(1)
 
 
-def _report_merged(merged: dict[str, list[str]]) -> None:
+def report_merged(merged: dict[str, list[str]]) -> None:
     for spec, spellings in merged.items():
-        console.print(f"{' and '.join(spellings)} are the same spec ({spec}): rated once", soft_wrap=True)
+        console.print(f"{' and '.join(spellings)} are the same spec ({spec}): rated once")
+
+
+def method_cell(spec: str) -> str:
+    """A method's short name, and the parameters it was given (those that differ from its defaults)
+    on a second, dim line; the full spec is in run.json."""
+    from pipeline.methods import REGISTRY, Spec
+
+    try:
+        parsed = Spec.parse(spec)
+    except ValueError:  # a label that is not a spec (e.g. a backtest task's)
+        return spec
+    defaults = REGISTRY[parsed.name].parameters
+    changed = ", ".join(f"{k}={v}" for k, v in sorted(parsed.params.items()) if k in defaults and v != defaults[k])
+    return f"[bold]{parsed.name}[/bold]" + (f"\n[dim]{changed}[/dim]" if changed else "")
+
+
+def reading(value: object, digits: int) -> str:
+    """A number rounded for reading: `digits` after the point, and no `-0`."""
+    from pipeline.report.tables import number_cell
+
+    return number_cell(value, digits).text
+
+
+def top_agents_table(records: list[dict], top: int = TOP) -> Table:
+    """Per method, its top agents by name with their scores (records as in ratings.json)."""
+    from pipeline.report.tables import decimals
+
+    by_method: dict[str, list[dict]] = {}
+    for record in records:
+        by_method.setdefault(record["method"], []).append(record)
+    table = Table(title="top agents", title_justify="left")
+    table.add_column("method", overflow="fold")
+    table.add_column("agents", justify="right")
+    for place in range(1, top + 1):
+        table.add_column(f"#{place}", overflow="fold")
+    for spec, rows in by_method.items():
+        digits = decimals([r["score"] for r in rows])
+        best = sorted(rows, key=lambda r: (r["rank"], r["agent"]))[:top]
+        cells = [f"{r['agent']}\n[dim]rank {r['rank']}, {reading(r['score'], digits)}[/dim]" for r in best]
+        table.add_row(method_cell(spec), str(len(rows)), *cells, *[""] * (top - len(cells)), end_section=True)
+    return table
 
 
 @app.command()
@@ -68,14 +177,18 @@ def ingest(
     store: Annotated[Path, typer.Option("--store", help="store folder (created if missing)")],
 ) -> None:
     """Validate logs and write them into the store; files already ingested are skipped."""
-    _check_kind(kind, stored=True)
-    board = Board("ingest", kind, tuple(map(str, sources)), ())
+    check_kind(kind, stored=True)
+    check_sources(sources)
+    from pipeline.board import Board, source_files
     from pipeline.board import ingest as ingest_board
+    from pipeline.store import Store
 
-    reports = ingest_board(Store(store), board)
-    console.print(_report_table(reports))
-    totals = {k: sum(getattr(r, k) for r in reports) for k in ("rows_in", "rows_accepted", "rows_quarantined")}
-    console.print(f"rows in {totals['rows_in']} = accepted {totals['rows_accepted']} + quarantined {totals['rows_quarantined']}")
+    board = Board("ingest", kind, tuple(map(str, sources)), ())
+    with progress_bar("ingest", len(source_files(board))) as advance:
+        reports = ingest_board(Store(store), board, advance)
+    report_ingest(reports)
+    for bad in (r for r in reports if r.status == "unreadable"):
+        errors.print(f"[bold red]unreadable[/bold red]: {bad.error}", markup=True, highlight=False)
     if any(r.status == "unreadable" for r in reports):
         raise typer.Exit(1)
 
@@ -83,7 +196,7 @@ def ingest(
 @app.command()
 def rate(
     kind: KindOption,
-    method: Annotated[list[str], typer.Option("--method", "-m", help="method spec, e.g. borda or approval:k=3 (repeatable)")],
+    method: MethodsOption,
     out: Annotated[Path, typer.Option("--out", help="output folder")],
     sources: Annotated[Optional[list[Path]], typer.Argument(help="log files or folders (ingested first)")] = None,
     store: Annotated[Optional[Path], typer.Option("--store", help="store folder; a temporary one if omitted")] = None,
@@ -92,40 +205,65 @@ def rate(
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
-    _check_kind(kind)
+    check_kind(kind)
+    from pipeline.board import KINDS, Board, run_board, source_files
+    from pipeline.logs import UnreadableFile
+    from pipeline.methods.registry import unique_specs
+    from pipeline.store import Store
+
     if not KINDS[kind].stored and (store is not None or len(sources or ()) != 1):
         raise typer.BadParameter(f"{kind} files are rated directly: give one file, without --store", param_hint="SOURCES")
     if store is None and not sources:
         raise typer.BadParameter("give log files or --store", param_hint="SOURCES")
+    check_sources(sources or ())
+    if store is not None and sources is None and not (store / "manifest.json").exists():
+        raise fail(f"{store} is not a store (no manifest.json); ingest logs into it first", 2)
     try:
         specs, merged = unique_specs(method)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--method") from None
-    try:
         board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged)
-    except ValueError as exc:  # methods that do not rate this kind
+    except ValueError as exc:  # an unknown method or parameter, or a method that does not rate this kind
         raise typer.BadParameter(str(exc), param_hint="--method") from None
-    _report_merged(board.merged)
-    with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client:
+    report_merged(board.merged)
+    with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client, \
+            progress_bar("ingest", len(source_files(board))) as advance:
         try:
-            result = run_board(board, Store(store or scratch), out, client)
+            result = run_board(board, Store(store or scratch), out, client, temporary_store=store is None, advance=advance)
         except (UnreadableFile, ValueError) as exc:  # a file rated directly cannot be read, or the data cannot be rated at all
-            console.print(f"[bold red]error[/bold red]: {exc}", soft_wrap=True)
-            raise typer.Exit(1) from None
-    if result.reports:
-        console.print(_report_table(result.reports))
-    for r in result.ratings:
-        top = sorted(range(len(r.agents)), key=lambda i: r.rank[i])[:3]
-        console.print(f"[bold]{r.spec}[/bold]: {len(r.agents)} agents; top ranks {[int(r.rank[i]) for i in top]}")
-    console.print(f"leaderboard: {out / 'leaderboard.md'}")
-    _report_refusals(result.errors)
+            raise fail(str(exc)) from None
+    report_ingest(result.reports)
+    for bad in (r for r in result.reports if r.status == "unreadable"):
+        errors.print(f"[bold red]unreadable[/bold red]: {bad.error}", markup=True, highlight=False)
+    records = json.loads((out / "ratings.json").read_text(encoding="utf-8"))
+    if records:
+        console.print(top_agents_table(records))
+    console.print(f"report: {(out / 'index.html').resolve()}", highlight=False)
+    report_refusals(result.errors)
+    if any(r.status == "unreadable" for r in result.reports):
+        raise typer.Exit(1)
+
+
+def backtest_table(summary: list[dict], reference: str) -> Table:
+    """The backtest summary, every column folded rather than cut, numbers rounded for reading."""
+    from pipeline.report.tables import decimals
+
+    table = Table(title=f"mean error over splits (Kendall tau distance, 95% interval); diff = method - {reference}",
+                  title_justify="left")
+    for name in ("method", "splits", "error", "interval", "diff", "interval ", "p", "verdict"):
+        table.add_column(name, overflow="fold", justify="left" if name in ("method", "verdict") else "right")
+    digits = decimals([r["mean"] for r in summary] + [r["diff_mean"] for r in summary if r["diff_mean"] is not None]) + 1
+    shown = lambda v: reading(v, digits) if isinstance(v, float) and math.isfinite(v) else ""  # noqa: E731
+    for r in summary:
+        table.add_row(method_cell(r["method"]), str(r["splits"]), shown(r["mean"]), f"{shown(r['ci_low'])} to {shown(r['ci_high'])}",
+                      shown(r["diff_mean"]), f"{shown(r['diff_low'])} to {shown(r['diff_high'])}" if r["diff_low"] is not None else "",
+                      "" if r["p_value"] is None or not math.isfinite(r["p_value"]) else f"{r['p_value']:.2g}", r["verdict"] or "")
+    return table
 
 
 @app.command()
 def backtest(
     store: Annotated[Path, typer.Option("--store", help="store folder holding the logs")],
     kind: KindOption,
-    method: Annotated[list[str], typer.Option("--method", "-m", help="method spec (repeatable)")],
+    method: MethodsOption,
     out: Annotated[Path, typer.Option("--out", help="output folder")],
     splits: Annotated[int, typer.Option("--splits", help="number of splits")] = 50,
     test_size: Annotated[int, typer.Option("--test-size", help="test units (games, battles) per random split")] = 3000,
@@ -138,33 +276,70 @@ def backtest(
     workers: Annotated[int, typer.Option(help="local Dask worker processes when no scheduler is given (0: local threads)")] = 2,
 ) -> None:
     """Which method best predicts held-out games: rate training splits, score test games by Kendall tau."""
-    _check_kind(kind, stored=True)
-    from pipeline.backtest import BacktestConfig
-    from pipeline.backtest import backtest as run_backtest
+    check_kind(kind, stored=True)
+    check_sources([store])
+    import time
+
+    import pyarrow.parquet as pq
+
+    from pipeline.backtest import BacktestConfig, runner
+    from pipeline.backtest.evaluate import run_backtest, task_label
+    from pipeline.board import check_methods_fit
+    from pipeline.methods.convergence import RatingError
+    from pipeline.store import Store
 
     try:
         config = BacktestConfig(kind, tuple(method), splits, test_size, seed, scheme, window_days, reference, unseen)
+        check_methods_fit(kind, config.methods)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    _report_merged(config.merged)
+    report_merged(config.merged)
     opened = Store(store)
+    start = time.perf_counter()
+    log = runner.load(opened, config)
+    try:
+        split_list = runner.make_splits(log, config)
+    except ValueError as exc:  # e.g. a test size the log cannot give: found before any method runs
+        raise fail(f"{exc} (--test-size, --splits, --window-days)", 2) from None
+    timings = {"load": time.perf_counter() - start}
     try:
         with dask_client(scheduler, workers) as client:
-            written = run_backtest(opened, config, out, client)
+            start = time.perf_counter()
+            results = run_backtest(log, split_list, config.methods, client=client, unseen=config.unseen)
+            timings["evaluate"] = time.perf_counter() - start
     except RatingError as error:
-        console.print(f"[bold red]backtest stopped[/bold red]: {error.named(opened.dictionary('agents').names)}", soft_wrap=True)
-        raise typer.Exit(1) from None
-    console.print((out / "summary.md").read_text(encoding="utf-8"))
-    console.print(f"outputs: {', '.join(p.name for p in written)} in {out}")
+        raise fail(f"backtest stopped: {error.named(opened.dictionary('agents').names)}") from None
+    written = runner.publish_backtest(opened, config, results, out, timings)
+    console.print(backtest_table(pq.read_table(out / "summary.parquet").to_pylist(), task_label(config.reference)))
+    console.print(f"outputs: {', '.join(p.name for p in written)} in {out}", highlight=False)
+    console.print(f"report: {(out / 'index.html').resolve()}", highlight=False)
 
 
 @app.command()
 def methods() -> None:
     """List the rating methods and their parameters."""
-    table = Table("method", "parameters", "statistics", "summary")
+    from pipeline.methods import REGISTRY
+
+    table = Table("method", "parameters", "statistics", "kinds", "summary")
+    for column in table.columns:
+        column.overflow = "fold"
     for name, m in sorted(REGISTRY.items()):
         params = ", ".join(f"{k}={v}" for k, v in m.parameters.items())
-        table.add_row(name, params, ", ".join(m.statistics), m.summary)
+        table.add_row(name, params, ", ".join(m.statistics), "all" if m.kinds is None else ", ".join(sorted(m.kinds)), m.summary,
+                      end_section=True)
+    console.print(table)
+
+
+@app.command()
+def kinds() -> None:
+    """List the log kinds: what their files hold and the file types read."""
+    from pipeline.board import KINDS
+
+    table = Table("kind", "holds", "files", "stored")
+    for column in table.columns:
+        column.overflow = "fold"
+    for name, k in KINDS.items():
+        table.add_row(name, k.holds, " ".join(k.suffixes), "yes" if k.stored else "no, rated directly")
     console.print(table)
 
 
@@ -179,7 +354,7 @@ def report(
 
     if not run_dir.is_dir() or not read_run(run_dir):
         raise typer.BadParameter(f"{run_dir} holds no published board or backtest", param_hint="RUN_DIR")
-    console.print(f"report: {write_report(run_dir, history=history)}", soft_wrap=True)
+    console.print(f"report: {write_report(run_dir, history=history)}", highlight=False)
 
 
 @app.command()
@@ -212,7 +387,7 @@ def history(
         table.add_column("score", justify="right", overflow="fold")
         table.add_column("95% CI", justify="right", overflow="fold")
         digits = decimals(view.score)
-        shown = lambda v: "" if v is None else f"{v:.{digits}f}"  # noqa: E731
+        shown = lambda v: "" if v is None else reading(v, digits)  # noqa: E731
         for agent, ranks, score, interval in zip(view.agents, view.ranks, view.score, view.interval):
             now, before = ranks[-1], ranks[-2] if len(ranks) > 1 else None
             change = "" if len(ranks) < 2 else "new" if before is None else "=" if before == now else \

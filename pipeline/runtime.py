@@ -18,6 +18,10 @@ clusters).
 Security: a client on a `tls://` address takes its certificates from Dask's configuration
 (`distributed.comm.tls.*`, e.g. through `DASK_CONFIG`) unless a `distributed.Security` is given;
 nothing here forces plain TCP.
+
+Logs: `quiet_logs` keeps Dask and Prefect at WARNING (the command line's default; `--verbose`
+brings their INFO lines back). Both read the level when they are imported, and Dask's worker
+processes inherit it through the environment, so it is set there as well as on the loggers.
 """
 
 from __future__ import annotations
@@ -27,12 +31,29 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import dask
-
 SCHEDULER_ENV = "VASE_DASK_SCHEDULER"
 LOOPBACK = "127.0.0.1"
 TRIM = "MALLOC_TRIM_THRESHOLD_"
 WORKER_ENVIRONMENT = {TRIM: None, "OMP_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1, "MKL_NUM_THREADS": 1}
+DASK_LOG_ENV = "DASK_LOGGING__DISTRIBUTED"
+PREFECT_LOG_ENV = "PREFECT_LOGGING_LEVEL"
+
+
+def quiet_logs(verbose: bool = False) -> None:
+    """Dask and Prefect log warnings and errors only, or (`verbose`) their INFO lines too. Without
+    `verbose`, a level already set in the environment is kept."""
+    level = "INFO" if verbose else "WARNING"
+    for variable, logger, value in ((DASK_LOG_ENV, "distributed", level.lower()), (PREFECT_LOG_ENV, "prefect", level)):
+        if verbose:
+            os.environ[variable] = value
+        else:
+            os.environ.setdefault(variable, value)
+        logging.getLogger(logger).setLevel(os.environ[variable].upper())  # when it was imported already
+
+
+def dask_log_level() -> int:
+    """The level of a LocalCluster's logs: what `quiet_logs` chose, else WARNING."""
+    return logging.INFO if os.environ.get(DASK_LOG_ENV, "").lower() in ("info", "debug") else logging.WARNING
 
 
 def scheduler_address(explicit: str | None = None) -> str | None:
@@ -43,6 +64,7 @@ def scheduler_address(explicit: str | None = None) -> str | None:
 @contextmanager
 def local_cluster(workers: int = 2) -> Iterator[object]:
     """A LocalCluster of `workers` single-threaded worker processes, listening on loopback only."""
+    import dask
     from distributed import LocalCluster
 
     # A nanny writes its variables into this process's environment before spawning, so an earlier
@@ -51,7 +73,7 @@ def local_cluster(workers: int = 2) -> Iterator[object]:
     settings = {f"distributed.nanny.pre-spawn-environ.{key}": value for key, value in WORKER_ENVIRONMENT.items()}
     with dask.config.set(settings), LocalCluster(
         n_workers=workers, threads_per_worker=1, processes=True, host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
-        worker_dashboard_address=f"{LOOPBACK}:0", silence_logs=logging.WARNING,
+        worker_dashboard_address=f"{LOOPBACK}:0", silence_logs=dask_log_level(),
     ) as cluster:
         yield cluster
 

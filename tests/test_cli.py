@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
+import polars as pl
 import pytest
 from typer.testing import CliRunner
 
@@ -130,3 +134,81 @@ def test_rate_without_rows_of_the_kind_is_one_line(tmp_path):
     empty.write_text("model_a,model_b,winner\n")
     result = runner.invoke(app, ["rate", str(empty), "--kind", "battles", "-m", "borda", "--out", str(tmp_path / "out")])
     assert result.exit_code == 1 and "holds no battles" in result.output and "Traceback" not in result.output
+
+
+def test_vase_help_imports_none_of_the_heavy_libraries():
+    # `vase --help` starts fast because the command imports the library only when a command runs
+    # (benchmarks/bench_cli_start.py times it).
+    probe = ("import sys\nsys.argv = ['vase', '--help']\nfrom flows.cli import app\ntry:\n    app()\nexcept SystemExit:\n    pass\n"
+             "print(' '.join(sys.modules), file=sys.stderr)")
+    loaded = set(subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stderr.split())
+    heavy = {"prefect", "distributed", "dask", "scipy", "polars", "pyarrow", "numpy", "matplotlib", "pipeline.methods", "pipeline.board"}
+    assert "typer" in loaded and not heavy & loaded
+
+
+@pytest.mark.parametrize("command", [["ingest", "--kind", "battles", "--store", "{tmp}/s"],
+                                     ["rate", "--kind", "battles", "-m", "borda", "--out", "{tmp}/out"]])
+def test_a_missing_input_is_one_line_and_exit_2_before_any_work(tmp_path, command):
+    args = [a.format(tmp=tmp_path) for a in command] + [str(SAMPLES / "llmfao"), str(tmp_path / "no-such.csv")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert result.output.strip() == f"error: no such file or folder: {tmp_path / 'no-such.csv'}"
+    assert not list(tmp_path.iterdir())  # nothing ingested, nothing published
+
+
+def test_a_method_that_does_not_rate_the_kind_stops_rate_before_any_work(tmp_path):
+    result = runner.invoke(app, ["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "-m", "am-elo",
+                                 "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "am-elo does not rate games files" in " ".join(result.output.split())
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path):
+    out = tmp_path / "taken"
+    out.write_text("a file where the output folder should go")
+    args = ["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "--out", str(out)]
+    quiet = runner.invoke(app, args)
+    assert quiet.exit_code == 1 and "Traceback" not in quiet.output
+    [line] = [line for line in quiet.output.splitlines() if line.startswith("error:")]
+    assert "Error" in line and "--debug shows the traceback" in line
+    loud = runner.invoke(app, ["--debug", *args])
+    assert loud.exit_code == 1 and isinstance(loud.exception, OSError)  # raised, not reduced to a line
+
+
+def test_rate_without_a_store_keeps_its_quarantine_in_the_output_folder(tmp_path):
+    log = tmp_path / "battles.csv"
+    log.write_text("model_a,model_b,winner\nalpha,beta,model_a\nalpha,,model_b\nbeta,alpha,model_b\ngamma,alpha,nobody\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["rate", str(log), "--kind", "battles", "-m", "borda", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    run = json.loads((out / "run.json").read_text())
+    [entry] = run["inputs"]
+    assert run["store"] == "" and entry["rows_quarantined"] == 2
+    kept = pl.read_parquet(entry["quarantine"])
+    assert Path(entry["quarantine"]).is_relative_to(out.resolve()) and sorted(kept["line"].to_list()) == [3, 5]
+
+
+def test_rate_ends_with_the_top_agents_by_name_and_the_report_path_unwrapped(tmp_path):
+    out = tmp_path / ("a-deep-output-folder-whose-path-is-longer-than-a-terminal-line" * 2) / "f1"
+    result = runner.invoke(app, ["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "-m", "approval:k=3",
+                                 "--out", str(out)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[-1] == f"report: {out.resolve() / 'index.html'}"
+    assert "Max Verstappen" in result.output and "top ranks" not in result.output
+    assert "approval" in result.output and "k=3" in result.output and "normalise" not in result.output  # defaults left out
+    assert "…" not in result.output and all(len(line) <= 80 for line in lines[:-1])
+
+
+def test_methods_and_kinds_are_listed_whole_at_80_columns():
+    for command in ("methods", "kinds"):
+        result = runner.invoke(app, [command], env={"COLUMNS": "80"})
+        assert result.exit_code == 0 and "…" not in result.output
+    listed = " ".join(runner.invoke(app, ["methods"], env={"COLUMNS": "80"}).output.split())
+    assert "am-elo" in listed and "battles" in listed
+
+
+def test_reading_numbers_are_rounded_and_negative_zero_is_zero():
+    from pipeline.cli import reading
+
+    assert reading(-1.41095e-14, 2) == "0.00" and reading(1234.5678, 1) == "1234.6"

@@ -17,3 +17,21 @@ def test_vase_backtest_on_a_scheduler(tmp_path, dask_cluster):
     bad = runner.invoke(app, ["backtest", "--store", store, "--kind", "games", "--method", "borda", "--unseen", "drop",
                               "--out", str(out)])
     assert bad.exit_code != 0 and "policy" in bad.output
+
+
+def test_vase_backtest_summary_is_whole_at_80_columns_and_a_test_size_too_big_stops_before_work(tmp_path):
+    runner = CliRunner()
+    store = str(tmp_path / "store")
+    assert runner.invoke(app, ["ingest", str(SAMPLES / "f1" / "races_2021_2023.csv"), "--kind", "games", "--store", store]).exit_code == 0
+    args = ["backtest", "--store", store, "--kind", "games", "-m", "borda", "-m", "approval:k=3", "--splits", "3", "--seed", "1",
+            "--reference", "borda", "--workers", "0"]
+    too_big = runner.invoke(app, [*args, "--test-size", "100000", "--out", str(tmp_path / "big")])
+    assert too_big.exit_code == 2 and "test size must be between 1 and" in too_big.output and "--test-size" in too_big.output
+    assert not (tmp_path / "big").exists()
+    wrong_kind = runner.invoke(app, [*args, "-m", "am-elo", "--test-size", "5", "--out", str(tmp_path / "kind")])
+    assert wrong_kind.exit_code == 2 and "am-elo does not rate games files" in " ".join(wrong_kind.output.split())
+    out = tmp_path / "out"
+    result = runner.invoke(app, [*args, "--test-size", "5", "--out", str(out)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output and "approval" in result.output and "reference" in result.output
+    assert result.output.splitlines()[-1] == f"report: {out.resolve() / 'index.html'}"

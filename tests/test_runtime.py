@@ -103,3 +103,20 @@ def test_a_tls_address_takes_its_certificates_from_the_dask_configuration():
                       "distributed.comm.tls.client.key": security.tls_client_key}
         with dask.config.set(configured), dask_client(cluster.scheduler_address) as client:
             assert client.submit(sum, [1, 2]).result() == 3
+
+
+def test_dask_logs_are_quiet_by_default_and_verbose_brings_them_back(tmp_path):
+    import subprocess
+    import sys
+
+    from pipeline.runtime import DASK_LOG_ENV, PREFECT_LOG_ENV
+
+    env = {k: v for k, v in os.environ.items() if k not in (DASK_LOG_ENV, PREFECT_LOG_ENV)}
+    args = ["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "--workers", "1"]
+    command = [sys.executable, "-c", "from flows.cli import app; app()"]
+    quiet = subprocess.run([*command, *args, "--out", str(tmp_path / "quiet")], env=env, capture_output=True, text=True)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "INFO" not in quiet.stderr + quiet.stdout and "report:" in quiet.stdout
+    loud = subprocess.run([*command, "--verbose", *args, "--out", str(tmp_path / "loud")], env=env, capture_output=True, text=True)
+    assert loud.returncode == 0, loud.stderr
+    assert "distributed" in loud.stderr and "INFO" in loud.stderr

@@ -5,11 +5,15 @@ becomes `latest`, and readers of `latest` never see a half-written run."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import shutil
 from pathlib import Path
 
 from pipeline.paths import inside
+from pipeline.store.files import write_json
+
+FAILED_BOARDS = "failed_boards.json"  # board name -> why it failed, in a run folder where some did
 
 
 def new_run_id(now: dt.datetime | None = None) -> str:
@@ -36,3 +40,14 @@ def promote(root: Path, staging: Path, run_id: str) -> Path:
 
 def discard(staging: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
+
+
+def record_failures(folder: Path, failures: dict[str, str]) -> None:
+    """Name the boards of a run that failed (the others were published), for its report."""
+    if failures:
+        write_json(folder / FAILED_BOARDS, failures)
+
+
+def read_failures(folder: Path) -> dict[str, str]:
+    path = Path(folder) / FAILED_BOARDS
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}

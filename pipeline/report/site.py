@@ -27,6 +27,7 @@ from pipeline.report.diagnostics import Context, Diagnostics, Note, describe, na
 from pipeline.report.folders import BacktestFolder, BoardFolder, Folder, read_run, run_id_of
 from pipeline.report.history import history_beside, rank_changes, read_history, with_run
 from pipeline.report.provenance import Provenance, provenance
+from pipeline.report.runs import read_failures
 from pipeline.report.tables import Cell, Column, Table, frame_table, leaderboard_table
 from pipeline.store.files import write_text
 
@@ -389,7 +390,8 @@ def write_report(folder: str | Path, *, history: str | Path | None = None, run_i
     found = read_run(folder)
     if len(found) == 1 and found[0].path == folder:
         return write_folder(found[0], past, run_id, None)
-    cards, failed = [], []
+    cards = []
+    failed = [Note(f"Board {name} failed and was not published: {why}", "warn") for name, why in read_failures(folder).items()]
     for item in found:
         try:
             write_folder(item, past, run_id, "../index.html")

@@ -129,3 +129,35 @@ def test_nightly_refuses_a_board_that_would_write_outside_out(tmp_path, config, 
     with pytest.raises(UnsafePath, match="board name must match"):
         nightly(str(config), str(out))
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["nightly.yaml"]
+
+
+def test_a_failing_board_does_not_stop_the_others(tmp_path):
+    from flows.nightly import nightly
+
+    bad = tmp_path / "broken.nfg"
+    bad.write_text("NFG 1 R \"x\" { \"a\" } { 2 }\n1\n")  # too few payoffs: the board fails when rated
+    config = tmp_path / "nightly.yaml"
+    config.write_text(yaml.safe_dump({"boards": [
+        {"name": "broken", "kind": "nfg", "sources": [str(bad)], "methods": ["deviation"]},
+        {"name": "f1", "kind": "games", "sources": [str(SAMPLES / "f1")], "methods": ["borda"]},
+    ]}))
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="without 1 failed board"):
+        nightly(str(config), str(out), workers=0)
+    latest = out / "latest"
+    assert (latest / "f1" / "ratings.parquet").exists() and not (latest / "broken").exists()
+    index = (latest / "index.html").read_text()
+    assert "Board broken failed and was not published" in index and "payoffs" in index
+
+
+def test_a_run_where_every_board_fails_is_not_published(tmp_path):
+    from flows.nightly import nightly
+
+    bad = tmp_path / "broken.nfg"
+    bad.write_text("NFG 1 R \"x\" { \"a\" } { 2 }\n1\n")
+    config = tmp_path / "nightly.yaml"
+    config.write_text(yaml.safe_dump({"boards": [{"name": "broken", "kind": "nfg", "sources": [str(bad)],
+                                                  "methods": ["deviation"]}]}))
+    with pytest.raises(RuntimeError, match="every board failed"):
+        nightly(str(config), str(tmp_path / "out"), workers=0)
+    assert not (tmp_path / "out" / "latest").exists()
