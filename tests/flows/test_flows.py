@@ -161,3 +161,47 @@ def test_a_run_where_every_board_fails_is_not_published(tmp_path):
     with pytest.raises(RuntimeError, match="every board failed"):
         nightly(str(config), str(tmp_path / "out"), workers=0)
     assert not (tmp_path / "out" / "latest").exists()
+
+
+def test_a_nightly_with_bad_files_publishes_every_board_and_does_not_retry_them(tmp_path):
+    """Three boards; one fed a latin-1 file, a file with a NaN timestamp and a truncated Parquet file."""
+    import shutil
+
+    import polars as pl
+
+    from flows.nightly import nightly
+    from pipeline.store import Store
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(SAMPLES / "arena_bench" / "arena_hard_battles.csv", logs / "good.csv")
+    (logs / "latin1.csv").write_bytes("model_a,model_b,winner\ncaf\u00e9-7b,gpt,model_a\n".encode("latin-1"))
+    (logs / "nan_time.csv").write_text("model_a,model_b,winner,timestamp\na,b,model_a,NaN\nb,a,tie,2024-01-01T00:00:00Z\n")
+    whole = tmp_path / "whole.parquet"
+    pl.read_csv(logs / "good.csv").write_parquet(whole)
+    data = whole.read_bytes()
+    (logs / "truncated.parquet").write_bytes(data[: len(data) // 2])
+    config = tmp_path / "nightly.yaml"
+    config.write_text(yaml.safe_dump({"boards": [
+        {"name": "arena", "kind": "battles", "sources": [str(logs)], "methods": ["borda"]},
+        {"name": "f1", "kind": "games", "sources": [str(SAMPLES / "f1")], "methods": ["borda"]},
+        {"name": "arena-clean", "kind": "battles", "sources": [str(SAMPLES / "arena_bench" / "arena_hard_battles.csv")],
+         "methods": ["copeland"]},
+    ]}))
+    out = tmp_path / "out"
+    nightly(str(config), str(out), workers=0)
+    latest = out / "latest"
+    assert all((latest / board / "ratings.parquet").exists() for board in ("arena", "f1", "arena-clean"))
+    run = json.loads((latest / "arena" / "run.json").read_text())
+    status = {i["source"].rsplit("/", 1)[-1]: i for i in run["inputs"]}
+    assert status["good.csv"]["status"] == "ingested" and status["truncated.parquet"]["status"] == "unreadable"
+    assert status["latin1.csv"]["status"] == "unreadable" and "latin1.csv" in status["latin1.csv"]["error"]
+    assert status["nan_time.csv"]["rows_quarantined"] == 1
+    page = (latest / "arena" / "index.html").read_text()
+    assert "truncated.parquet" in page and "latin1.csv" in page
+    manifest = Store(out / "stores" / "arena").manifest
+    refused = {r.sha256: r.ingested_at for r in manifest.files.values() if r.status == "unreadable"}
+    assert len(refused) == 2
+    nightly(str(config), str(out), workers=0)  # the next night reads neither refused file again
+    again = Store(out / "stores" / "arena").manifest
+    assert {r.sha256: r.ingested_at for r in again.files.values() if r.status == "unreadable"} == refused
