@@ -30,10 +30,13 @@ percentiles as `ci_low`, `ci_high`, and `rank_ci` = 1 + the number of agents who
 is above the agent's upper bound. Rounds run in seeded chunks (`pipeline.methods.fanout`) on
 the Dask client the registry passes (local threads without one); rounds whose resample has no
 MLE are dropped and counted in `info["bootstrap_dropped"]`, rounds whose fit did not converge in
-`info["bootstrap_unconverged"]`. With ties=half and at most DENSE_MAX_AGENTS agents, the rounds
-of a chunk are fitted together by the chord method [OR70, 10.1]: Newton steps that reuse the
-full-data Hessian, stopping when the largest step is at most `tol` / 100 (while the steps at
-least halve, so the error is then below that), with the plain Newton fit as the fallback.
+`info["bootstrap_unconverged"]`. With ties=half the rounds of a chunk are fitted together: on
+graphs where a dense solve is cheaper (`bradley_terry.dense_is_cheaper`) by the chord method
+[OR70, 10.1], Newton steps that reuse the full-data Hessian, stopping when the largest step is at
+most `tol` / 100 (while the steps at least halve, so the error is then below that), with the
+plain Newton fit as the fallback; on sparse graphs by Newton vectorised over the rounds
+(`_newton_rounds`, the same steps and stopping rules as a plain fit, all rounds' systems solved
+by one block of conjugate gradients).
 
 Games: `games=pairs` fits the pairs of each game with the game's weight (a 7-player game is 21
 comparisons); `games=player` weights each pair 1/(L-1) (see `pipeline.stats.game_pairs`).
@@ -59,6 +62,7 @@ from pipeline.stats.game_pairs import PerGameCounts
 
 TIES = ("half", "davidson")
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
+ROUND_BLOCK = 1 << 22  # cells x rounds fitted together on sparse graphs (32 MB per array)
 CHORD_SHARE = 1e-2  # the chord method stops at steps of CHORD_SHARE * tol: its error is then below that
 
 
@@ -96,8 +100,9 @@ def _bootstrap_chunk(job: Resample, size: int, rng: np.random.Generator) -> np.n
     cells, draws = job.cells, _draw(job.cells, size, rng)
     if job.path == "chord":
         return _chord_rounds(job, *draws)
-    if job.path == "rounds":
-        return _newton_rounds(job, *draws)
+    if job.path == "rounds":  # in blocks of rounds, so that memory stays at a few arrays of ROUND_BLOCK numbers
+        width = max(1, ROUND_BLOCK // max(1, len(cells.x)))
+        return np.concatenate([_newton_rounds(job, *(d[:, lo: lo + width] for d in draws)) for lo in range(0, size, width)])
     return np.array([_fit_round(job, cells.with_weights(*(d[:, k] for d in draws))) for k in range(size)])
 
 

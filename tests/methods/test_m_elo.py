@@ -190,6 +190,7 @@ def test_bootstrap_does_not_depend_on_the_workers(dask_client, monkeypatch, spar
 def test_the_chord_bootstrap_agrees_with_newton_round_by_round(monkeypatch, prior, wins, sparse):
     if sparse:
         monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_MAX_AGENTS", 2)
+        monkeypatch.setattr("pipeline.methods.m_elo.ROUND_BLOCK", 7 * 3)  # blocks of 7 rounds: a chunk in pieces
     cells = Cells.from_counts(counts(wins))
     options = {"davidson": False, "prior": prior, "tol": 1e-7, "max_iter": 100}
     full = fit(cells, prior=prior)
