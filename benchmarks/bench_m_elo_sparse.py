@@ -104,6 +104,8 @@ def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, work
         start = time.perf_counter()
         bootstrap_intervals(cells, baseline_full, options, baseline_rounds, 1, 400.0, 1000.0, algorithm="newton")
         per_round_baseline = (time.perf_counter() - start) / baseline_rounds
+    print(f"  full fit {t_fit:.2f} s (baseline {t_fit_baseline:.2f} s); baseline bootstrap {per_round_baseline:.2f} s per "
+          f"round ({baseline_rounds} rounds)", flush=True)
     result = {"players": cells.n, "pairs": len(cells.x), "rounds": rounds, "workers": workers,
               "full_fit_s": t_fit, "baseline_full_fit_s": t_fit_baseline,
               "baseline_per_round_s": per_round_baseline, "baseline_rounds_measured": baseline_rounds,
@@ -123,8 +125,7 @@ def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, work
     new = result[f"bootstrap_{workers}_workers_s"]
     result["baseline_estimated_s"] = per_round_baseline * rounds
     result["speedup_vs_baseline"] = per_round_baseline * rounds / new
-    print(f"  full fit {t_fit:.2f} s (baseline {t_fit_baseline:.2f} s); bootstrap {rounds} rounds on {workers} workers "
-          f"{new:.1f} s; baseline {per_round_baseline:.2f} s/round = {per_round_baseline * rounds:.0f} s for {rounds}: "
+    print(f"  bootstrap {rounds} rounds on {workers} workers {new:.1f} s; baseline {per_round_baseline:.2f} s/round = {per_round_baseline * rounds:.0f} s for {rounds}: "
           f"{result['speedup_vs_baseline']:.1f}x; {check_rounds} rounds give the same bytes on {workers} workers and in one "
           f"process: {result[f'same_bytes_{workers}_workers_and_one_process']}", flush=True)
     return result
@@ -135,12 +136,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1000)
     parser.add_argument("--baseline-rounds", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--check-rounds", type=int, default=100, help="rounds checked for the same bytes")
     parser.add_argument("--diplomacy", action="store_true", help="also the Diplomacy-scale log (52,958 players)")
     args = parser.parse_args()
     results = {"load_average": os.getloadavg()[0],
-               "wta_like": bench_graph("WTA-like", wta_like(), args.rounds, args.baseline_rounds, args.workers)}
+               "wta_like": bench_graph("WTA-like", wta_like(), args.rounds, args.baseline_rounds, args.workers,
+                                       args.check_rounds)}
     if args.diplomacy:
-        results["diplomacy"] = bench_graph("Diplomacy-scale", diplomacy_like(), args.rounds, 2, args.workers)
+        results["diplomacy"] = bench_graph("Diplomacy-scale", diplomacy_like(), args.rounds, 2, args.workers,
+                                             args.check_rounds)
     print(f"written {save('m_elo_sparse', results)}")
 
 

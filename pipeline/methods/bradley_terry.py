@@ -12,10 +12,11 @@ come in an order that depends on the names only, never on the ids a store assign
 battles give the same bits whatever the numbering.
 
 Newton's method (`fit`) with a backtracking line search on the concave log-likelihood; the
-Hessian is a weighted graph Laplacian (`laplacian_solve`: dense Cholesky where that is cheaper
-by its cost model, `dense_is_cheaper`; otherwise Jacobi-preconditioned conjugate gradients, with
-work proportional to the nonzeros, solved loosely while the gradient is large [EW96]). Its stopping rules are scale-aware, so multiplying every weight by
-a constant gives the same ratings and no decision rests on the last bits of a sum:
+Hessian is a weighted graph Laplacian (`laplacian_solve`: dense Cholesky where that is cheaper,
+`dense_is_cheaper`; otherwise Jacobi-preconditioned conjugate gradients, work proportional to the
+nonzeros, solved loosely while the gradient is large [EW96]). Its stopping rules are
+scale-aware, so multiplying every weight by a constant gives the same ratings and no decision
+rests on the last bits of a sum:
 - converged when the largest Newton step, in natural units (a ratio of gradient to curvature,
   free of the weights' scale), is at most `tol`; that last step is taken, so with quadratic
   convergence the ratings are accurate to about tol^2;
@@ -39,7 +40,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 

@@ -155,10 +155,11 @@ def _existence(job: Resample, wx: np.ndarray, wy: np.ndarray) -> np.ndarray:
     """FITTED or NO_ESTIMATE per round (columns of the effective wins wx, wy). With prior = 0 the check
     runs once per chunk on the "x beat y" edges present in every round of it: if they connect
     strongly, so does each round's graph; otherwise each round is checked alone."""
-    rounds, no_ties = wx.shape[1], np.zeros(len(job.cells.x))
+    cells, rounds = job.cells, wx.shape[1]
+    no_ties = np.zeros(len(cells.x))
     status = np.full(rounds, FITTED)
-    if job.options["prior"] == 0 and existence_problems(job.cells.with_weights(wx.min(axis=1), wy.min(axis=1), no_ties)) is not None:
-        exists = [existence_problems(job.cells.with_weights(wx[:, k], wy[:, k], no_ties)) is None for k in range(rounds)]
+    if job.options["prior"] == 0 and existence_problems(cells.with_weights(wx.min(axis=1), wy.min(axis=1), no_ties)) is not None:
+        exists = [existence_problems(cells.with_weights(wx[:, k], wy[:, k], no_ties)) is None for k in range(rounds)]
         status[~np.array(exists)] = NO_ESTIMATE
     return status
 
