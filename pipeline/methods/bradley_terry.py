@@ -276,9 +276,9 @@ def laplacian_solve(cells: Cells, h: np.ndarray, prior: float, rhs: np.ndarray, 
         except np.linalg.LinAlgError:  # not numerically positive definite: an agent with (almost) no curvature
             return np.linalg.lstsq(a, rhs, rcond=None)[0]
     b = rhs - rhs.mean(axis=0) if prior == 0 else rhs
-    shape = (n, rhs.shape[1])
-    apply = laplacian_apply(cells, incidence(cells), np.broadcast_to(h[:, None], (len(h), shape[1])), prior)
-    out, residual = block_cg(apply, np.broadcast_to(degree[:, None], shape), b, rtol, 10 * n)
+    lap = sp.csr_array((np.r_[-h, -h, degree], (np.r_[cells.x, cells.y, np.arange(n)], np.r_[cells.y, cells.x, np.arange(n)])),
+                       shape=(n, n))  # one matrix for every column: assembled once, one pass per product
+    out, residual = block_cg(lambda v, columns: lap @ v, np.broadcast_to(degree[:, None], rhs.shape), b, rtol, 10 * n)
     if log is not None and (short := residual > rtol).any():
         log.shortfalls += int(short.sum())
         log.worst_residual = max(log.worst_residual, float(residual.max()))
