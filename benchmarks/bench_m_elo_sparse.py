@@ -12,7 +12,9 @@ sparse graphs: one Newton fit per round, each Newton system solved by scipy's Ja
 preconditioned `cg` (`baseline_laplacian_solve`, a copy kept only here). It costs seconds per
 round, so it runs `--baseline-rounds` rounds and is quoted per round and scaled to the rounds.
 The new path runs every round on a loopback LocalCluster of `--workers` single-threaded workers;
-100 rounds are checked for the same bytes there and in one process.
+100 rounds are checked for the same bytes there and in one process. CPU seconds per round of both
+paths, in this process, are the comparison that holds on a loaded machine (wall times of a
+cluster and of one process are not).
 
 Run: `python -m benchmarks.bench_m_elo_sparse [--diplomacy]`; writes benchmarks/results/m_elo_sparse.json.
 """
@@ -101,9 +103,10 @@ def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, work
         start = time.perf_counter()
         baseline_full = fit(cells, prior=PRIOR)
         t_fit_baseline = time.perf_counter() - start
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         bootstrap_intervals(cells, baseline_full, options, baseline_rounds, 1, 400.0, 1000.0, algorithm="newton")
         per_round_baseline = (time.perf_counter() - start) / baseline_rounds
+        cpu_per_round_baseline = (time.process_time() - cpu) / baseline_rounds
     print(f"  full fit {t_fit:.2f} s (baseline {t_fit_baseline:.2f} s); baseline bootstrap {per_round_baseline:.2f} s per "
           f"round ({baseline_rounds} rounds)", flush=True)
     result = {"players": cells.n, "pairs": len(cells.x), "rounds": rounds, "workers": workers,
@@ -119,7 +122,11 @@ def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, work
         on_cluster, _ = bootstrap_intervals(cells, full, options, check_rounds, 2, 400.0, 1000.0, client=client)
     result["bootstrap_info"] = info
     with dask.config.set(scheduler="sync"):  # the same rounds in this one process
+        cpu = time.process_time()
         alone, _ = bootstrap_intervals(cells, full, options, check_rounds, 2, 400.0, 1000.0)
+        result["cpu_per_round_s"] = (time.process_time() - cpu) / check_rounds
+    result["baseline_cpu_per_round_s"] = cpu_per_round_baseline
+    result["cpu_per_round_ratio"] = cpu_per_round_baseline / result["cpu_per_round_s"]
     result[f"same_bytes_{workers}_workers_and_one_process"] = all(
         alone[k].tobytes() == on_cluster[k].tobytes() for k in alone)
     new = result[f"bootstrap_{workers}_workers_s"]
@@ -127,7 +134,8 @@ def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, work
     result["speedup_vs_baseline"] = per_round_baseline * rounds / new
     print(f"  bootstrap {rounds} rounds on {workers} workers {new:.1f} s; baseline {per_round_baseline:.2f} s/round = {per_round_baseline * rounds:.0f} s for {rounds}: "
           f"{result['speedup_vs_baseline']:.1f}x; {check_rounds} rounds give the same bytes on {workers} workers and in one "
-          f"process: {result[f'same_bytes_{workers}_workers_and_one_process']}", flush=True)
+          f"process: {result[f'same_bytes_{workers}_workers_and_one_process']}; CPU per round {result['cpu_per_round_s']:.3f} s, "
+          f"baseline {cpu_per_round_baseline:.3f} s ({result['cpu_per_round_ratio']:.2f}x)", flush=True)
     return result
 
 
