@@ -12,10 +12,11 @@ come in an order that depends on the names only, never on the ids a store assign
 battles give the same bits whatever the numbering.
 
 Newton's method (`fit`) with a backtracking line search on the concave log-likelihood; the
-Hessian is a weighted graph Laplacian (`laplacian_solve`: dense Cholesky up to
-DENSE_MAX_AGENTS agents, Jacobi-preconditioned conjugate gradients beyond, solved loosely while
-the gradient is large [EW96]). Its stopping rules are scale-aware, so multiplying every weight by
-a constant gives the same ratings and no decision rests on the last bits of a sum:
+Hessian is a weighted graph Laplacian (`laplacian_solve`: dense Cholesky where that is cheaper,
+`dense_is_cheaper`; otherwise Jacobi-preconditioned conjugate gradients, work proportional to the
+nonzeros, solved loosely while the gradient is large [EW96]). Its stopping rules are
+scale-aware, so multiplying every weight by a constant gives the same ratings and no decision
+rests on the last bits of a sum:
 - converged when the largest Newton step, in natural units (a ratio of gradient to curvature,
   free of the weights' scale), is at most `tol`; that last step is taken, so with quadratic
   convergence the ratings are accurate to about tol^2;
@@ -39,7 +40,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
@@ -53,6 +53,8 @@ FLOOR = 1e-12  # relative size of a gain the log-likelihood, a sum of many terms
 ARMIJO = 1e-4  # share of the predicted gain a step must achieve
 MIN_STEP_SHARE = 2.0**-30  # the line search gives up below this share of the Newton step
 CG_FORCING = (1e-1, 1e-9)  # loosest and tightest relative residual of the inexact Newton solves
+DENSE_ALWAYS = 256  # below this many agents a dense factorisation costs less than sparse bookkeeping
+DENSE_FILL = 8  # dense when at least 1/DENSE_FILL of the n^2 entries of the Hessian are nonzero
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,15 +190,81 @@ class SolveLog:
     worst_residual: float = 0.0
 
 
+def dense_is_cheaper(n: int, pairs: int) -> bool:
+    """Whether a dense Cholesky solve beats sparse conjugate gradients on n agents and `pairs` compared pairs.
+
+    Decided by cost, not by a fixed agent count: dense work grows as n^2 per solve (n^3 / 3 to
+    factor), sparse work as the nonzeros (2 pairs + n) times the iterations, so dense wins while
+    the graph is small or at least 1/DENSE_FILL of its possible pairs are compared.
+    DENSE_MAX_AGENTS bounds the memory of the dense matrix (and its inverse in the chord bootstrap)."""
+    return n <= DENSE_MAX_AGENTS and (n <= DENSE_ALWAYS or n * n <= DENSE_FILL * pairs)
+
+
+def incidence(cells: Cells) -> sp.csr_array:
+    """The signed agent-by-cell incidence matrix: +1 at (x, cell), -1 at (y, cell); `spread` as a matrix."""
+    index = np.arange(len(cells.x))
+    return sp.csr_array((np.r_[np.ones(len(index)), -np.ones(len(index))], (np.r_[cells.x, cells.y], np.r_[index, index])),
+                        shape=(cells.n, len(index)))
+
+
+def block_cg(apply, diagonal: np.ndarray, rhs: np.ndarray, rtol: np.ndarray | float, maxiter: int
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Jacobi-preconditioned conjugate gradients on every column at once: column k solves A_k x = rhs[:, k].
+
+    `apply(P, columns)` returns A_k P[:, j] for k = columns[j] (one sparse product for all of
+    them, so the work is the nonzeros times the columns, without a Python loop per column);
+    `diagonal` holds each A_k's diagonal. Each column stops at its own relative residual `rtol`
+    and leaves the block; returns the solutions and the relative residuals reached. No BLAS call
+    and no threads: the bits depend on the inputs only."""
+    size = np.sqrt(np.sum(rhs * rhs, axis=0))
+    goal = np.broadcast_to(np.asarray(rtol, dtype=float), size.shape) * size
+    x, residual = np.zeros_like(rhs), size.copy()
+    columns = np.flatnonzero(residual > goal)
+    r = rhs[:, columns]
+    z = r / diagonal[:, columns]
+    p, rz = z.copy(), np.sum(r * z, axis=0)
+    for _ in range(maxiter):
+        if len(columns) == 0:
+            break
+        q = apply(p, columns)
+        pq = np.sum(p * q, axis=0)
+        alpha = np.divide(rz, pq, out=np.zeros_like(rz), where=pq > 0)
+        x[:, columns] += alpha * p
+        r -= alpha * q
+        residual[columns] = np.sqrt(np.sum(r * r, axis=0))
+        if (going := (residual[columns] > goal[columns]) & (pq > 0)).all():
+            z = r / diagonal[:, columns]
+        else:
+            columns, r, p, rz = columns[going], r[:, going], p[:, going], rz[going]
+            z = r / diagonal[:, columns]
+        rz_next = np.sum(r * z, axis=0)
+        beta = np.divide(rz_next, rz, out=np.zeros_like(rz), where=rz > 0)
+        p, rz = z + beta * p, rz_next
+    return x, residual / np.maximum(size, np.finfo(float).tiny)
+
+
+def laplacian_apply(cells: Cells, edges: sp.csr_array, h: np.ndarray, prior: float):
+    """(V, columns) -> (L_k + prior I) V[:, j] for k = columns[j], L_k the Laplacian with edge weights h[:, k]."""
+    by_cell = edges.T.tocsr()
+    subset = {"columns": None, "h": h}
+
+    def apply(v: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        if subset["columns"] is not columns:  # the block shrinks now and then: copy the weights once per shrink
+            subset["columns"], subset["h"] = columns, h[:, columns]
+        return edges @ (subset["h"] * (by_cell @ v)) + prior * v
+    return apply
+
+
 def laplacian_solve(cells: Cells, h: np.ndarray, prior: float, rhs: np.ndarray, rtol: float = CG_FORCING[1],
                     log: SolveLog | None = None) -> np.ndarray:
     """Solve (L_h + prior I) X = rhs, L_h the Laplacian with edge weights h; rhs columns sum to 0 if prior = 0.
 
-    Dense systems are solved by Cholesky; sparse ones by conjugate gradients to relative residual
-    `rtol`. A solve that stops short is kept (Newton's outer test judges the step) and counted in `log`."""
+    Dense systems (`dense_is_cheaper`) are solved by Cholesky; sparse ones by Jacobi-preconditioned
+    conjugate gradients (`block_cg`) to relative residual `rtol`. A solve that stops short is kept
+    (Newton's outer test judges the step) and counted in `log`."""
     n = cells.n
     degree = np.bincount(cells.x, h, minlength=n) + np.bincount(cells.y, h, minlength=n) + prior
-    if n <= DENSE_MAX_AGENTS:
+    if dense_is_cheaper(n, len(cells.x)):
         a = np.zeros((n, n))
         a.flat[cells.x * n + cells.y] = -h
         a += a.T
@@ -207,17 +275,13 @@ def laplacian_solve(cells: Cells, h: np.ndarray, prior: float, rhs: np.ndarray, 
             return sla.cho_solve(sla.cho_factor(a, lower=True, check_finite=False), rhs, check_finite=False)
         except np.linalg.LinAlgError:  # not numerically positive definite: an agent with (almost) no curvature
             return np.linalg.lstsq(a, rhs, rcond=None)[0]
+    b = rhs - rhs.mean(axis=0) if prior == 0 else rhs
     lap = sp.csr_array((np.r_[-h, -h, degree], (np.r_[cells.x, cells.y, np.arange(n)], np.r_[cells.y, cells.x, np.arange(n)])),
-                       shape=(n, n))
-    jacobi = sp.diags_array(1.0 / degree)
-    out = np.empty_like(rhs)
-    for col in range(rhs.shape[1]):
-        b = rhs[:, col] - (rhs[:, col].mean() if prior == 0 else 0.0)
-        out[:, col], info = spla.cg(lap, b, rtol=rtol, maxiter=10 * n, M=jacobi)
-        if info != 0 and log is not None:
-            log.shortfalls += 1
-            residual = float(np.linalg.norm(b - lap @ out[:, col]) / max(np.linalg.norm(b), np.finfo(float).tiny))
-            log.worst_residual = max(log.worst_residual, residual)
+                       shape=(n, n))  # one matrix for every column: assembled once, one pass per product
+    out, residual = block_cg(lambda v, columns: lap @ v, np.broadcast_to(degree[:, None], rhs.shape), b, rtol, 10 * n)
+    if log is not None and (short := residual > rtol).any():
+        log.shortfalls += int(short.sum())
+        log.worst_residual = max(log.worst_residual, float(residual.max()))
     return out - out.mean(axis=0) if prior == 0 else out
 
 

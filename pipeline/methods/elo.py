@@ -18,8 +18,9 @@ Shuffles run in seeded chunks (`pipeline.methods.fanout`) on the Dask client the
 passes (local threads without one).
 
 Cost: the update is inherently sequential, so it is a plain Python loop over comparisons (about
-0.5 microsecond per comparison, so ~1 minute per 10^8 battles and per shuffle); the pairwise
-methods (`m-elo`) cost nothing per battle.
+0.5 microsecond per comparison, so ~1 minute per 10^8 battles and per shuffle), fed from the
+arrays a chunk at a time (memory: the arrays, not Python lists as long as the log); the
+pairwise methods (`m-elo`) cost nothing per battle.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pipeline.methods.registry import method
 from pipeline.stats.sequence import ComparisonSequence
 
 SHUFFLE_CHUNK = 10
+LOOP_CHUNK = 1 << 16  # comparisons turned into Python numbers at a time
 
 
 def _steps(seq: ComparisonSequence, k: float, games: str) -> np.ndarray:
@@ -54,22 +56,32 @@ def expected(z: float) -> float:
 
 def run_elo(n: int, a: np.ndarray, b: np.ndarray, score: np.ndarray, step: np.ndarray, group: np.ndarray,
             scale: float, initial: float) -> np.ndarray:
-    """Final ratings after the comparisons in the given order; a group is updated at once."""
+    """Final ratings after the comparisons in the given order; a group is updated at once.
+
+    The loop reads the arrays LOOP_CHUNK comparisons at a time, so its memory is the arrays plus
+    one chunk of Python numbers, not four Python lists as long as the log. A chunk ends at a group
+    boundary: a game is never cut in two."""
     r = [float(initial)] * n
-    xs, ys, ss, ks = a.tolist(), b.tolist(), score.tolist(), step.tolist()
     c = log(10.0) / scale  # E = expected((R_x - R_y) * c)
     if len(group) == 0 or group[-1] == len(group) - 1:  # one comparison per group (groups count up from 0)
-        for x, y, s, kw in zip(xs, ys, ss, ks):
-            d = kw * (s - expected((r[x] - r[y]) * c))
-            r[x] += d
-            r[y] -= d
+        for lo in range(0, len(a), LOOP_CHUNK):
+            hi = lo + LOOP_CHUNK
+            for x, y, s, kw in zip(a[lo:hi].tolist(), b[lo:hi].tolist(), score[lo:hi].tolist(), step[lo:hi].tolist()):
+                d = kw * (s - expected((r[x] - r[y]) * c))
+                r[x] += d
+                r[y] -= d
         return np.array(r)
-    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]).tolist() + [len(group)]
-    for lo, hi in zip(starts[:-1], starts[1:]):
-        deltas = [(xs[i], ys[i], ks[i] * (ss[i] - expected((r[xs[i]] - r[ys[i]]) * c))) for i in range(lo, hi)]
-        for x, y, d in deltas:
-            r[x] += d
-            r[y] -= d
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+    cuts = starts[np.minimum(np.searchsorted(starts, np.arange(0, len(group), LOOP_CHUNK)), len(starts) - 1)]
+    bounds = np.unique(np.r_[cuts, len(group)])  # about LOOP_CHUNK comparisons apart, each at a group's start
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        xs, ys, ss, ks = a[lo:hi].tolist(), b[lo:hi].tolist(), score[lo:hi].tolist(), step[lo:hi].tolist()
+        chunk_starts = np.flatnonzero(np.r_[True, group[lo + 1: hi] != group[lo: hi - 1]]).tolist() + [hi - lo]
+        for first, last in zip(chunk_starts[:-1], chunk_starts[1:]):
+            deltas = [(xs[i], ys[i], ks[i] * (ss[i] - expected((r[xs[i]] - r[ys[i]]) * c))) for i in range(first, last)]
+            for x, y, d in deltas:
+                r[x] += d
+                r[y] -= d
     return np.array(r)
 
 

@@ -30,10 +30,13 @@ percentiles as `ci_low`, `ci_high`, and `rank_ci` = 1 + the number of agents who
 is above the agent's upper bound. Rounds run in seeded chunks (`pipeline.methods.fanout`) on
 the Dask client the registry passes (local threads without one); rounds whose resample has no
 MLE are dropped and counted in `info["bootstrap_dropped"]`, rounds whose fit did not converge in
-`info["bootstrap_unconverged"]`. With ties=half and at most DENSE_MAX_AGENTS agents, the rounds
-of a chunk are fitted together by the chord method [OR70, 10.1]: Newton steps that reuse the
-full-data Hessian, stopping when the largest step is at most `tol` / 100 (while the steps at
-least halve, so the error is then below that), with the plain Newton fit as the fallback.
+`info["bootstrap_unconverged"]`. With ties=half the rounds of a chunk are fitted together: on
+graphs where a dense solve is cheaper (`bradley_terry.dense_is_cheaper`) by the chord method
+[OR70, 10.1], Newton steps that reuse the full-data Hessian, stopping when the largest step is at
+most `tol` / 100 (while the steps at least halve, so the error is then below that), with the
+plain Newton fit as the fallback; on sparse graphs by Newton vectorised over the rounds
+(`_newton_rounds`, the same steps and stopping rules as a plain fit, all rounds' systems solved
+by one block of conjugate gradients).
 
 Games: `games=pairs` fits the pairs of each game with the game's weight (a 7-player game is 21
 comparisons); `games=player` weights each pair 1/(L-1) (see `pipeline.stats.game_pairs`).
@@ -44,11 +47,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import expit
 
-from pipeline.methods.bradley_terry import (STEP_TOL, Cells, Fit, SolveLog, elo_points, evaluate, existence_problems, fit,
-                                            fit_or_refuse, laplacian_solve)
+from pipeline.methods.bradley_terry import (ARMIJO, CG_FORCING, FLOOR, MIN_STEP_SHARE, STEP_TOL, Cells, Fit, SolveLog,
+                                            block_cg, dense_is_cheaper, elo_points, evaluate, existence_problems, fit,
+                                            fit_or_refuse, incidence, laplacian_apply, laplacian_solve)
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings
@@ -56,10 +59,10 @@ from pipeline.methods.registry import method
 from pipeline.methods.resample import poisson_draws
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
-from pipeline.stats.partials import DENSE_MAX_AGENTS
 
 TIES = ("half", "davidson")
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
+ROUND_BLOCK = 1 << 22  # cells x rounds fitted together on sparse graphs (32 MB per array)
 CHORD_SHARE = 1e-2  # the chord method stops at steps of CHORD_SHARE * tol: its error is then below that
 
 
@@ -70,7 +73,8 @@ class Resample:
     cells: Cells
     full: Fit
     options: dict
-    chord: tuple[np.ndarray, np.ndarray] | None  # `chord_operator`, or None for the plain path
+    path: str  # "chord" (`_chord_rounds`), "rounds" (`_newton_rounds`) or "plain" (`_fit_round` per round)
+    chord: tuple[np.ndarray, np.ndarray] | None  # `chord_operator` on the chord path
 
 
 def _draw(cells: Cells, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -94,9 +98,12 @@ def _fit_round(job: Resample, sample: Cells) -> np.ndarray:
 def _bootstrap_chunk(job: Resample, size: int, rng: np.random.Generator) -> np.ndarray:
     """Natural-unit estimates of `size` resamples, one row each, with the round's status last."""
     cells, draws = job.cells, _draw(job.cells, size, rng)
-    if job.chord is None:
-        return np.array([_fit_round(job, cells.with_weights(*(d[:, k] for d in draws))) for k in range(size)])
-    return _chord_rounds(job, *draws)
+    if job.path == "chord":
+        return _chord_rounds(job, *draws)
+    if job.path == "rounds":  # in blocks of rounds, so that memory stays at a few arrays of ROUND_BLOCK numbers
+        width = max(1, ROUND_BLOCK // max(1, len(cells.x)))
+        return np.concatenate([_newton_rounds(job, *(d[:, lo: lo + width] for d in draws)) for lo in range(0, size, width)])
+    return np.array([_fit_round(job, cells.with_weights(*(d[:, k] for d in draws))) for k in range(size)])
 
 
 def _chord_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> np.ndarray:
@@ -108,32 +115,24 @@ def _chord_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: n
     largest step is at most CHORD_SHARE * tol (natural units; while the steps at least halve, the
     error is then below that, 1e-9 with the default tol: linear convergence, so it stops later than
     Newton's quadratic one, whose last step of `tol` leaves an error of about tol^2); a round whose
-    steps do not shrink by half goes through the plain path (`_fit_round`). Existence (prior = 0) is checked
-    once per chunk on the "x beat y" edges present in every round of it: if they connect
-    strongly, so does each round's graph; otherwise each round is checked alone.
+    steps do not shrink by half goes through the plain path (`_fit_round`). Existence: `_existence`.
     """
     cells, full, prior, tol = job.cells, job.full, job.options["prior"], job.options["tol"]
     wx, wy = x_wins + ties / 2, y_wins + ties / 2
     rounds = wx.shape[1]
     out = np.full((rounds, cells.n + 1), np.nan)
-    out[:, -1] = FITTED
+    out[:, -1] = _existence(job, wx, wy)
     plain = np.zeros(rounds, dtype=bool)
-    fit_it, no_ties = np.ones(rounds, dtype=bool), np.zeros(len(cells.x))
-    if prior == 0 and existence_problems(cells.with_weights(wx.min(axis=1), wy.min(axis=1), no_ties)) is not None:
-        fit_it = np.array([existence_problems(cells.with_weights(wx[:, k], wy[:, k], no_ties)) is None for k in range(rounds)])
-    out[~fit_it, -1] = NO_ESTIMATE
     inverse, p0 = job.chord
-    index = np.arange(len(cells.x))
-    incidence = sp.csr_array((np.r_[np.ones(len(index)), -np.ones(len(index))], (np.r_[cells.x, cells.y], np.r_[index, index])),
-                             shape=(cells.n, len(index)))
-    active = np.flatnonzero(fit_it)
+    edges = incidence(cells)
+    active = np.flatnonzero(out[:, -1] == FITTED)
     b, cx, cc = np.repeat(full.beta[:, None], len(active), axis=1), wx[:, active], wx[:, active] + wy[:, active]
     previous = np.full(len(active), np.inf)
     for iteration in range(job.options["max_iter"]):
         if len(active) == 0:
             break
         p = p0[:, None] if iteration == 0 else 0.5 + 0.5 * np.tanh((b[cells.x] - b[cells.y]) / 2)  # expit, 2x faster
-        step = inverse @ (incidence @ (cx - cc * p) - prior * b)
+        step = inverse @ (edges @ (cx - cc * p) - prior * b)
         b += step
         size = np.abs(step).max(axis=0)
         done, stalled = size <= CHORD_SHARE * tol, size > previous / 2
@@ -152,6 +151,98 @@ def _chord_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: n
     return out
 
 
+def _existence(job: Resample, wx: np.ndarray, wy: np.ndarray) -> np.ndarray:
+    """FITTED or NO_ESTIMATE per round (columns of the effective wins wx, wy). With prior = 0 the check
+    runs once per chunk on the "x beat y" edges present in every round of it: if they connect
+    strongly, so does each round's graph; otherwise each round is checked alone."""
+    cells, rounds = job.cells, wx.shape[1]
+    no_ties = np.zeros(len(cells.x))
+    status = np.full(rounds, FITTED)
+    if job.options["prior"] == 0 and existence_problems(cells.with_weights(wx.min(axis=1), wy.min(axis=1), no_ties)) is not None:
+        exists = [existence_problems(cells.with_weights(wx[:, k], wy[:, k], no_ties)) is None for k in range(rounds)]
+        status[~np.array(exists)] = NO_ESTIMATE
+    return status
+
+
+def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """All rounds of a chunk at once by Newton's method (ties=half, sparse graphs): `fit`, vectorised over rounds.
+
+    Each round starts at the full-data estimate and takes `fit`'s steps with `fit`'s stopping
+    rules (largest step at most `tol`, or the precision floor; Armijo line search), each round
+    with its own step share; the Newton systems of all rounds are solved together by
+    Jacobi-preconditioned conjugate gradients (`block_cg`), so a step costs the nonzeros times
+    the rounds, not a Python loop per round. The full-data Hessian is no use here: on sparse
+    graphs an agent with one or two comparisons has a resampled curvature anywhere from 0 to
+    several times its full-data one, so the chord method diverges and the full-data Hessian as a
+    preconditioner needs more iterations than Jacobi's. Rounds whose line search fails or that
+    run out of iterations are counted unconverged, as in `_fit_round`.
+    """
+    cells, full, options = job.cells, job.full, job.options
+    prior, tol, max_iter = options["prior"], options["tol"], options["max_iter"]
+    wx, wy = x_wins + ties / 2, y_wins + ties / 2
+    rounds = wx.shape[1]
+    out = np.full((rounds, cells.n + 1), np.nan)
+    out[:, -1] = _existence(job, wx, wy)
+    edges = incidence(cells)
+    active = np.flatnonzero(out[:, -1] == FITTED)
+    wx, wy, cc = wx[:, active], wy[:, active], wx[:, active] + wy[:, active]
+    beta = np.repeat(full.beta[:, None], len(active), axis=1)
+
+    def evaluate_rounds(b: np.ndarray, keep: np.ndarray):
+        """Log-likelihood, its magnitude and P(x beats y) per cell: one exp and one log1p per cell and round."""
+        d = b[cells.x] - b[cells.y]
+        e = np.exp(-np.abs(d))
+        softplus = np.maximum(-d, 0.0) + np.log1p(e)  # log(1 + exp(-d)); log(1 + exp(d)) = softplus + d
+        data = -(np.sum(cc[:, keep] * softplus, axis=0) + np.sum(wy[:, keep] * d, axis=0))
+        penalty = prior / 2 * np.sum(b * b, axis=0)
+        return data - penalty, penalty - data, np.where(d >= 0, 1.0, e) / (1.0 + e)
+
+    loglik, magnitude, p = evaluate_rounds(beta, slice(None))
+    first, previous = None, np.full(len(active), np.inf)
+    for iteration in range(1, max_iter + 1):
+        if len(active) == 0:
+            break
+        grad = edges @ (wx - cc * p) - prior * beta
+        curvature = cc * p * (1 - p)
+        gradient_size = np.abs(grad).max(axis=0)
+        first = np.where(gradient_size > 0, gradient_size, 1.0) if first is None else first
+        rtol = np.clip(gradient_size / first, CG_FORCING[1], CG_FORCING[0])  # [EW96]
+        degree = np.abs(edges) @ curvature + prior
+        rhs = grad - grad.mean(axis=0) if prior == 0 else grad
+        step, _ = block_cg(laplacian_apply(cells, edges, curvature, prior), degree, rhs, rtol, 10 * cells.n)
+        if prior == 0:
+            step -= step.mean(axis=0)
+        decrement = np.sum(grad * step, axis=0)
+        size = np.abs(step).max(axis=0)
+        at_floor = decrement / 2 <= FLOOR * magnitude
+        done = (size <= tol) | (at_floor & (size > previous / 2))
+        share = np.ones(len(active))
+        searching = ~done & ~at_floor
+        trial_loglik, trial_magnitude, trial_p = evaluate_rounds(beta + step, slice(None))
+        failed = np.zeros(len(active), dtype=bool)
+        while (short := searching & (trial_loglik - loglik < ARMIJO * share * decrement)).any():
+            share[short] /= 2
+            failed |= short & (share < MIN_STEP_SHARE)
+            redo = np.flatnonzero(short & ~failed)
+            if len(redo) == 0:
+                break
+            trial_loglik[redo], trial_magnitude[redo], trial_p[:, redo] = evaluate_rounds(
+                beta[:, redo] + share[redo] * step[:, redo], redo)
+            searching &= ~failed
+        beta += share * step
+        loglik, magnitude, p, previous = trial_loglik, trial_magnitude, trial_p, size
+        if (finished := done | failed).any():
+            out[active[done], :-1] = beta[:, done].T
+            out[active[failed], -1] = UNCONVERGED
+            keep = ~finished
+            active, beta, wx, wy, cc = active[keep], beta[:, keep], wx[:, keep], wy[:, keep], cc[:, keep]
+            loglik, magnitude, p, first, previous = loglik[keep], magnitude[keep], p[:, keep], first[keep], previous[keep]
+    out[active, -1] = UNCONVERGED
+    if prior == 0:
+        out[:, :-1] -= out[:, :-1].mean(axis=1, keepdims=True)
+    return out
+
+
 def chord_operator(cells: Cells, full: Fit, prior: float) -> tuple[np.ndarray, np.ndarray]:
     """The inverse of the full-data (penalised) Hessian, and P(x beats y) per cell at the full-data estimate."""
     curvature = evaluate(cells, full.beta, None, prior).curvature
@@ -163,17 +254,20 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     """95% percentile intervals and interval-respecting ranks from `rounds` Poisson resamples, in the
     agent order of `cells`.
 
-    `algorithm="chord"` fits the rounds of a chunk together (`_chord_rounds`) where it applies
-    (ties=half, at most DENSE_MAX_AGENTS agents), else each round alone; "newton" always fits
-    each round alone (the reference). Both draw the same resamples and stop at the same `tol`.
+    `algorithm="chord"` fits the rounds of a chunk together where ties=half: by the chord method
+    (`_chord_rounds`) where the graph is dense enough (`dense_is_cheaper`), else by Newton
+    vectorised over rounds (`_newton_rounds`); with Davidson ties each round alone. "newton"
+    always fits each round alone (the reference). All draw the same resamples and stop at the same `tol`.
     Chunks run on `client` (a distributed Client), or on local threads without one.
     """
     if algorithm not in ("chord", "newton"):
         raise ValueError(f"bootstrap algorithm must be chord or newton, not {algorithm!r}")
-    chord = None
-    if algorithm == "chord" and not options["davidson"] and cells.n <= DENSE_MAX_AGENTS:
+    path, chord = "plain", None
+    if algorithm == "chord" and not options["davidson"]:
+        path = "chord" if dense_is_cheaper(cells.n, len(cells.x)) else "rounds"
+    if path == "chord":
         chord = chord_operator(cells, full, options["prior"])
-    rows = fan_out(_bootstrap_chunk, Resample(cells, full, options, chord), rounds, seed, client=client)
+    rows = fan_out(_bootstrap_chunk, Resample(cells, full, options, path, chord), rounds, seed, client=client)
     status, beta = rows[:, -1], rows[:, :-1]
     kept = elo_points(beta[status == FITTED], scale, anchor)
     summary = {"bootstrap_rounds": rounds, "bootstrap_dropped": int(np.sum(status == NO_ESTIMATE)),

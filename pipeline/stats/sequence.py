@@ -6,6 +6,14 @@ timestamp (rows without one first), then battle or game id, then the pair's posi
 its game, then the agents, outcome and weight. Rows equal on the whole key are interchangeable,
 so the sequence is the same whatever the partitioning of the store.
 
+Cost: each partial is sorted by the whole key once; merges only interleave two sorted runs by
+their integer timestamps (a linear merge by binary search, no sort, no string in the key), so
+the merge tree costs O(n log P) integer work for P partials instead of a full multi-key sort
+at every level. Rows of different partials with the same timestamp may then be out of key
+order; `_finalize` restores the whole key inside only those blocks of equal timestamps that hold
+more than one battle or game (or a game's pairs out of order), so the result is the same bytes
+as one sort of everything, whatever the partitioning.
+
 A game of L players gives its L(L-1)/2 pairs, listed by the players' order in the game (place,
 then id); they form one *group*, which online Elo updates simultaneously. A battle is a group
 of its own.
@@ -27,8 +35,8 @@ from pipeline.stats.encoding import arrays_table, table_arrays
 from pipeline.stats.extras import Extra, register_extra
 from pipeline.weights import UNIT, to_units
 
-_KEY = ["timestamp", "group_id", "sub", "a", "b", "outcome", "units"]
-_SCHEMA = pa.schema([("timestamp", pa.int64()), ("group_id", pa.string()), ("sub", pa.int32()), ("a", pa.int64()),
+SORT_KEY = ["timestamp", "group_id", "sub", "a", "b", "outcome", "units"]
+SCHEMA = pa.schema([("timestamp", pa.int64()), ("group_id", pa.string()), ("sub", pa.int32()), ("a", pa.int64()),
                      ("b", pa.int64()), ("outcome", pa.int8()), ("units", pa.int64()), ("players", pa.int32())])
 ID_COLUMNS = {"battles": "battle_id", "games": "game_id"}  # the column naming a comparison's group, per kind
 
@@ -67,7 +75,7 @@ def _comparisons(table: pa.Table, kind: LogKind) -> pa.Table:
     ids = table.column(ID_COLUMNS[kind.name]).combine_chunks()
     return pa.table([_timestamps(table), ids, pa.array(np.zeros(len(rows), np.int32)), pa.array(rows.a), pa.array(rows.b),
                      pa.array(rows.outcome.astype(np.int8)), pa.array(to_units(rows.weights)),
-                     pa.array(np.full(len(rows), 2, np.int32))], schema=_SCHEMA)
+                     pa.array(np.full(len(rows), 2, np.int32))], schema=SCHEMA)
 
 
 def _ballots(table: pa.Table, kind: LogKind) -> pa.Table:
@@ -95,12 +103,12 @@ def _ballots(table: pa.Table, kind: LogKind) -> pa.Table:
             pa.array(np.tile(np.arange(len(i), dtype=np.int32), len(chosen))), pa.array(players[:, i].ravel()),
             pa.array(players[:, j].ravel()), pa.array(outcome.ravel()),
             pa.array(np.repeat(to_units(orders.weights[chosen]), len(i))),
-            pa.array(np.full(len(game), length, np.int32))], schema=_SCHEMA))
-    return pa.concat_tables(parts) if parts else _SCHEMA.empty_table()
+            pa.array(np.full(len(game), length, np.int32))], schema=SCHEMA))
+    return pa.concat_tables(parts) if parts else SCHEMA.empty_table()
 
 
 def _sort(table: pa.Table) -> pa.Table:
-    order = pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in _KEY])
+    order = pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in SORT_KEY])
     return table.take(order)
 
 
@@ -109,21 +117,54 @@ def _partial(table: pa.Table, kind: str, n: int) -> pa.Table:
     return _sort(_comparisons(table, chosen) if chosen.comparisons is not None else _ballots(table, chosen))
 
 
+def _stamps(table: pa.Table) -> np.ndarray:
+    """Timestamps as the merge key: rows without one first."""
+    return table.column("timestamp").fill_null(np.iinfo(np.int64).min).to_numpy()
+
+
 def _merge(x: pa.Table, y: pa.Table) -> pa.Table:
-    return _sort(pa.concat_tables([x, y]).combine_chunks())
+    """Two sorted runs interleaved by timestamp (x's rows first among equal timestamps; see `_finalize`)."""
+    tx, ty = _stamps(x), _stamps(y)
+    order = np.empty(len(tx) + len(ty), np.int64)
+    order[np.arange(len(tx)) + np.searchsorted(ty, tx, side="left")] = np.arange(len(tx))
+    order[np.arange(len(ty)) + np.searchsorted(tx, ty, side="right")] = np.arange(len(tx), len(tx) + len(ty))
+    return pa.concat_tables([x, y]).combine_chunks().take(order)
+
+
+def _same_group_as_previous(ident: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Per row after the first: the same battle or game id as the row before (two missing ids are the same)."""
+    m = len(ident)
+    same = pc.equal(ident.slice(1), ident.slice(0, m - 1)).fill_null(False).to_numpy()
+    return same | (pc.is_null(ident.slice(1)).to_numpy() & pc.is_null(ident.slice(0, m - 1)).to_numpy())
+
+
+def _restore_key_order(table: pa.Table) -> pa.Table:
+    """Sort by the whole key inside the blocks of equal timestamp whose rows are not one unit's in order."""
+    if table.num_rows < 2:
+        return table
+    stamp, sub = _stamps(table), table.column("sub").to_numpy()
+    tied = stamp[1:] == stamp[:-1]
+    out_of_order = tied & (~_same_group_as_previous(table.column("group_id")) | (sub[1:] <= sub[:-1]))
+    if not out_of_order.any():
+        return table
+    block = np.cumsum(np.r_[True, ~tied]) - 1
+    rows = np.flatnonzero(np.isin(block, block[1:][out_of_order]))
+    mixed = table.take(pa.array(rows)).append_column("block", pa.array(block[rows]))
+    order = np.arange(table.num_rows)
+    order[rows] = rows[pc.sort_indices(mixed, sort_keys=[("block", "ascending")] + [
+        (k, "ascending", "at_start") for k in SORT_KEY[1:]]).to_numpy()]
+    return table.take(pa.array(order))
 
 
 def _finalize(table: pa.Table, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> ComparisonSequence:
+    table = _restore_key_order(table)
     a, b = np.searchsorted(present, table.column("a").to_numpy()), np.searchsorted(present, table.column("b").to_numpy())
     outcome = table.column("outcome").to_numpy()
     players = table.column("players").to_numpy().astype(np.int64)
-    stamp = table.column("timestamp").fill_null(np.iinfo(np.int64).min).to_numpy()
-    ident = table.column("group_id")
+    stamp = _stamps(table)
     same = np.zeros(len(a), bool)
     if len(a) > 1:
-        same_id = pc.equal(ident.slice(1), ident.slice(0, len(a) - 1)).fill_null(False).to_numpy()
-        same_id |= (pc.is_null(ident.slice(1)).to_numpy() & pc.is_null(ident.slice(0, len(a) - 1)).to_numpy())
-        same[1:] = (stamp[1:] == stamp[:-1]) & same_id & (players[1:] > 2)
+        same[1:] = (stamp[1:] == stamp[:-1]) & _same_group_as_previous(table.column("group_id")) & (players[1:] > 2)
     score = np.select([outcome == A_WINS, outcome == B_WINS], [1.0, 0.0], 0.5)
     return ComparisonSequence(present, a.astype(np.int64), b.astype(np.int64), score,
                               table.column("units").to_numpy() / UNIT, players, np.cumsum(~same) - 1)

@@ -88,3 +88,19 @@ def test_shuffles_do_not_depend_on_the_logs_order_or_ids(log_stats):
     renumbered, _ = log_stats([dict(r, timestamp=None, battle_id=f"x{99 - i}") for i, r in enumerate(rows)][::-1], {"sequence"})
     a, b = run("elo:shuffles=20,seed=7", first), run("elo:shuffles=20,seed=7", renumbered)
     assert a.score.tobytes() == b.score.tobytes() and a.extras["sd"].tobytes() == b.extras["sd"].tobytes()
+
+
+@pytest.mark.parametrize("game_size", [2, 4])
+def test_chunked_loop_gives_the_same_bytes_as_one_pass(monkeypatch, game_size):
+    """The loop reads the arrays in chunks; chunks end at group boundaries, so a game is never cut in two."""
+    rng = np.random.default_rng(7)
+    groups = 2_000
+    pairs = game_size * (game_size - 1) // 2
+    a, b = rng.integers(0, 30, groups * pairs), rng.integers(0, 30, groups * pairs)
+    score, step = rng.choice([0.0, 0.5, 1.0], len(a)), rng.uniform(1, 40, len(a))
+    group = np.repeat(np.arange(groups), pairs)
+    whole = run_elo(30, a, b, score, step, group, 400.0, 1000.0)
+    monkeypatch.setattr("pipeline.methods.elo.LOOP_CHUNK", 7)  # not a multiple of a game's 6 pairs
+    assert run_elo(30, a, b, score, step, group, 400.0, 1000.0).tobytes() == whole.tobytes()
+    monkeypatch.setattr("pipeline.methods.elo.LOOP_CHUNK", 1)
+    assert run_elo(30, a, b, score, step, group, 400.0, 1000.0).tobytes() == whole.tobytes()

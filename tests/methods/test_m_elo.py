@@ -168,7 +168,10 @@ def test_bootstrap_intervals_and_ranks_that_respect_them():
     assert ratings.info["bootstrap_dropped"] == 0
 
 
-def test_bootstrap_does_not_depend_on_the_workers(dask_client):
+@pytest.mark.parametrize("sparse", [False, True])
+def test_bootstrap_does_not_depend_on_the_workers(dask_client, monkeypatch, sparse):
+    if sparse:  # rounds fitted together by vectorised Newton, in the Dask workers' processes as well
+        monkeypatch.setattr("pipeline.methods.m_elo.dense_is_cheaper", lambda n, pairs: False)
     wins, _ = random_counts(n=6, battles=400, seed=4)
     on_cluster = m_elo(counts(wins), NONE, bootstrap=120, seed=9)
     import dask
@@ -183,7 +186,11 @@ def test_bootstrap_does_not_depend_on_the_workers(dask_client):
     (0.0, [[0, 1, 5], [4, 0, 1], [1, 6, 0]]),  # many resamples have no MLE: dropped in both paths
     (0.3, [[0, 1, 5], [4, 0, 1], [1, 6, 0]]),
 ])
-def test_the_chord_bootstrap_agrees_with_newton_round_by_round(prior, wins):
+@pytest.mark.parametrize("sparse", [False, True])  # sparse: all rounds of a chunk by vectorised Newton, not the chord
+def test_the_chord_bootstrap_agrees_with_newton_round_by_round(monkeypatch, prior, wins, sparse):
+    if sparse:
+        monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_MAX_AGENTS", 2)
+        monkeypatch.setattr("pipeline.methods.m_elo.ROUND_BLOCK", 7 * 3)  # blocks of 7 rounds: a chunk in pieces
     cells = Cells.from_counts(counts(wins))
     options = {"davidson": False, "prior": prior, "tol": 1e-7, "max_iter": 100}
     full = fit(cells, prior=prior)

@@ -39,3 +39,52 @@ def test_a_game_gives_its_pairs_as_one_group(log_stats):
     assert list(zip(seq.a.tolist(), seq.b.tolist(), seq.score.tolist())) == [(0, 1, 1.0), (1, 0, 1.0), (1, 2, 1.0), (0, 2, 0.5)]
     assert seq.group.tolist() == [0, 1, 1, 1]
     assert seq.players.tolist() == [2, 3, 3, 3]
+
+
+def _random_partials(rng, parts):
+    """Sorted partials of the `sequence` statistic with many equal timestamps across partials,
+    the same battle id in two partials, games, and rows without a timestamp or an id."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.stats.sequence import SCHEMA, SORT_KEY
+
+    tables = []
+    for part in range(parts):
+        rows = int(rng.integers(0, 40))
+        stamp = rng.integers(0, 6, rows)
+        ident = [None if rng.random() < 0.05 else f"g{int(rng.integers(0, 12))}" for _ in range(rows)]
+        table = pa.table([pa.array(stamp, mask=rng.random(rows) < 0.1), pa.array(ident, pa.string()),
+                          pa.array(rng.integers(0, 3, rows), pa.int32()), pa.array(rng.integers(0, 5, rows)),
+                          pa.array(rng.integers(0, 5, rows)), pa.array(rng.integers(0, 3, rows), pa.int8()),
+                          pa.array(rng.integers(1, 4, rows)), pa.array(rng.choice([2, 3], rows).astype(np.int32))],
+                         schema=SCHEMA)
+        tables.append(table.take(pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in SORT_KEY])))
+    return tables
+
+
+def test_merging_sorted_runs_gives_the_bytes_of_one_sort_whatever_the_merge_tree():
+    import functools
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from pipeline.stats.sequence import SEQUENCE, SORT_KEY
+
+    rng = np.random.default_rng(11)
+    for trial in range(30):
+        partials = _random_partials(rng, int(rng.integers(1, 7)))
+        everything = pa.concat_tables(partials)
+        one_sort = everything.take(pc.sort_indices(everything, sort_keys=[(k, "ascending", "at_start") for k in SORT_KEY]))
+        present = np.arange(5)
+        expected = SEQUENCE.finalize(one_sort, present, {})
+        shuffled = [partials[i] for i in rng.permutation(len(partials))]
+        left = functools.reduce(SEQUENCE.merge, shuffled)
+        balanced = shuffled
+        while len(balanced) > 1:
+            balanced = [SEQUENCE.merge(*balanced[i: i + 2]) if i + 1 < len(balanced) else balanced[i]
+                        for i in range(0, len(balanced), 2)]
+        for merged in (left, balanced[0]):
+            got = SEQUENCE.finalize(merged, present, {})
+            for name in ("a", "b", "score", "weight", "players", "group"):
+                assert getattr(got, name).tobytes() == getattr(expected, name).tobytes(), (trial, name)

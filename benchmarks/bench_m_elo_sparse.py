@@ -1,0 +1,160 @@
+"""Benchmark: m-Elo with 1000 bootstrap rounds on sparse comparison graphs, past the dense limit.
+
+1. A WTA-like graph (fixed seed): 2,692 players and 68,624 matches, as in the WTA tour
+   2000-2024, with a heavy-tailed number of matches per player (log-normal activity, median
+   about 6, a few players with ~1,000; stronger players play more) and Bradley-Terry outcomes.
+   Many players never win, so the MLE does not exist: rated with a small prior (0.01).
+2. The Diplomacy-scale games log of `pipeline.backtest.synthetic` (31,049 seven-player games,
+   52,958 players), fitted on the 21 pairs of each game (`games=pairs`), prior 0.01.
+
+The baseline, measured in the same run, is the code path before rounds were fitted together on
+sparse graphs: one Newton fit per round, each Newton system solved by scipy's Jacobi-
+preconditioned `cg` (`baseline_laplacian_solve`, a copy kept only here). It costs seconds per
+round, so it runs `--baseline-rounds` rounds and is quoted per round and scaled to the rounds.
+The new path runs every round on a loopback LocalCluster of `--workers` single-threaded workers;
+100 rounds are checked for the same bytes there and in one process. CPU seconds per round of both
+paths, in this process, are the comparison that holds on a loaded machine (wall times of a
+cluster and of one process are not).
+
+Run: `python -m benchmarks.bench_m_elo_sparse [--diplomacy]`; writes benchmarks/results/m_elo_sparse.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from unittest import mock
+
+import dask
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from benchmarks.common import save
+from pipeline.methods import bradley_terry
+from pipeline.methods.bradley_terry import Cells, fit
+from pipeline.methods.m_elo import bootstrap_intervals
+
+SEED, PRIOR = 20250101, 0.01
+
+
+def wta_like(players: int = 2_692, matches: int = 68_624, seed: int = SEED) -> Cells:
+    """Cells of a WTA-like match graph (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    skill = rng.normal(0.0, 1.0, players)
+    activity = np.exp(np.log(6.0) + 2.0 * (0.6 * skill + 0.8 * rng.normal(0.0, 1.0, players)))
+    seats = 1 + np.floor(activity / activity.sum() * (2 * matches - players)).astype(np.int64)
+    slots = rng.permutation(np.repeat(np.arange(players), seats))
+    slots = slots[: len(slots) // 2 * 2]
+    a, b = slots[0::2], slots[1::2]
+    keep = a != b
+    a, b = a[keep], b[keep]
+    a_wins = rng.random(len(a)) < 1 / (1 + np.exp(-(skill[a] - skill[b])))
+    winner, loser = np.where(a_wins, a, b), np.where(a_wins, b, a)
+    columns = np.zeros((len(a), 3))
+    columns[:, 0], columns[:, 1] = winner < loser, winner > loser
+    return Cells.summed(players, np.minimum(a, b), np.maximum(a, b), columns)
+
+
+def diplomacy_like(seed: int = 0) -> Cells:
+    """Cells of the 21 pairs of every game of the Diplomacy-scale synthetic log (ties: equal centres)."""
+    from pipeline.backtest.synthetic import diplomacy_games
+
+    games = diplomacy_games(seed=seed)
+    seats = 7
+    player = np.array([int(name[1:]) for name in games.table.column("player").to_pylist()]).reshape(-1, seats)
+    score = np.asarray(games.table.column("score").to_numpy(), dtype=float).reshape(-1, seats)
+    i, j = np.triu_indices(seats, 1)
+    a, b = player[:, i].ravel(), player[:, j].ravel()
+    sa, sb = score[:, i].ravel(), score[:, j].ravel()
+    a_first = a < b
+    x, y = np.where(a_first, a, b), np.where(a_first, b, a)
+    x_score, y_score = np.where(a_first, sa, sb), np.where(a_first, sb, sa)
+    columns = np.column_stack([x_score > y_score, y_score > x_score, x_score == y_score]).astype(float)
+    return Cells.summed(len(games.names), x, y, columns)
+
+
+def baseline_laplacian_solve(cells, h, prior, rhs, rtol=bradley_terry.CG_FORCING[1], log=None):
+    """The sparse solve before this benchmark's change: scipy `cg` per column, Jacobi preconditioner."""
+    n = cells.n
+    degree = np.bincount(cells.x, h, minlength=n) + np.bincount(cells.y, h, minlength=n) + prior
+    lap = sp.csr_array((np.r_[-h, -h, degree], (np.r_[cells.x, cells.y, np.arange(n)], np.r_[cells.y, cells.x, np.arange(n)])),
+                       shape=(n, n))
+    jacobi = sp.diags_array(1.0 / degree)
+    out = np.empty_like(rhs)
+    for col in range(rhs.shape[1]):
+        b = rhs[:, col] - (rhs[:, col].mean() if prior == 0 else 0.0)
+        out[:, col], _ = spla.cg(lap, b, rtol=rtol, maxiter=10 * n, M=jacobi)
+    return out - out.mean(axis=0) if prior == 0 else out
+
+
+def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, workers: int, check_rounds: int = 100) -> dict:
+    from distributed import Client, LocalCluster
+
+    options = {"davidson": False, "prior": PRIOR, "tol": bradley_terry.STEP_TOL, "max_iter": 100}
+    degree = np.bincount(np.r_[cells.x, cells.y], minlength=cells.n)
+    print(f"{name}: {cells.n} players, {len(cells.x)} compared pairs, pairs per player median "
+          f"{np.median(degree):.0f}, max {degree.max()}", flush=True)
+    start = time.perf_counter()
+    full = fit(cells, prior=PRIOR)
+    t_fit = time.perf_counter() - start
+    with mock.patch.object(bradley_terry, "laplacian_solve", baseline_laplacian_solve):
+        start = time.perf_counter()
+        baseline_full = fit(cells, prior=PRIOR)
+        t_fit_baseline = time.perf_counter() - start
+        start, cpu = time.perf_counter(), time.process_time()
+        bootstrap_intervals(cells, baseline_full, options, baseline_rounds, 1, 400.0, 1000.0, algorithm="newton")
+        per_round_baseline = (time.perf_counter() - start) / baseline_rounds
+        cpu_per_round_baseline = (time.process_time() - cpu) / baseline_rounds
+    print(f"  full fit {t_fit:.2f} s (baseline {t_fit_baseline:.2f} s); baseline bootstrap {per_round_baseline:.2f} s per "
+          f"round ({baseline_rounds} rounds)", flush=True)
+    result = {"players": cells.n, "pairs": len(cells.x), "rounds": rounds, "workers": workers,
+              "full_fit_s": t_fit, "baseline_full_fit_s": t_fit_baseline,
+              "baseline_per_round_s": per_round_baseline, "baseline_rounds_measured": baseline_rounds,
+              "max_rating_difference_vs_baseline_fit": float(np.abs(full.beta - baseline_full.beta).max())}
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        client.run(lambda: None)  # workers up before the clock starts
+        start = time.perf_counter()
+        _, info = bootstrap_intervals(cells, full, options, rounds, 1, 400.0, 1000.0, client=client)
+        result[f"bootstrap_{workers}_workers_s"] = time.perf_counter() - start
+        on_cluster, _ = bootstrap_intervals(cells, full, options, check_rounds, 2, 400.0, 1000.0, client=client)
+    result["bootstrap_info"] = info
+    with dask.config.set(scheduler="sync"):  # the same rounds in this one process
+        cpu = time.process_time()
+        alone, _ = bootstrap_intervals(cells, full, options, check_rounds, 2, 400.0, 1000.0)
+        result["cpu_per_round_s"] = (time.process_time() - cpu) / check_rounds
+    result["baseline_cpu_per_round_s"] = cpu_per_round_baseline
+    result["cpu_per_round_ratio"] = cpu_per_round_baseline / result["cpu_per_round_s"]
+    result[f"same_bytes_{workers}_workers_and_one_process"] = all(
+        alone[k].tobytes() == on_cluster[k].tobytes() for k in alone)
+    new = result[f"bootstrap_{workers}_workers_s"]
+    result["baseline_estimated_s"] = per_round_baseline * rounds
+    result["speedup_vs_baseline"] = per_round_baseline * rounds / new
+    print(f"  bootstrap {rounds} rounds on {workers} workers {new:.1f} s; baseline {per_round_baseline:.2f} s/round = {per_round_baseline * rounds:.0f} s for {rounds}: "
+          f"{result['speedup_vs_baseline']:.1f}x; {check_rounds} rounds give the same bytes on {workers} workers and in one "
+          f"process: {result[f'same_bytes_{workers}_workers_and_one_process']}; CPU per round {result['cpu_per_round_s']:.3f} s, "
+          f"baseline {cpu_per_round_baseline:.3f} s ({result['cpu_per_round_ratio']:.2f}x)", flush=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1000)
+    parser.add_argument("--baseline-rounds", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--check-rounds", type=int, default=100, help="rounds checked for the same bytes")
+    parser.add_argument("--diplomacy", action="store_true", help="also the Diplomacy-scale log (52,958 players)")
+    args = parser.parse_args()
+    results = {"load_average": os.getloadavg()[0],
+               "wta_like": bench_graph("WTA-like", wta_like(), args.rounds, args.baseline_rounds, args.workers,
+                                       args.check_rounds)}
+    if args.diplomacy:
+        results["diplomacy"] = bench_graph("Diplomacy-scale", diplomacy_like(), args.rounds, 2, args.workers,
+                                             args.check_rounds)
+    print(f"written {save('m_elo_sparse', results)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""The shared Bradley-Terry linear algebra: the dense/sparse cost rule and the block conjugate gradients."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from pipeline.methods.bradley_terry import Cells, block_cg, dense_is_cheaper, incidence, laplacian_apply, laplacian_solve
+
+
+def test_dense_or_sparse_is_chosen_by_the_nonzeros_not_the_agent_count():
+    assert dense_is_cheaper(200, 10)  # small: dense whatever the pairs
+    assert dense_is_cheaper(2000, 2000 * 1999 // 2)  # everyone met everyone
+    assert not dense_is_cheaper(2000, 20_000)  # 1% of the pairs: sparse
+    assert not dense_is_cheaper(2692, 2692 * 2691 // 2)  # past the memory cap of a dense Hessian
+
+
+def random_cells(n: int, pairs: int, seed: int) -> Cells:
+    rng = np.random.default_rng(seed)
+    ring = np.arange(n)  # a ring keeps the graph connected
+    x, y = np.r_[ring, rng.integers(0, n, pairs)], np.r_[(ring + 1) % n, rng.integers(0, n, pairs)]
+    keep = x != y
+    x, y = x[keep], y[keep]
+    columns = rng.integers(1, 4, (len(x), 3)).astype(float)
+    return Cells.summed(n, np.minimum(x, y), np.maximum(x, y), columns)
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.05])
+def test_block_cg_solves_each_column_with_its_own_matrix_to_its_own_tolerance(prior):
+    cells = random_cells(300, 900, seed=1)
+    rng = np.random.default_rng(2)
+    h = rng.uniform(0.01, 2.0, (len(cells.x), 4))  # a different Laplacian per column
+    rhs = rng.normal(size=(cells.n, 4))
+    if prior == 0:
+        rhs -= rhs.mean(axis=0)
+    diagonal = np.abs(incidence(cells)) @ h + prior
+    rtol = np.array([1e-2, 1e-5, 1e-9, 1e-9])
+    x, reached = block_cg(laplacian_apply(cells, incidence(cells), h, prior), diagonal, rhs, rtol, 10 * cells.n)
+    assert np.all(reached <= rtol)
+    for k in range(4):
+        lap = sp.csr_array((np.r_[-h[:, k], -h[:, k], diagonal[:, k]],
+                            (np.r_[cells.x, cells.y, np.arange(cells.n)], np.r_[cells.y, cells.x, np.arange(cells.n)])))
+        residual = np.linalg.norm(lap @ x[:, k] - rhs[:, k]) / np.linalg.norm(rhs[:, k])
+        assert residual <= rtol[k] * (1 + 1e-9)
+    alone, _ = block_cg(laplacian_apply(cells, incidence(cells), h[:, 2:3], prior), diagonal[:, 2:3], rhs[:, 2:3], 1e-9,
+                        10 * cells.n)
+    assert np.abs(alone[:, 0] - x[:, 2]).max() < 1e-6 * np.abs(x[:, 2]).max()
+
+
+def test_sparse_and_dense_laplacian_solves_agree(monkeypatch):
+    cells = random_cells(120, 400, seed=3)
+    h = np.random.default_rng(4).uniform(0.1, 1.0, len(cells.x))
+    rhs = np.random.default_rng(5).normal(size=(cells.n, 2))
+    rhs -= rhs.mean(axis=0)
+    dense = laplacian_solve(cells, h, 0.0, rhs)
+    monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_MAX_AGENTS", 4)
+    sparse = laplacian_solve(cells, h, 0.0, rhs)
+    assert np.abs(dense - sparse).max() < 1e-6 * np.abs(dense).max()
