@@ -54,9 +54,9 @@ from pipeline.methods.bradley_terry import (ARMIJO, CG_FORCING, FLOOR, MIN_STEP_
                                             fit_or_refuse, incidence, laplacian_apply, laplacian_solve)
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
-from pipeline.methods.ratings import Ratings
+from pipeline.methods.ratings import Ratings, competition_ranks
 from pipeline.methods.registry import method
-from pipeline.methods.resample import poisson_draws
+from pipeline.methods.resample import interval_columns, poisson_draws
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
 
@@ -276,9 +276,10 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
         raise NoEstimate(f"m-elo: none of the {rounds} bootstrap resamples has a maximum-likelihood estimate "
                          f"({summary['bootstrap_dropped']} without one, {summary['bootstrap_unconverged']} not converged); "
                          "use m-elo:prior=0.01, or bootstrap=0 for no intervals")
-    low, high = np.percentile(kept, [2.5, 97.5], axis=0)
-    rank_ci = 1 + (low[None, :] > high[:, None]).sum(axis=1)
-    return {"ci_low": low, "ci_high": high, "rank_ci": rank_ci.astype(np.int64)}, summary
+    ranks = np.array([competition_ranks(round_scores) for round_scores in kept])
+    columns = interval_columns(kept, ranks, competition_ranks(elo_points(full.beta, scale, anchor)))
+    rank_ci = 1 + (columns["ci_low"][None, :] > columns["ci_high"][:, None]).sum(axis=1)
+    return columns | {"rank_ci": rank_ci.astype(np.int64)}, summary
 
 
 @method("m-elo", needs=("pairwise", "pairwise_per_game", "agent_keys"))

@@ -1,4 +1,6 @@
-"""Poisson redraws of count cells for the Poisson bootstrap [VasE, 3.1]; see `pipeline.methods.m_elo`.
+"""Poisson redraws of count cells for the Poisson bootstrap [VasE, 3.1], and the intervals, rank
+intervals and tiers read off the rounds; used by `pipeline.methods.m_elo` and
+`pipeline.methods.uncertainty`.
 
 A bootstrap redraws every cell of weight w as Poisson(w), tens of thousands of cells per round
 and a thousand rounds. The count cells take few distinct weights (whole battles), so instead of
@@ -16,6 +18,7 @@ import numpy as np
 from scipy.stats import poisson
 
 TABLE_MAX = 1 << 21
+PERCENTILES = (2.5, 97.5)  # of the 95% intervals
 
 
 def poisson_draws(weights: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -42,3 +45,27 @@ def poisson_draws(weights: np.ndarray, size: int, rng: np.random.Generator) -> n
         flat_pos[pending] += 1
         pending = pending[cdf[flat_pos[pending]] <= flat_u[pending]]
     return (low[group] + pos - group * width).astype(np.float64)
+
+
+def tiers(rank: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray) -> np.ndarray:
+    """Tier of each agent (1 is best): best first, the first untiered agent leads a tier that takes every
+    untiered agent whose rank interval overlaps the leader's."""
+    tier = np.zeros(len(rank), np.int64)
+    current = 0
+    for leader in np.lexsort((rank_low, rank)):
+        if tier[leader]:
+            continue
+        current += 1
+        joins = (tier == 0) & (rank_low <= rank_high[leader])
+        tier[joins] = current
+    return tier
+
+
+def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray) -> dict[str, np.ndarray]:
+    """`ci_low`, `ci_high`, `rank_low`, `rank_high`, `tier` from per-round scores and ranks (rounds x agents)
+    and the full-data ranks."""
+    low, high = np.nanpercentile(scores, PERCENTILES, axis=0) if np.isfinite(scores).any() else (np.full(len(rank), np.nan),) * 2
+    rank_low = np.percentile(ranks, PERCENTILES[0], axis=0, method="lower").astype(np.int64)
+    rank_high = np.percentile(ranks, PERCENTILES[1], axis=0, method="higher").astype(np.int64)
+    return {"ci_low": low, "ci_high": high, "rank_low": rank_low, "rank_high": rank_high,
+            "tier": tiers(rank, rank_low, rank_high)}

@@ -62,13 +62,12 @@ from pipeline.methods.convergence import RatingError
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import BOOTSTRAP, BOOTSTRAP_SEED, Spec, apply, method_inputs
-from pipeline.methods.resample import poisson_draws
+from pipeline.methods.resample import interval_columns, poisson_draws
 from pipeline.stats.counts import CORE_STATISTICS, BallotHistogram, PairwiseCounts, Statistics
 from pipeline.stats.game_data import PromptCounts, ScoreTable
 from pipeline.stats.partials import DENSE_MAX_AGENTS, comparison_histogram, comparison_positions, weak_order_partial
 from pipeline.stats.sequence import ComparisonSequence
 
-PERCENTILES = (2.5, 97.5)
 FITTED, DROPPED = 0.0, 1.0  # status of a round (last column of its row)
 
 
@@ -303,30 +302,6 @@ def round_seed(spec: Spec, seed: int) -> int:
     """The fan-out seed of a spec's rounds: from `seed` and a checksum of its canonical spelling."""
     state = np.random.SeedSequence(seed, spawn_key=(zlib.crc32(spec.canonical.encode()),)).generate_state(1, np.uint64)
     return int(state[0] >> np.uint64(1))
-
-
-def tiers(rank: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray) -> np.ndarray:
-    """Tier of each agent (1 is best): best first, the first untiered agent leads a tier that takes every
-    untiered agent whose rank interval overlaps the leader's."""
-    tier = np.zeros(len(rank), np.int64)
-    current = 0
-    for leader in np.lexsort((rank_low, rank)):
-        if tier[leader]:
-            continue
-        current += 1
-        joins = (tier == 0) & (rank_low <= rank_high[leader])
-        tier[joins] = current
-    return tier
-
-
-def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray) -> dict[str, np.ndarray]:
-    """`ci_low`, `ci_high`, `rank_low`, `rank_high`, `tier` from per-round scores and ranks (rounds x agents)
-    and the full-data ranks."""
-    low, high = np.nanpercentile(scores, PERCENTILES, axis=0) if np.isfinite(scores).any() else (np.full(len(rank), np.nan),) * 2
-    rank_low = np.percentile(ranks, PERCENTILES[0], axis=0, method="lower").astype(np.int64)
-    rank_high = np.percentile(ranks, PERCENTILES[1], axis=0, method="higher").astype(np.int64)
-    return {"ci_low": low, "ci_high": high, "rank_low": rank_low, "rank_high": rank_high,
-            "tier": tiers(rank, rank_low, rank_high)}
 
 
 def bootstrap(spec: Spec, stats: Statistics, *, client=None) -> Ratings:

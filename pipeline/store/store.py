@@ -45,7 +45,7 @@ from pipeline.logs.records import LINE_SUFFIXES
 from pipeline.logs.identity import drop_seen
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
 from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
-from pipeline.paths import below
+from pipeline.paths import UnsafePath, below
 from pipeline.store.dictionary import IdMap
 from pipeline.store.files import digest_file, exclusive_lock, remove_temporary, sync_files, write_json
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
@@ -260,6 +260,8 @@ class Store:
                 file_ids.discard()
             for name, size in sizes.items():
                 maps[name].truncate(size)
+            if isinstance(exc, UnsafePath):  # the store's fault, not the file's: nothing more is written
+                raise
             report = IngestReport(str(source), kind.name, sha, "unreadable", error=_refusal(source, exc), ingested_at=_now())
             if isinstance(exc, UnreadableFile):  # the data's fault: not read again until it changes
                 manifest.files[sha] = report

@@ -21,7 +21,7 @@ from pipeline.store import Store
 from tests.conftest import SAMPLES
 
 CROWD = SAMPLES / "llmfao" / "crowd_battles.csv"
-METHODS = ("m-elo", "elo:shuffles=20", "am-elo", "elo", "plurality", "approval", "borda", "borda:normalise=true",
+METHODS = ("m-elo:bootstrap=200", "elo:shuffles=20", "am-elo", "elo", "plurality", "approval", "borda", "borda:normalise=true",
            "copeland", "schulze", "ranked-pairs", "kemeny", "maximal-lotteries", "iterative-maximal-lotteries", "stv")
 
 
