@@ -16,10 +16,11 @@ import pkgutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from pipeline.logs.formats import batches, read_records
 from pipeline.logs.identity import SeenIds, drop_seen
 from pipeline.logs.kinds import KINDS, LogKind, log_kind, register_kind
 from pipeline.logs.names import check_names
-from pipeline.logs.records import FileStart, RawRecords, UnreadableFile, batches, internal, read_records
+from pipeline.logs.records import FileStart, RawRecords, UnreadableFile, internal
 from pipeline.logs.triage import QUARANTINE_SCHEMA, ReadResult
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):

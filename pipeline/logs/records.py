@@ -21,7 +21,7 @@ array and Parquet count records from 1.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,30 +126,6 @@ def frame_of_text(columns: Mapping[str, pa.Array], lines: np.ndarray) -> pl.Data
     return pl.DataFrame({name: series.cast(pl.String) for name, series in data.items()}).with_columns(line)
 
 
-def batches(path: str | Path, *, start: FileStart | None = None) -> Iterator[RawRecords]:
-    """The raw records of a tabular file, in batches of bounded size, in file order."""
-    from pipeline.logs import delimited, json_files, parquet_files
-
-    path = Path(path)
-    if not path.is_file():
-        raise UnreadableFile(path, "no such file")
-    suffix = path.suffix.lower()
-    if suffix in (".csv", ".tsv"):
-        return delimited.read_batches(path, "\t" if suffix == ".tsv" else ",", start)
-    if suffix in (".jsonl", ".ndjson"):
-        return json_files.read_lines(path, start)
-    if suffix == ".json":
-        return json_files.read_json(path)
-    if suffix == ".parquet":
-        return parquet_files.read_batches(path)
-    raise UnreadableFile(path, f"unknown format {suffix!r}; expected one of {', '.join(TABULAR_SUFFIXES)}")
-
-
-def read_records(path: str | Path) -> RawRecords:
-    """A whole tabular file (CSV, TSV, JSON array, JSONL or Parquet) as raw records."""
-    return RawRecords.concat(list(batches(path)))
-
-
 @dataclass(frozen=True)
 class FileStart:
     """Where to start reading a line-based file that continues an earlier one: the byte offset
@@ -157,10 +133,3 @@ class FileStart:
 
     offset: int
     lines: int
-
-
-def records_of_objects(objects: Sequence[dict]) -> RawRecords:
-    """In-memory records (dicts, as a JSON array holds them) as raw records numbered from 1."""
-    from pipeline.logs.json_files import frame_of_objects
-
-    return frame_of_objects(list(enumerate(objects, start=1)), [])

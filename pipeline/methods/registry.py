@@ -200,10 +200,18 @@ def run(spec: str | Spec, stats: Statistics, *, client=None) -> Ratings:
     (None: local threads)."""
     spec = Spec.parse(spec)
     if spec.bootstrap_rounds:
-        from pipeline.methods.uncertainty import bootstrap  # it rates through this module: imported late
-
-        return bootstrap(spec, stats, client=client)
+        return BOOTSTRAP_RUNNER[BOOTSTRAP](spec, stats, client=client)
     return apply(spec, *method_inputs(spec, stats), client=client)
+
+
+# The registry's bootstrap, registered by `pipeline.methods.uncertainty` (which rates through this
+# module, so this module cannot import it).
+BOOTSTRAP_RUNNER: dict[str, Callable[..., Ratings]] = {}
+
+
+def register_bootstrap(runner: Callable[..., Ratings]) -> Callable[..., Ratings]:
+    BOOTSTRAP_RUNNER[BOOTSTRAP] = runner
+    return runner
 
 
 def method_inputs(spec: Spec, stats: Statistics) -> list[object]:

@@ -61,7 +61,7 @@ from pipeline.logs.orders import WeakOrders
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import BOOTSTRAP, BOOTSTRAP_SEED, Spec, apply, method_inputs
+from pipeline.methods.registry import BOOTSTRAP, BOOTSTRAP_SEED, Spec, apply, method_inputs, register_bootstrap
 from pipeline.methods.resample import interval_columns, poisson_draws
 from pipeline.stats.counts import CORE_STATISTICS, BallotHistogram, PairwiseCounts, Statistics
 from pipeline.stats.game_data import PromptCounts, ScoreTable
@@ -304,6 +304,7 @@ def round_seed(spec: Spec, seed: int) -> int:
     return int(state[0] >> np.uint64(1))
 
 
+@register_bootstrap
 def bootstrap(spec: Spec, stats: Statistics, *, client=None) -> Ratings:
     """`spec` rated on `stats`, with intervals, tiers and win frequencies from `spec`'s `bootstrap` rounds."""
     rounds, seed = int(spec.params[BOOTSTRAP]), int(spec.params.get(BOOTSTRAP_SEED, 0))

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pipeline.logs import log_kind
 from pipeline.logs.kinds import DICTIONARIES
-from pipeline.logs.records import records_of_objects
+from pipeline.logs.formats import records_of_objects
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
 from pipeline.stats.partials import DENSE_MAX_AGENTS, finalize
 from pipeline.stats.reduce import check_statistics, reduce_table
