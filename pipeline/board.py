@@ -41,7 +41,7 @@ from pipeline.methods.registry import unique_specs
 from pipeline.paths import check_board_name
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
 from pipeline.stats import Statistics, reduce_store
-from pipeline.stats.extras import EXTRAS
+from pipeline.stats.extras import kind_statistics
 from pipeline.stats.game_data import PromptCounts
 from pipeline.store import IngestReport, Store
 from pipeline.store.files import atomic_write, sha256_file
@@ -78,14 +78,10 @@ def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
     """Raise ValueError naming the first method that cannot rate logs of `kind`, before any work:
     a method limited to other kinds, or one needing statistics the kind's logs do not give."""
     declared = KINDS[kind]
-
-    def gives(statistic: str) -> bool:
-        if not declared.stored:
-            return statistic in declared.statistics
-        return statistic not in EXTRAS or kind in EXTRAS[statistic].kinds
+    given = kind_statistics(kind) if declared.stored else frozenset(declared.statistics)
 
     def rates(m) -> bool:
-        return (m.kinds is None or kind in m.kinds) and all(map(gives, m.statistics))
+        return (m.kinds is None or kind in m.kinds) and set(m.statistics) <= given
 
     for spec in specs:
         if not rates(spec.method):

@@ -208,9 +208,9 @@ def scaled_rows(kind: str, rows: list[dict], factor: float) -> list[dict]:
 
 def all_statistics(kind: str) -> frozenset[str]:
     """Every statistic a reduction can give for `kind`."""
-    from pipeline.stats import CORE_STATISTICS, EXTRAS
+    from pipeline.stats.extras import kind_statistics
 
-    return CORE_STATISTICS | {name for name, extra in EXTRAS.items() if kind in extra.kinds}
+    return kind_statistics(kind)
 
 
 def stats_of_rows(root: Path, kind: str, rows: list[dict], first: tuple[tuple[str, list[dict]], ...] = ()):

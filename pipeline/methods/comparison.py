@@ -19,8 +19,8 @@ import pyarrow as pa
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import REGISTRY, Spec, run
-from pipeline.stats.counts import CORE_STATISTICS, Statistics
-from pipeline.stats.extras import EXTRAS
+from pipeline.stats.counts import Statistics
+from pipeline.stats.extras import kind_statistics
 
 MISMATCH_PLACES = 2
 
@@ -45,7 +45,7 @@ def _name(spec: str | Spec) -> str:
 def comparable_needs(specs: Sequence[str | Spec], kind: str) -> frozenset[str]:
     """The statistics that the registered specs read and that `kind` logs can give."""
     wanted = {n for spec in specs if (name := _name(spec)) in REGISTRY for n in REGISTRY[name].statistics}
-    return frozenset(n for n in wanted if n in CORE_STATISTICS or (n in EXTRAS and kind in EXTRAS[n].kinds))
+    return frozenset(wanted & kind_statistics(kind))
 
 
 def compare_ranks(base: Ratings, label: str, specs: Sequence[str | Spec], stats: Statistics,

@@ -69,6 +69,11 @@ def register_extra(extra: Extra) -> Extra:
     return extra
 
 
+def kind_statistics(kind: str) -> frozenset[str]:
+    """Every statistic a reduction of stored `kind` logs can give: the core ones and the extras that read the kind."""
+    return CORE_STATISTICS | {name for name, extra in EXTRAS.items() if kind in extra.kinds}
+
+
 def extra_partials(table: pa.Table, kind: str, n: int, statistics: frozenset[str]) -> dict[str, Any]:
     """The partial of every extra in `statistics`, for one unit of work's rows."""
     return {name: EXTRAS[name].partial(table, kind, n) for name in sorted(statistics & EXTRAS.keys())}
