@@ -11,6 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.weights import check_sums
+
 SOURCE = "__file__"
 
 
@@ -32,13 +34,16 @@ def unit_codes(table: pa.Table, name: str) -> np.ndarray:
 
 
 def sum_by_key(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted distinct keys and the integer sum of the value rows (axis 0) of each."""
+    """Sorted distinct keys and the integer sum of the value rows (axis 0) of each: non-negative
+    int64 units, whose sums past 2^63 raise `WeightOverflow` instead of wrapping around."""
     if not len(keys):
         return keys.astype(np.int64), values.reshape(0, *values.shape[1:]).astype(np.int64)
     order = np.argsort(keys, kind="stable")
     keys, values = keys[order], values[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return keys[starts], np.add.reduceat(values, starts, axis=0)
+    sums = np.add.reduceat(values, starts, axis=0)
+    check_sums(values, starts, sums)
+    return keys[starts], sums
 
 
 def sort_positions(keys: np.ndarray) -> np.ndarray:

@@ -55,6 +55,8 @@ def sum_units(keys: np.ndarray, units: np.ndarray | None, size: int) -> np.ndarr
     bound: a larger sum, exact or not, is refused."""
     if units is None:
         return np.bincount(keys, minlength=size).astype(np.int64) * np.int64(UNIT)
+    if float(units.sum(dtype=np.float64)) < 2.0**52:  # every partial sum is an integer below 2^53: one exact pass
+        return np.bincount(keys, weights=units.astype(np.float64), minlength=size).astype(np.int64)
     total = np.zeros(size, np.int64)
     for lo in range(0, len(keys), _BLOCK):
         part_keys, part = keys[lo: lo + _BLOCK], units[lo: lo + _BLOCK]

@@ -50,3 +50,24 @@ def test_ingest_quarantines_weights_beyond_the_bound(tmp_path):
     path.write_text("model_a,model_b,winner,weight\na,b,tie,1e12\na,b,tie,1e308\na,b,tie,2e11\na,b,tie,0.5\n")
     [report] = Store(tmp_path / "store").ingest([path], "battles")
     assert (report.rows_accepted, report.rows_quarantined) == (2, 2)
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_the_reduction_counts_big_weights_exactly_and_refuses_a_wrapping_total(tmp_path, dense):
+    from pipeline.stats.reduce import reduce_store
+
+    # 6e8 + 0.3 + 0.3 on one pair within one file: a float64 bincount of the units loses the 0.6.
+    path = tmp_path / "big.csv"
+    path.write_text("model_a,model_b,winner,weight\na,b,model_a,6e8\na,b,model_a,0.3\na,b,model_a,0.3\nb,a,tie,1\n")
+    store = Store(tmp_path / "store")
+    store.ingest([path], "battles")
+    wins = reduce_store(store, "battles", {"pairwise"}, dense=dense).pairwise.wins
+    exact = sum(int(u) for u in to_units(quantize(np.array([6e8, 0.3, 0.3])))) / UNIT
+    assert (wins.toarray() if hasattr(wins, "toarray") else wins)[0, 1] == exact
+    # Two files of records at the bound on the same pair: the merged total passes 2^63 units.
+    for name in ("x", "y"):
+        (tmp_path / f"{name}.csv").write_text(f"model_a,model_b,winner,weight\na,b,model_a,{MAX_WEIGHT:.0f}\n{name},a,tie,1\n")
+    reports = store.ingest([tmp_path / "x.csv", tmp_path / "y.csv"], "battles")
+    assert [r.rows_accepted for r in reports] == [2, 2]
+    with pytest.raises(WeightOverflow):
+        reduce_store(store, "battles", {"pairwise"}, dense=dense)

@@ -2,9 +2,10 @@
 
 Every weight is a multiple of 2^-24 (ingest quantises it, `pipeline.weights`), so each is an
 integer number of *units*. Partials hold int64 units and merging adds integers: the sum is exact,
-hence the same whatever the partitioning or the merge order. Within one partition, `np.bincount`
-adds the units as float64, which is exact while a cell of one partition stays under 2^53 units
-(5e8 weight); totals are exact up to 2^63 units (5e11 weight per cell).
+hence the same whatever the partitioning or the merge order. Within one partition the units are
+summed by `pipeline.weights.sum_units` (float64 bincounts of parts small enough to be exact), and
+merges by `add_units`: every count is exact up to 2^63 units (5e11 weight per cell), and one
+beyond it stops the reduction with `WeightOverflow` instead of wrapping around.
 
 Pairwise counts use a dense (n*n) bincount while the id space is small and sorted sparse keys
 beyond (`dense=False`): per-partition bincounts summed in a tree cost about 2x one in-memory
@@ -25,16 +26,10 @@ from pipeline.logs.orders import A_WINS, TIE, Comparisons, WeakOrders
 from pipeline.stats.counts import BallotHistogram, PairwiseCounts, PositionCounts, Statistics
 from pipeline.stats.encoding import Arrays, scalar, under_prefix, with_prefix
 from pipeline.stats.extras import EXTRAS
-from pipeline.weights import UNIT, to_units
+from pipeline.weights import UNIT, add_units, sum_units, to_units
 
 DENSE_MAX_AGENTS = 2048
 _BLOCK_CELLS = 4_000_000  # pairs expanded at once when counting within ballots
-
-
-def _bincount_units(keys: np.ndarray, units: np.ndarray | None, size: int) -> np.ndarray:
-    if units is None:
-        return np.bincount(keys, minlength=size).astype(np.int64) * np.int64(UNIT)
-    return np.bincount(keys, weights=units.astype(np.float64), minlength=size).astype(np.int64)
 
 
 @dataclass
@@ -62,7 +57,7 @@ class PairCounter:
         tie_keys = np.concatenate([tie_a.astype(np.int64) * n64 + tie_b, tie_b.astype(np.int64) * n64 + tie_a])
         tie_units2 = None if tie_units is None else np.concatenate([tie_units, tie_units])
         if dense:
-            return cls(n, True, None, _bincount_units(win_keys, win_units, n * n), _bincount_units(tie_keys, tie_units2, n * n))
+            return cls(n, True, None, sum_units(win_keys, win_units, n * n), sum_units(tie_keys, tie_units2, n * n))
         unit = lambda units, size: np.full(size, np.int64(UNIT)) if units is None else units  # noqa: E731
         keys = np.concatenate([win_keys, tie_keys])
         values = np.zeros((len(keys), 2), np.int64)
@@ -75,7 +70,7 @@ class PairCounter:
         if (self.n, self.dense) != (other.n, other.dense):
             raise ValueError("cannot merge pair counts over different id spaces")
         if self.dense:
-            return PairCounter(self.n, True, None, self.wins + other.wins, self.ties + other.ties)
+            return PairCounter(self.n, True, None, add_units(self.wins, other.wins), add_units(self.ties, other.ties))
         keys, values = sum_by_key(
             np.concatenate([self.keys, other.keys]),
             np.column_stack([np.concatenate([self.wins, other.wins]), np.concatenate([self.ties, other.ties])]),
@@ -308,7 +303,7 @@ def weak_order_partial(orders: WeakOrders, n: int, statistics: frozenset[str], d
             w = np.broadcast_to(units[:, None], agents.shape)
             code = start * (length + 1) + size
             for key in np.unique(code):
-                counted = _bincount_units(agents[code == key], w[code == key], n)
+                counted = sum_units(agents[code == key], w[code == key], n)
                 positions = positions + PositionCounter(n, {(length, int(key // (length + 1)), int(key % (length + 1))): counted})
         if histogram is not None:
             rows, summed = _unique_rows(np.concatenate([agents, start], axis=1), units)
