@@ -22,8 +22,8 @@ fit plus one solve per covariate.
 
 Existence: with `prior=0` the ratings need the strongly connected comparison graph of
 `bradley_terry.existence_problems` (checked first, naming the agents); a covariate whose
-differences are all 0 is refused; covariates that separate wins from losses outright show up as
-a fit that does not converge.
+differences are all 0 is refused; covariates that separate wins from losses outright (no finite
+estimate) show up as a fit that keeps stepping at the precision floor, refused as `NoEstimate`.
 
 Intervals: the Poisson bootstrap of m-Elo, over the distinct battles instead of the pair cells
 (each row of weight w redrawn as Poisson(w), in the canonical order of the agents' names, seeded
@@ -50,6 +50,7 @@ from pipeline.methods.resample import interval_columns, poisson_draws
 from pipeline.stats.features import BattleFeatures, value_bits
 
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
+RUNAWAY_STEP = 1e-4  # natural units: a fit at the precision floor still stepping this far is running off to infinity
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,6 +136,15 @@ def _log_likelihood(design: Design, beta: np.ndarray, gamma: np.ndarray, prior: 
     return data - penalty, penalty - data, d
 
 
+def _solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """The coefficients' Newton step; least squares where the curvature has (numerically) vanished, as it
+    does when covariates separate wins from losses (Newton then runs out of iterations and says so)."""
+    try:
+        return np.linalg.solve(matrix, rhs)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(matrix, rhs, rcond=None)[0]
+
+
 def fit_covariates(design: Design, *, prior: float = 0.0, tol: float = STEP_TOL, max_iter: int = 100,
                    start: CovariateFit | None = None) -> CovariateFit:
     """Newton's method on ratings and coefficients jointly (see the module docstring); the caller checks existence."""
@@ -155,11 +165,15 @@ def fit_covariates(design: Design, *, prior: float = 0.0, tol: float = STEP_TOL,
         cross = np.column_stack([design.spread(curvature * design.z[:, j]) for j in range(k)]) if k else np.zeros((n, 0))
         solved = laplacian_solve(design.pairs, laplacian, prior, np.column_stack([grad_beta, cross]))
         schur = (design.z.T * curvature) @ design.z + prior * np.eye(k) - cross.T @ solved[:, 1:]
-        step_gamma = np.linalg.solve(schur, grad_gamma - cross.T @ solved[:, 0]) if k else np.zeros(0)
+        step_gamma = _solve(schur, grad_gamma - cross.T @ solved[:, 0])
         step_beta = solved[:, 0] - solved[:, 1:] @ step_gamma
         decrement = float(grad_beta @ step_beta + grad_gamma @ step_gamma)
         size = float(np.abs(np.r_[step_beta, step_gamma]).max(initial=0.0))
         at_floor = decrement / 2 <= FLOOR * magnitude
+        if at_floor and size > max(tol, RUNAWAY_STEP) and size > previous / 2:
+            raise NoEstimate(f"m-elo: the estimate with covariates runs off to infinity (steps of {size:.3g} that no longer "
+                             "change the likelihood): the covariates and ratings separate wins from losses; use "
+                             "m-elo:prior=0.01 for a small Gaussian prior")
         if size <= tol or (at_floor and size > previous / 2):
             beta, gamma = beta + step_beta, gamma + step_gamma
             loglik, _, _ = _log_likelihood(design, beta, gamma, prior)
@@ -203,6 +217,8 @@ def _bootstrap_chunk(job: Resample, size: int, rng: np.random.Generator) -> np.n
         try:
             fitted = fit_covariates(sample, start=job.full, **job.options)
             out[r] = np.r_[fitted.beta, fitted.gamma, FITTED]
+        except NoEstimate:
+            out[r, -1] = NO_ESTIMATE
         except ConvergenceError:
             out[r, -1] = UNCONVERGED
     return out

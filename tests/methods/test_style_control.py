@@ -170,3 +170,16 @@ def test_covariates_are_read_only_when_asked():
     with pytest.raises(ValueError, match="ties=half"):
         from pipeline.methods.m_elo import m_elo
         m_elo(None, None, np.arange(2), None, ties="davidson", covariates="len")
+
+
+def test_covariates_that_separate_wins_from_losses_are_refused(tmp_path):
+    """Six battles that length and markdown explain perfectly: no finite estimate, not a huge one."""
+    rows = [{"model_a": a, "model_b": b, "winner": w, "features_a.len": la, "features_b.len": lb, "features_a.md": ma,
+             "features_b.md": mb, "weight": 1.0}
+            for a, b, w, la, lb, ma, mb in [("alpha", "beta", "model_a", 812, 240, 9, 2), ("beta", "gamma", "tie", 301, 296, 0, 1),
+                                            ("gamma", "alpha", "model_b", 100, 700, 0, 5), ("beta", "alpha", "model_a", 500, 200, 3, 1),
+                                            ("gamma", "beta", "model_a", 330, 300, 2, 2), ("alpha", "gamma", "model_b", 200, 250, 1, 4)]]
+    with pytest.raises(NoEstimate, match="runs off to infinity"):
+        rate(tmp_path, rows, ["m-elo:covariates=len,md,bootstrap=0"])
+    ratings, _ = rate(tmp_path, rows, ["m-elo:covariates=len,md,bootstrap=0,prior=0.01"])
+    assert np.isfinite(list(ratings["m-elo:covariates=len,md,bootstrap=0,prior=0.01"].info["covariates"].values())).all()
