@@ -80,12 +80,12 @@ def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
     declared = KINDS[kind]
     given = kind_statistics(kind) if declared.stored else frozenset(declared.statistics)
 
-    def rates(m) -> bool:
-        return (m.kinds is None or kind in m.kinds) and set(m.statistics) <= given
+    def rates(m, statistics: Iterable[str]) -> bool:
+        return (m.kinds is None or kind in m.kinds) and set(statistics) <= given
 
     for spec in specs:
-        if not rates(spec.method):
-            able = sorted(name for name, m in REGISTRY.items() if rates(m))
+        if not rates(spec.method, spec.method.statistics + spec.method.conditional_statistics(spec.params)):
+            able = sorted(name for name, m in REGISTRY.items() if rates(m, m.statistics))
             raise ValueError(f"{spec.name} does not rate {kind} files (methods that do: {', '.join(able)})")
 
 

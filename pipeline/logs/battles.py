@@ -1,7 +1,8 @@
 """Battles: one pairwise comparison per row, canonical or in the Chatbot Arena format.
 
 Canonical columns: `battle_id`, `model_a`, `model_b`, `winner` in {model_a, model_b, tie,
-tie (bothbad)}, optional `judge`, `prompt`, `category`, `timestamp`, `weight`. The Arena dumps
+tie (bothbad)}, optional `judge`, `prompt`, `category`, `timestamp`, `weight`, and numeric features
+of the two answers as `features_a.<name>`, `features_b.<name>` (`pipeline.logs.features`). The Arena dumps
 (`judge`, `question_id`, `tstamp`) are read through column aliases. A file without battle ids gets
 `<file name>:<line>` ids, so ids are stable across re-reads.
 
@@ -21,6 +22,7 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.arrays import column
+from pipeline.logs.features import FEATURES_TYPE, read_features
 from pipeline.logs.kinds import LogKind, register_kind
 from pipeline.logs.orders import TIE, Comparisons
 from pipeline.logs.records import LINE, RawRecords
@@ -41,6 +43,7 @@ SCHEMA = pa.schema(
         ("category", pa.string()),
         ("timestamp", pa.timestamp("us", tz="UTC")),
         ("weight", pa.float64()),
+        ("features", FEATURES_TYPE),
     ]
 )
 
@@ -56,6 +59,7 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
     weight = t.column("weight", required=False)
     schema = t.frame.schema
     stem = Path(source).name
+    features, feature_checks = read_features(t)
 
     t.derive(
         battle_id=text(ident) if ident else pl.lit(stem + ":") + pl.col(LINE).cast(pl.String),
@@ -78,13 +82,14 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
     ]
     if stamp:
         checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])
-    checks += weight_checks("~weight", weight)
+    checks += weight_checks("~weight", weight) + feature_checks
     t.reject(checks)
     first = pl.col(LINE).min().over("~battle_id")
     t.reject_rows(pl.col(LINE) != first, "battle_id", pl.lit("duplicate battle_id (first at line ") + first.cast(pl.String) + pl.lit(")"))
 
     canonical = {name: pl.col(f"~{name}") for name in SCHEMA.names}
     canonical["weight"] = quantize_expr(pl.col("~weight"))
+    canonical["features"] = features
     return t.result("battles", canonical, SCHEMA, keyed=ident is not None)
 
 

@@ -38,6 +38,9 @@ plain Newton fit as the fallback; on sparse graphs by Newton vectorised over the
 (`_newton_rounds`, the same steps and stopping rules as a plain fit, all rounds' systems solved
 by one block of conjugate gradients).
 
+Style control (`covariates=len,md`, battles whose files give those features): ratings and
+coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.style_control`.
+
 Games: `games=pairs` fits the pairs of each game with the game's weight (a 7-player game is 21
 comparisons); `games=player` weights each pair 1/(L-1) (see `pipeline.stats.game_pairs`).
 """
@@ -57,7 +60,9 @@ from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
 from pipeline.methods.registry import method
 from pipeline.methods.resample import interval_columns, poisson_draws
+from pipeline.methods.style_control import parse_covariates, style_controlled
 from pipeline.stats.counts import PairwiseCounts
+from pipeline.stats.features import BattleFeatures
 from pipeline.stats.game_pairs import PerGameCounts
 
 TIES = ("half", "davidson")
@@ -282,15 +287,21 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     return columns | {"rank_ci": rank_ci.astype(np.int64)}, summary
 
 
-@method("m-elo", needs=("pairwise", "pairwise_per_game", "agent_keys"))
-def m_elo(pairs: PairwiseCounts, per_game: PerGameCounts, agent_keys: np.ndarray, *, ties: str = "half",
-          prior: float = 0.0, bootstrap: int = 1000, seed: int = 0, scale: float = 400.0, anchor: float = 1000.0,
-          games: str = "pairs", tol: float = STEP_TOL, max_iter: int = 100, client=None) -> Ratings:
+@method("m-elo", needs=("pairwise", "pairwise_per_game", "agent_keys"), needs_with={"covariates": ("battle_features",)})
+def m_elo(pairs: PairwiseCounts, per_game: PerGameCounts, agent_keys: np.ndarray, features: BattleFeatures | None = None,
+          *, ties: str = "half", prior: float = 0.0, bootstrap: int = 1000, seed: int = 0, scale: float = 400.0,
+          anchor: float = 1000.0, games: str = "pairs", tol: float = STEP_TOL, max_iter: int = 100, covariates: str = "",
+          client=None) -> Ratings:
     """m-Elo: Bradley-Terry maximum likelihood on the pairwise counts, with bootstrap intervals."""
     if ties not in TIES:
         raise ValueError(f"m-elo: ties must be one of {', '.join(TIES)}, not {ties!r}")
     if not (prior >= 0 and bootstrap >= 0 and scale > 0 and tol > 0 and max_iter >= 1):
         raise ValueError("m-elo: prior and bootstrap must be non-negative, scale and tol positive, max_iter at least 1")
+    if covariates:
+        if ties != "half":
+            raise ValueError("m-elo: covariates need ties=half")
+        return style_controlled(features, agent_keys, parse_covariates(covariates), prior=prior, bootstrap=bootstrap,
+                                seed=seed, scale=scale, anchor=anchor, tol=tol, max_iter=max_iter, client=client)
     counts = per_game.choose(pairs, games)
     cells = Cells.from_counts(counts, agent_keys)  # agent agent_keys[i] of the cells is local agent i
     by_key = np.empty_like(counts.agents)

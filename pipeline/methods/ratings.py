@@ -87,7 +87,9 @@ class Ratings:
 
 
 def spec_text(name: str, params: dict[str, object]) -> str:
-    """`name:key=value,...` with the parameters sorted by key: the one spelling of a spec."""
+    """`name:key=value,...` with the parameters sorted by key: the one spelling of a spec. An empty text
+    parameter (no list, as m-Elo's `covariates` by default) is left out: it reads back as its default."""
+    params = {k: v for k, v in params.items() if v != ""}
     if not params:
         return name
     return name + ":" + ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in sorted(params.items()))

@@ -1,7 +1,8 @@
 """Method specs and the registry of rating methods.
 
 A spec is a method name with optional parameters: `borda`, `approval:k=3`,
-`elo:k=4,scale=400`. Each method is a plain function registered with `@method(name, needs=...)`;
+`elo:k=4,scale=400`; a text parameter may hold a list, its items following it
+(`m-elo:covariates=len,md,bootstrap=0`). Each method is a plain function registered with `@method(name, needs=...)`;
 `needs` names its inputs, fields of `Statistics` (a statistic such as `pairwise`, an extra such
 as `sequence`, or `agent_keys`, the agents' canonical order), which the registry passes
 positionally; the spec's parameters are passed as keywords, converted to the types of the
@@ -12,6 +13,11 @@ configuration), into a `Spec` that travels from there. Its canonical spelling, `
 the name and every effective parameter sorted by key, the same as `Ratings.spec`; specs are
 equal when their canonical spellings are, so a list given with two spellings of one spec runs
 it once (`unique_specs`).
+
+A method may read a statistic only when a parameter is set (`needs_with={"covariates":
+("battle_features",)}`: m-Elo's style control reads the distinct battles only with covariates):
+the registry passes each such statistic positionally after `needs`, None while its parameter
+is at its default, and a reduction computes it only for specs that set the parameter.
 
 A method that fans work out (bootstrap rounds, shuffled orders) declares a keyword-only
 parameter `client`: the registry passes the caller's Dask client there (None: local threads).
@@ -28,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pipeline.methods.ratings import Ratings, spec_text
@@ -46,6 +52,13 @@ class Method:
     fn: Callable[..., Ratings]
     needs: tuple[str, ...]
     kinds: frozenset[str] | None  # log kinds it accepts; None for all
+    needs_with: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # parameter -> statistics it reads
+
+    def conditional_statistics(self, params: Mapping[str, object]) -> tuple[str, ...]:
+        """The statistics read because `params` set a parameter of `needs_with` (to other than its default)."""
+        defaults = self.parameters
+        return tuple(n for key, names in self.needs_with.items() if params.get(key, defaults[key]) != defaults[key]
+                     for n in names)
 
     @property
     def parameters(self) -> dict[str, object]:
@@ -77,11 +90,12 @@ class Method:
 REGISTRY: dict[str, Method] = {}
 
 
-def method(name: str, *, needs: tuple[str, ...], kinds: Iterable[str] | None = None) -> Callable:
+def method(name: str, *, needs: tuple[str, ...], kinds: Iterable[str] | None = None,
+           needs_with: Mapping[str, tuple[str, ...]] | None = None) -> Callable:
     def register(fn: Callable[..., Ratings]) -> Callable[..., Ratings]:
         if name in REGISTRY:
             raise ValueError(f"method {name!r} registered twice")
-        REGISTRY[name] = Method(name, fn, tuple(needs), None if kinds is None else frozenset(kinds))
+        REGISTRY[name] = Method(name, fn, tuple(needs), None if kinds is None else frozenset(kinds), dict(needs_with or {}))
         return fn
 
     return register
@@ -124,13 +138,18 @@ class Spec:
         generic = REGISTRY[name].generic_parameters
         allowed = REGISTRY[name].parameters | generic
         params: dict[str, object] = {}
+        previous = None
         for item in filter(None, (p.strip() for p in rest.split(","))):
             key, eq, value = item.partition("=")
             key = key.strip().replace("-", "_")
+            if not eq and previous is not None and isinstance(allowed[previous], str):
+                params[previous] = f"{params[previous]},{item}"  # a list value: `covariates=len,md`
+                continue
             if not eq or key not in allowed:
                 valid = ", ".join(allowed) or "none"
                 raise ValueError(f"{name}: unknown parameter {item!r} (parameters: {valid})")
             params[key] = _coerce(name, key, value.strip(), allowed[key])
+            previous = key
             if key in generic and params[key] == generic[key]:
                 del params[key]  # a registry parameter at its default is not part of the spec
         return cls(name, params)
@@ -159,7 +178,8 @@ class Spec:
         """The inputs a reduction must compute: the method's, and the ballot histogram its bootstrap
         redraws where the method reads core counts."""
         core = self.bootstrap_rounds and any(n in CORE_STATISTICS for n in self.method.statistics)
-        return self.method.statistics + (("histogram",) if core and "histogram" not in self.method.statistics else ())
+        return (self.method.statistics + self.method.conditional_statistics(self.params)
+                + (("histogram",) if core and "histogram" not in self.method.statistics else ()))
 
     def without_bootstrap(self) -> Spec:
         """The spec the registry's bootstrap rates in every round."""
@@ -225,6 +245,12 @@ def method_inputs(spec: Spec, stats: Statistics) -> list[object]:
         if value is None:
             raise ValueError(f"{spec.name} needs the {name} statistic, which was not computed")
         inputs.append(value)
+    read = chosen.conditional_statistics(spec.params)
+    for names in chosen.needs_with.values():
+        for name in names:
+            if name in read and stats.extra.get(name) is None:
+                raise ValueError(f"{spec} needs the {name} statistic, which was not computed")
+            inputs.append(stats.extra.get(name) if name in read else None)
     return inputs
 
 

@@ -68,12 +68,21 @@ def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK) -> lis
     return units
 
 
+def _stored(file: pq.ParquetFile, columns: list[str]) -> list[str]:
+    """The columns a partition file holds: a column added to a kind later (battles' `features`) is
+    absent from files stored before, and the extras that read it treat it as empty."""
+    names = set(file.schema_arrow.names)
+    return [c for c in columns if c in names]
+
+
 def _read(unit: Unit, kind: str, statistics: frozenset[str]) -> pa.Table:
     columns = list(dict.fromkeys([*log_kind(kind).columns, *extra_columns(kind, statistics)]))
     if unit.row_groups is not None:
-        table = pq.ParquetFile(unit.paths[0]).read_row_groups(list(unit.row_groups), columns=columns)
+        file = pq.ParquetFile(unit.paths[0])
+        table = file.read_row_groups(list(unit.row_groups), columns=_stored(file, columns))
         return table.append_column(SOURCE, pa.array(np.zeros(table.num_rows, np.int32)))
-    tables = [pq.read_table(p, columns=columns) for p in unit.paths]
+    files = [pq.ParquetFile(p) for p in unit.paths]
+    tables = [file.read(columns=_stored(file, columns)) for file in files]
     tables = [t.append_column(SOURCE, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(tables)]
     return pa.concat_tables(tables)
 
