@@ -377,6 +377,7 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
     rated = rate(stats, board.methods, client)
     timings |= rated.timings
     categories = None
+    clear_categories(out)  # an earlier run's category boards in `out` are never shown as this run's
     if board.by is not None:
         start = time.perf_counter()
         categories = rate_categories(store, board, out, client, temporary_store=temporary_store)

@@ -178,3 +178,12 @@ def test_a_nightly_config_asks_for_categories(tmp_path):
     config.write_text("boards:\n  - {name: council, kind: reviews, sources: [x], methods: [copeland], by: category}\n"
                       "  - {name: plain, kind: battles, sources: [y], methods: [copeland]}\n")
     assert [b.by for b in boards.load_boards(config)] == ["category", None]
+
+
+def test_a_board_rated_without_categories_drops_the_category_boards_of_an_earlier_run(tmp_path):
+    battle_log(tmp_path / "log" / "battles.csv", ["coding"], battles=200)
+    out = tmp_path / "out"
+    run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",), by="category"), Store(tmp_path / "s1"), out)
+    assert (out / "category=coding").is_dir()
+    run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",)), Store(tmp_path / "s2"), out)
+    assert not (out / "category=coding").exists() and "categories" not in json.loads((out / "run.json").read_text())
