@@ -17,7 +17,9 @@ def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
     """The body shared by `ratings` and `nightly`: reduce once, rate per method, publish.
 
     A method that cannot rate the data is logged (one line, agents named) and recorded in
-    run.json; the other methods are published."""
+    run.json; the other methods are published. A board `by` category also rates each category
+    into `<out>/category=<folder>/`; a category that fails is logged and listed in run.json, and
+    the others and the overall board are published."""
     start = time.perf_counter()
     stats = tasks.reduce(store, board, client)
     timings = {"reduce": time.perf_counter() - start}
@@ -26,17 +28,27 @@ def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
     for future in futures:
         rated.add(future.result())
     timings["rate"] = time.perf_counter() - start - timings["reduce"]
-    written = tasks.publish(store, board, rated, out, timings, stats)
+    categories = None
+    if board.by is not None:
+        categories = tasks.rate_categories(store, board, out, client)
+        timings["categories"] = time.perf_counter() - start - timings["reduce"] - timings["rate"]
+    written = tasks.publish(store, board, rated, out, timings, stats, categories)
     tasks.artifact(store, board, rated.ratings)
     log = get_run_logger()
     for spec, message in tasks.refusals(store, board, rated).items():
         log.warning("%s: %s could not rate: %s", board.name, spec, message)
+    for category in categories.boards if categories is not None else ():
+        if category.failed:
+            log.error("%s: category %r failed: %s", board.name, category.category, category.failed)
+        for spec, message in category.errors.items():
+            log.warning("%s: category %r: %s could not rate: %s", board.name, category.category, spec, message)
     return written
 
 
 @flow(name="ratings")
-def ratings(store: str, kind: str, methods: list[str], out: str, scheduler: str | None = None, workers: int = 2) -> list[str]:
-    board = Board(Path(out).name, kind, (), tuple(methods))
+def ratings(store: str, kind: str, methods: list[str], out: str, scheduler: str | None = None, workers: int = 2,
+            by: str | None = None) -> list[str]:
+    board = Board(Path(out).name, kind, (), tuple(methods), by=by)
     with dask_client(scheduler, workers) as client:
         written = rate_board(store, board, out, client)
     return [str(p) for p in written] + [str(write_report(out))]

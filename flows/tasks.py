@@ -34,9 +34,15 @@ def rate(stats: Statistics, spec: Spec, client) -> boards.Rated:
 
 
 @task(cache_policy=NO_CACHE)
+def rate_categories(store: str, board: boards.Board, out: str, client) -> boards.Categories:
+    # Each category fails on its own: the task returns their outcomes and raises for none of them.
+    return boards.rate_categories(Store(store), board, Path(out), client, use_cache=True)
+
+
+@task(cache_policy=NO_CACHE)
 def publish(store: str, board: boards.Board, rated: boards.Rated, out: str, timings: dict[str, float],
-            stats: Statistics | None = None) -> list[Path]:
-    return boards.write_board(Store(store), board, rated, Path(out), timings, stats)
+            stats: Statistics | None = None, categories: boards.Categories | None = None) -> list[Path]:
+    return boards.write_board(Store(store), board, rated, Path(out), timings, stats, categories=categories)
 
 
 def refusals(store: str, board: boards.Board, rated: boards.Rated) -> dict[str, str]:

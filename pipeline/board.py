@@ -12,6 +12,7 @@ boards:
     kind: battles
     sources: [llmfao]            # files or folders (folders are scanned for the kind's files)
     methods: [borda, copeland]
+    by: category                 # optional: also one board per category (kinds with a category column)
 ```
 
 Method specs are parsed once, when a board is made (`Board.methods` holds `Spec`s); a spec given
@@ -19,6 +20,13 @@ twice under different spellings (`borda`, `borda:normalise=false`) runs once, an
 so (`parameters.methods_merged`). A method that cannot rate the data (a `RatingError`) does not
 stop the board: the other methods are published, and run.json's `errors` holds its one-line
 message with the agents named.
+
+A board `by: category` also rates each category of its logs on its own, into
+`<out>/category=<folder>/` (`pipeline.paths.category_folder`): the statistics of a category are
+reduced from its rows only, so its board is the one a store holding only those rows would give.
+Rows without a category count in the overall board only. One category that fails never stops
+the others or the overall board; the overall run.json lists every category, its rows, and why
+one failed.
 """
 
 from __future__ import annotations
@@ -38,9 +46,10 @@ from pipeline.logs import KINDS, log_kind
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import unique_specs
-from pipeline.paths import check_board_name
+from pipeline.paths import CATEGORY_PREFIX, UnsafePath, category_folder, check_board_name, inside
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
 from pipeline.stats import Statistics, reduce_store
+from pipeline.stats.categories import category_counts
 from pipeline.stats.extras import kind_statistics
 from pipeline.stats.game_data import PromptCounts
 from pipeline.store import IngestReport, Store
@@ -58,10 +67,13 @@ class Board:
     methods: tuple[Spec, ...]
     title: str = ""
     merged: dict[str, list[str]] = field(default_factory=dict, compare=False, hash=False)
+    by: str | None = None  # "category": also one board per category
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"board {self.name}: unknown kind {self.kind!r}; expected one of {', '.join(KINDS)}")
+        if self.by is not None:
+            check_by(self.kind, self.by, f"board {self.name}: ")
         try:
             methods, merged = unique_specs(self.methods)
         except ValueError as exc:
@@ -72,6 +84,18 @@ class Board:
             check_methods_fit(self.kind, methods)
         except ValueError as exc:
             raise ValueError(f"board {self.name}: {exc}") from None
+
+
+BY = ("category",)  # what a board can be split by
+
+
+def check_by(kind: str, by: str, where: str = "") -> None:
+    """Raise ValueError (one line naming the kind) unless boards of `kind` can be split `by`."""
+    if by not in BY:
+        raise ValueError(f"{where}by {by!r}: expected one of {', '.join(BY)}")
+    if KINDS[kind].category is None:
+        able = ", ".join(name for name, k in KINDS.items() if k.category is not None)
+        raise ValueError(f"{where}{kind} logs have no category column, so they cannot be rated by category (kinds that can: {able})")
 
 
 def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
@@ -96,7 +120,7 @@ def load_boards(path: str | Path) -> list[Board]:
     for entry in config.get("boards", []):
         sources = tuple(str((path.parent / s).resolve()) for s in entry["sources"])
         name = check_board_name(entry["name"], path)
-        boards.append(Board(name, entry["kind"], sources, tuple(entry["methods"]), entry.get("title", "")))
+        boards.append(Board(name, entry["kind"], sources, tuple(entry["methods"]), entry.get("title", ""), by=entry.get("by")))
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
     return boards
@@ -146,13 +170,15 @@ def _game_file(board: Board) -> Path:
     return files[0]
 
 
-def reduce(store: Store, board: Board, client=None, use_cache: bool = False) -> Statistics:
-    """The statistics the board's methods need: reduced from its store, or read from its file
-    for a kind rated directly. Prompts of battles are named here, for the games built from them."""
+def reduce(store: Store, board: Board, client=None, use_cache: bool = False, category: str | None = None) -> Statistics:
+    """The statistics the board's methods need: reduced from its store (from one category's rows,
+    given one), or read from its file for a kind rated directly. Prompts of battles are named
+    here, for the games built from them."""
     kind = log_kind(board.kind)
     if not kind.stored:
         return kind.load(_game_file(board))[0]
-    stats = reduce_store(store, board.kind, needed_statistics(board.methods), client=client, use_cache=use_cache)
+    stats = reduce_store(store, board.kind, needed_statistics(board.methods), client=client, use_cache=use_cache,
+                         category=category)
     data = stats.extra.get("game_data")
     if isinstance(data, PromptCounts):
         named = dataclasses.replace(data, prompt_names=tuple(store.dictionary("prompts").names))
@@ -214,6 +240,7 @@ class BoardResult:
     reports: list[IngestReport]
     timings: dict[str, float] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # canonical spec -> one-line message, agents named
+    categories: Categories | None = None  # a board rated by category: its categories' boards
 
 
 def keep_quarantine(store: Store, reports: list[IngestReport], out: Path) -> list[IngestReport]:
@@ -230,22 +257,104 @@ def keep_quarantine(store: Store, reports: list[IngestReport], out: Path) -> lis
 
 
 def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: dict[str, float],
-                stats: Statistics | None = None, temporary_store: bool = False) -> list[Path]:
+                stats: Statistics | None = None, temporary_store: bool = False, *, category: str | None = None,
+                categories: Categories | None = None) -> list[Path]:
     """Publish a board's ratings with the row accounting of every file behind them (and, given the
     statistics, records per agent and the head-to-head table); refusals go to run.json. A
-    `temporary_store`'s quarantine is kept in `out/quarantine/`, and run.json names no store."""
+    `temporary_store`'s quarantine is kept in `out/quarantine/` (a category's board, published in
+    a subfolder of its board's, names its board's copies), and run.json names no store. The
+    board of one `category` says so in its parameters and title; the overall board of a board
+    rated by category lists its `categories`."""
     stored = log_kind(board.kind).stored
     names = agent_names(store, board)
     parameters = {"board": board.name, "sources": list(board.sources)}
     if board.merged:
         parameters["methods_merged"] = board.merged
+    if board.by is not None:
+        parameters["by"] = board.by
+    if category is not None:
+        parameters["category"] = category
     behind = inputs(store, board)
     if temporary_store:
-        behind = keep_quarantine(store, behind, out)
+        behind = keep_quarantine(store, behind, out if category is None else out.parent)
     record = RunRecord(board.kind, [str(s) for s in board.methods], str(store.root) if stored and not temporary_store else "",
-                       behind, parameters=parameters, timings=timings, errors=rated.messages(names))
-    return publish(out, rated.ratings, names, record, board.title or board.name,
+                       behind, parameters=parameters, timings=timings, errors=rated.messages(names),
+                       categories=categories.record() if categories is not None else {})
+    title = board.title or board.name
+    return publish(out, rated.ratings, names, record, title if category is None else f"{title} \u00b7 {category}",
                    judges=store.dictionary("judges").names if stored else None, stats=stats)
+
+
+@dataclass
+class CategoryResult:
+    """One category's board: its folder (under the board's), its rows, the refusals of its
+    methods (agents named), or why it failed and was not published."""
+
+    category: str
+    folder: str
+    rows: int
+    errors: dict[str, str] = field(default_factory=dict)
+    failed: str = ""
+
+
+@dataclass
+class Categories:
+    """A board's categories as rated: the column read, the rows without a category (rated in the
+    overall board only), and each category's board."""
+
+    column: str
+    rows_without_category: int
+    boards: list[CategoryResult] = field(default_factory=list)
+
+    def record(self) -> dict[str, object]:
+        """run.json's `categories`."""
+        boards = [{"category": r.category, "folder": r.folder, "rows": r.rows} | ({"errors": r.errors} if r.errors else {})
+                  | ({"failed": r.failed} if r.failed else {}) for r in self.boards]
+        return {"column": self.column, "rows_without_category": self.rows_without_category, "boards": boards}
+
+
+def clear_categories(out: Path) -> None:
+    """Remove the category boards an earlier run left in `out` (its `category=` folders only)."""
+    if not out.is_dir():
+        return
+    for old in out.iterdir():
+        if old.name.startswith(CATEGORY_PREFIX):
+            old.unlink() if old.is_symlink() or not old.is_dir() else shutil.rmtree(old)
+
+
+def rate_category(store: Store, board: Board, category: str, out: Path, client=None, use_cache: bool = False,
+                  temporary_store: bool = False) -> dict[str, str]:
+    """Reduce, rate and publish one category's board into `out`; its methods' refusals, agents named."""
+    start = time.perf_counter()
+    stats = reduce(store, board, client, use_cache, category)
+    timings = {"reduce": time.perf_counter() - start}
+    rated = rate(stats, board.methods, client)
+    write_board(store, board, rated, out, timings | rated.timings, stats, temporary_store, category=category)
+    return rated.messages(agent_names(store, board))
+
+
+def rate_categories(store: Store, board: Board, out: Path, client=None, use_cache: bool = False,
+                    temporary_store: bool = False) -> Categories:
+    """Rate each category of the board's logs into `out/category=<folder>/`, in code-point order
+    of the categories. A category that fails (any error: its rows cannot be reduced, two
+    categories would share a folder) is recorded with a one-line reason, its folder removed, and
+    the others still publish."""
+    out = Path(out)
+    counts = category_counts(store, board.kind, client=client)
+    rated = Categories(log_kind(board.kind).category, counts.pop(None, 0))  # rows without one: the overall board only
+    folders = {category: category_folder(category) for category in counts}
+    clear_categories(out)
+    for category, folder in folders.items():
+        result = CategoryResult(category, folder, counts[category])
+        try:
+            if sharing := [c for c, f in folders.items() if f == folder and c != category]:
+                raise UnsafePath(f"categories {category!r} and {sharing[0]!r} would share the folder {folder}; rename one")
+            result.errors = rate_category(store, board, category, inside(out, folder), client, use_cache, temporary_store)
+        except Exception as exc:  # noqa: BLE001 (one category never stops the others)
+            result.failed = f"{type(exc).__name__}: {next(iter(str(exc).splitlines()), '')}"
+            shutil.rmtree(out / folder, ignore_errors=True)
+        rated.boards.append(result)
+    return rated
 
 
 def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: int = 25) -> str:
@@ -267,6 +376,12 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
     timings["reduce"] = time.perf_counter() - start
     rated = rate(stats, board.methods, client)
     timings |= rated.timings
-    write_board(store, board, rated, out, timings, stats, temporary_store)
+    categories = None
+    clear_categories(out)  # an earlier run's category boards in `out` are never shown as this run's
+    if board.by is not None:
+        start = time.perf_counter()
+        categories = rate_categories(store, board, out, client, temporary_store=temporary_store)
+        timings["categories"] = time.perf_counter() - start
+    write_board(store, board, rated, out, timings, stats, temporary_store, categories=categories)
     write_report(out)
-    return BoardResult(board, out, rated.ratings, reports, timings, rated.messages(agent_names(store, board)))
+    return BoardResult(board, out, rated.ratings, reports, timings, rated.messages(agent_names(store, board)), categories)

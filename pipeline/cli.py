@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -203,10 +204,13 @@ def rate(
     scheduler: SchedulerOption = None,
     workers: Annotated[int, typer.Option(help="local Dask worker processes when no scheduler is given (0: local threads)")] = 0,
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
+    by: Annotated[Optional[str], typer.Option(
+        "--by", help="also one leaderboard per category (`--by category`: battles, reviews, scores), "
+                     "in OUT/category=<name>/; rows without a category count in the overall board only")] = None,
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
     check_kind(kind)
-    from pipeline.board import KINDS, Board, run_board, source_files
+    from pipeline.board import KINDS, Board, check_by, run_board, source_files
     from pipeline.logs import UnreadableFile
     from pipeline.methods.registry import unique_specs
     from pipeline.store import Store
@@ -215,12 +219,17 @@ def rate(
         raise typer.BadParameter(f"{kind} files are rated directly: give one file, without --store", param_hint="SOURCES")
     if store is None and not sources:
         raise typer.BadParameter("give log files or --store", param_hint="SOURCES")
+    if by is not None:
+        try:
+            check_by(kind, by)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--by") from None
     check_sources(sources or ())
     if store is not None and sources is None and not (store / "manifest.json").exists():
         raise fail(f"{store} is not a store (no manifest.json); ingest logs into it first", 2)
     try:
         specs, merged = unique_specs(method)
-        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged)
+        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by)
     except ValueError as exc:  # an unknown method or parameter, or a method that does not rate this kind
         raise typer.BadParameter(str(exc), param_hint="--method") from None
     report_merged(board.merged)
@@ -237,9 +246,31 @@ def rate(
     if records:
         console.print(top_agents_table(records))
     console.print(f"report: {(out / 'index.html').resolve()}", highlight=False)
+    failed = report_categories(result.categories) if result.categories is not None else False
     report_refusals(result.errors)
-    if any(r.status == "unreadable" for r in result.reports):
+    if failed or any(r.status == "unreadable" for r in result.reports):
         raise typer.Exit(1)
+
+
+def report_categories(categories) -> bool:
+    """A line per category board (its rows and folder) and the one-line refusals and failures;
+    whether any category could not be wholly rated."""
+    table = Table("category", "rows", "folder", "outcome", title="categories", title_justify="left")
+    for column in table.columns:
+        column.overflow = "fold"
+    table.columns[1].justify = "right"
+    shown = lambda text: escape(text if text.isprintable() else repr(text))  # noqa: E731 (categories are user text)
+    for c in categories.boards:
+        outcome = "[red]failed[/red]" if c.failed else f"[yellow]{len(c.errors)} method(s) refused[/yellow]" if c.errors else "published"
+        table.add_row(shown(c.category), f"{c.rows:,}", c.folder, outcome)
+    console.print(table)
+    console.print(f"rows without a {categories.column}: {categories.rows_without_category:,} (in the overall board only)",
+                  highlight=False)
+    for c in categories.boards:
+        for spec, message in ({"": c.failed} if c.failed else c.errors).items():
+            errors.print(f"[bold red]{shown(c.category)}[/bold red]: " + (f"{escape(spec)} could not rate: " if spec else "failed: ")
+                         + escape(message), markup=True, highlight=False)
+    return any(c.failed or c.errors for c in categories.boards)
 
 
 def backtest_table(summary: list[dict], reference: str) -> Table:

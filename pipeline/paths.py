@@ -8,11 +8,16 @@ write elsewhere. These checks are the one place that rule lives.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 SLUG = re.compile(r"[a-z0-9][a-z0-9._-]*")
+CATEGORY_PREFIX = "category="  # a per-category board's folder, inside its board's (`pipeline.report.folders`)
+CATEGORY_SLUG_CHARS = 48
+HASHED = re.compile(r"-[0-9a-f]{10}$")
 
 
 class UnsafePath(ValueError):
@@ -25,6 +30,25 @@ def check_board_name(name: object, config: str | Path) -> str:
         raise UnsafePath(f"{config}: board {name!r}: a board name must match [a-z0-9][a-z0-9._-]* without '..' "
                          "(it names the board's folders under out/)")
     return name
+
+
+def category_folder(category: str) -> str:
+    """The folder name of a category's board: `category=<slug>`.
+
+    Categories are user text. One that is already a short safe slug (`coding`) keeps its text;
+    any other (`Hard Prompts`, `../x`, a look-alike `cоding` with a Cyrillic o, 300 characters)
+    becomes an ASCII slug of it plus 10 hex digits of the SHA-256 of its exact text, so two
+    categories that fold to the same slug still get distinct folders, and a folder's name depends
+    on its category alone (the nightly's history follows it from run to run). A kept slug never
+    ends like a hashed one, so the two kinds of names cannot meet.
+    """
+    if SLUG.fullmatch(category) and ".." not in category and len(category) <= CATEGORY_SLUG_CHARS \
+            and not HASHED.search(category):
+        return CATEGORY_PREFIX + category
+    ascii_text = unicodedata.normalize("NFKD", category).encode("ascii", "ignore").decode().lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text).strip("-")[:CATEGORY_SLUG_CHARS].rstrip("-")
+    digest = hashlib.sha256(category.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return CATEGORY_PREFIX + (f"{slug}-{digest}" if slug else digest)
 
 
 def inside(root: str | Path, *parts: str) -> Path:

@@ -212,3 +212,30 @@ def test_reading_numbers_are_rounded_and_negative_zero_is_zero():
     from pipeline.cli import reading
 
     assert reading(-1.41095e-14, 2) == "0.00" and reading(1234.5678, 1) == "1234.6"
+
+
+def test_rate_by_category_publishes_a_board_per_category_and_says_so(tmp_path):
+    from tests.test_board import battle_log
+
+    battle_log(tmp_path / "battles.csv", ["coding", "Hard Prompts", None], battles=300)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["rate", str(tmp_path / "battles.csv"), "--kind", "battles", "-m", "copeland", "--out", str(out),
+                                 "--by", "category"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "rows without a category: 100 (in the overall board only)" in result.output
+    folders = {b["category"]: b["folder"] for b in json.loads((out / "run.json").read_text())["categories"]["boards"]}
+    assert folders["coding"] == "category=coding" and all((out / f / "ratings.parquet").exists() for f in folders.values())
+    assert "category=coding/index.html" in (out / "index.html").read_text()
+
+
+@pytest.mark.parametrize("kind", ["games", "ballots"])
+def test_rate_by_category_of_a_kind_without_categories_is_a_usage_error_naming_the_kind(tmp_path, kind):
+    result = runner.invoke(app, ["rate", str(SAMPLES / "f1"), "--kind", kind, "-m", "borda", "--out", str(tmp_path / "o"),
+                                 "--by", "category"], terminal_width=300)
+    assert result.exit_code == 2 and f"{kind} logs have no category column" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_rate_help_documents_by_category():
+    result = runner.invoke(app, ["rate", "--help"], terminal_width=200)
+    assert "--by" in result.output and "category" in result.output

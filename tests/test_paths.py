@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from pipeline.board import load_boards
-from pipeline.paths import UnsafePath, below, check_board_name, inside
+from pipeline.paths import CATEGORY_PREFIX, SLUG, UnsafePath, below, category_folder, check_board_name, inside
 from pipeline.report.runs import staging_folder
 from pipeline.store import Store
 from tests.conftest import SAMPLES
@@ -124,3 +124,19 @@ def test_the_lock_file_is_private(tmp_path):
     source.write_text(BATTLES)
     Store(tmp_path / "store").ingest([source], "battles")
     assert (tmp_path / "store" / ".lock").stat().st_mode & 0o777 == 0o600
+
+
+HOSTILE_CATEGORIES = ["coding", "Coding", "coding ", "c\u043eding", "\uff43oding", "../../escaped", "/etc/passwd", "a/b", "..", ".hidden",
+                      "", " ", "\u65e5\u672c\u8a9e", "\u4e2d\u6587", "x" * 300, "x" * 301, "a..b", "nul\x00byte", "line\nbreak",
+                      "coding-0123456789", "con", "Hard Prompts", "hard-prompts"]
+
+
+def test_category_folders_are_safe_distinct_and_depend_on_the_category_alone():
+    folders = [category_folder(c) for c in HOSTILE_CATEGORIES]
+    assert len(set(folders)) == len(folders)  # look-alikes, case, truncation and slug clashes stay apart
+    for folder in folders:
+        name = folder.removeprefix(CATEGORY_PREFIX)
+        assert folder.startswith(CATEGORY_PREFIX) and SLUG.fullmatch(name) and ".." not in name and len(folder) <= 70
+    assert category_folder("coding") == "category=coding" and category_folder("hard-prompts") == "category=hard-prompts"
+    assert category_folder("Hard Prompts").startswith("category=hard-prompts-")
+    assert [category_folder(c) for c in reversed(HOSTILE_CATEGORIES)] == folders[::-1]  # no dependence on the others

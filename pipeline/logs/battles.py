@@ -104,5 +104,5 @@ BATTLES = register_kind(LogKind(
     read=read_battles, schema=SCHEMA,
     ids={"model_a": "agents", "model_b": "agents", "judge": "judges", "prompt": "prompts"}, codes={"winner": WINNERS},
     columns=("model_a", "model_b", "winner", "weight"), comparisons=battle_comparisons, independent_rows=True,
-    record_id=("battle_id",),
+    record_id=("battle_id",), category="category",
 ))

@@ -57,6 +57,9 @@ class LogKind:
     unit_column: str | None = None  # the column naming a unit (within one source file); None: a row is a unit
     independent_rows: bool = False  # rows reduce apart: big partition files may be split by row group
     rows_per_task: int = ROWS_PER_TASK  # rows per unit of work of a reduction
+    # Per-category boards (`vase rate --by category`): the stored text column naming a row's
+    # category, the same for every row of a unit; None: the kind's logs have none.
+    category: str | None = None
     # Rated directly (not stored): a file -> (its `Statistics`, agent names in id order), and the
     # statistics that gives (methods that need others cannot rate the kind).
     load: Callable[[Path], tuple[Any, list[str]]] | None = None
@@ -72,7 +75,7 @@ class LogKind:
         if (self.weak_orders is None) == (self.comparisons is None):
             raise ValueError(f"log kind {self.name!r} needs exactly one of weak_orders and comparisons")
         known = set(self.schema.names)
-        declared = [*self.columns, *self.ids, *self.codes, *self.record_id] + ([self.unit_column] if self.unit_column else [])
+        declared = [*self.columns, *self.ids, *self.codes, *self.record_id] + [c for c in (self.unit_column, self.category) if c]
         if unknown := sorted(set(declared) - known):
             raise ValueError(f"log kind {self.name!r}: columns {unknown} are not in its schema")
         if wrong := sorted(set(self.ids.values()) - set(DICTIONARIES)):

@@ -256,5 +256,5 @@ REVIEWS = register_kind(LogKind(
     "reviews", holds="one council reviewer's ranking of anonymised answers per row", unit="review",
     read=read_reviews, schema=SCHEMA, ids={"reviewer": "agents", "models": "agents", "order": "agents"},
     # No record_id: a later review of a query by the same reviewer replaces the earlier one (`pipeline.stats.council`).
-    columns=("reviewer", "order"), weak_orders=review_orders,
+    columns=("reviewer", "order"), weak_orders=review_orders, category="category",
 ))

@@ -1,7 +1,8 @@
 """Score tables: one agent's score on one task per row; each task is a voter (a weak order).
 
 Canonical columns: `task`, `agent`, `score`, `higher_is_better` (per task, default true),
-`task_weight` (default 1). Long tables have `task`, `agent` (or `model`) and `score` columns; a
+`task_weight` (default 1), `category` (the task's group, e.g. coding or math; optional, read from
+a `category`, `group` or `task_group` column, and the same for every row of a task). Long tables have `task`, `agent` (or `model`) and `score` columns; a
 table without a `score` column is wide: the first column names the task and every other column is
 an agent, one cell a score. In a wide table an empty cell means the agent was not run on that task
 (the task's ballot is partial) and is not a row; every non-empty cell is one row of the accounting.
@@ -31,12 +32,14 @@ SCHEMA = pa.schema(
         ("score", pa.float64()),
         ("higher_is_better", pa.bool_()),
         ("task_weight", pa.float64()),
+        ("category", pa.string()),
     ]
 )
 
 _TRUE = ("true", "1", "yes", "t", "y")
 _FALSE = ("false", "0", "no", "f", "n")
-_PER_TASK = ("higher_is_better", "task_weight")
+CATEGORY_ALIASES = ("category", "group", "task_group")
+_PER_TASK = ("higher_is_better", "task_weight", *CATEGORY_ALIASES)
 CELL = "\x00cell"  # a name no column of a file has (`pipeline.logs.records.internal`)
 
 
@@ -92,6 +95,7 @@ def read_scores(raw: RawRecords, source: str) -> ReadResult:
     task, agent, score = t.column("task"), t.column("agent", "model"), t.column("score")
     hib = t.column("higher_is_better", required=False)
     weight = t.column("task_weight", required=False)
+    category = t.column(*CATEGORY_ALIASES, required=False)
     schema = t.frame.schema
 
     t.derive(
@@ -100,6 +104,7 @@ def read_scores(raw: RawRecords, source: str) -> ReadResult:
         score=number(score, schema[score]),
         hib=_boolean(hib, schema[hib]) if hib else pl.lit(True),
         weight=weight_value(weight, schema.get(weight)),
+        category=text(category) if category else pl.lit(None, pl.String),
     )
     checks = [
         Check("task", "missing task", pl.col("~task").is_null()),
@@ -119,6 +124,7 @@ def read_scores(raw: RawRecords, source: str) -> ReadResult:
         [
             Check("higher_is_better", "rows of one task disagree on higher_is_better", pl.col("~hib").n_unique().over("~task") > 1),
             Check("task_weight", "rows of one task disagree on task_weight", pl.col("~weight").n_unique().over("~task") > 1),
+            Check("category", "rows of one task disagree on category", pl.col("~category").n_unique().over("~task") > 1),
             Check("task", "task has fewer than two agents", pl.len().over("~task") < 2),
             Check("task", f"task has more than {MAX_RANKED:,} agents", pl.len().over("~task") > MAX_RANKED),
         ]
@@ -129,6 +135,7 @@ def read_scores(raw: RawRecords, source: str) -> ReadResult:
         "score": pl.col("~score"),
         "higher_is_better": pl.col("~hib"),
         "task_weight": quantize_expr(pl.col("~weight")),
+        "category": pl.col("~category"),
     }
     return t.result("scores", canonical, SCHEMA)
 
@@ -144,4 +151,5 @@ SCORES = register_kind(LogKind(
     "scores", holds="one agent's score on one task per row", unit="task",
     read=read_scores, schema=SCHEMA, ids={"agent": "agents"},
     columns=("task", "agent", "score", "higher_is_better", "task_weight"), weak_orders=task_orders, unit_column="task",
+    category="category",
 ))

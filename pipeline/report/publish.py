@@ -166,6 +166,7 @@ class RunRecord:
     outputs: list[str] = field(default_factory=list)
     title: str = ""
     errors: dict[str, str] = field(default_factory=dict)  # spec -> why the method could not rate (agents named)
+    categories: dict[str, object] = field(default_factory=dict)  # a board rated by category: its categories' boards
 
     def to_json(self) -> dict[str, object]:
         rows = {key: sum(getattr(r, key) for r in self.inputs) for key in ("rows_in", "rows_accepted", "rows_quarantined")}
@@ -183,7 +184,7 @@ class RunRecord:
             "diagnostics": self.diagnostics,
             "errors": self.errors,
             "outputs": sorted(self.outputs),
-        }
+        } | ({"categories": self.categories} if self.categories else {})
 
 
 def publish(out: str | Path, ratings: list[Ratings], names: list[str], run: RunRecord, title: str, *,

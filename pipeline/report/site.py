@@ -15,12 +15,14 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from urllib.parse import quote
 
 import jinja2
 import markupsafe
 import numpy as np
 import polars as pl
 
+from pipeline.paths import CATEGORY_PREFIX
 from pipeline.report import plots
 from pipeline.report.agreement import RANK_GAP, disagreements, kendall_matrix
 from pipeline.report.diagnostics import Context, Diagnostics, Note, describe, names, number
@@ -252,9 +254,23 @@ def board_page(board: BoardFolder, history: pl.DataFrame, run_id: str | None) ->
         facts += [("rows accepted", number(run_rows.get("rows_accepted", 0))), ("quarantined", number(run_rows.get("rows_quarantined", 0)))]
     if run_id:
         facts.append(("run", f"{run_label(run_id)} UTC"))
-    children = [(c.name.rpartition("/")[2].removeprefix("category="), f"{c.path.name}/index.html", leader(c)) for c in board.children]
-    return BoardPage(board.title, board.name, facts, prov.alerts, panels, headline, heatmap, heatmap_note, agreement, matrix, listed,
+    children, failed = sub_boards(board)
+    return BoardPage(board.title, board.name, facts, prov.alerts + failed, panels, headline, heatmap, heatmap_note, agreement, matrix, listed,
                      history_plot, history_note, children, prov)
+
+
+def sub_boards(board: BoardFolder) -> tuple[list[tuple[str, str, str]], list[Note]]:
+    """The board's sub-boards as (name, link, leader), named by the category their run.json gives
+    (else by their folder), and a note per category of the board's run.json that failed."""
+    children = []
+    for child in board.children:
+        parameters = child.run.get("parameters") if isinstance(child.run.get("parameters"), dict) else {}
+        name = str(parameters.get("category") or child.path.name.removeprefix(CATEGORY_PREFIX))
+        children.append((name, f"{quote(child.path.name, safe='=')}/index.html", leader(child)))
+    categories = board.run.get("categories") if isinstance(board.run.get("categories"), dict) else {}
+    failed = [Note(f"Category {entry.get('category')!r} failed and was not published: {entry['failed']}", "warn")
+              for entry in categories.get("boards") or [] if isinstance(entry, dict) and entry.get("failed")]
+    return children, failed
 
 
 def leader(board: BoardFolder) -> str:

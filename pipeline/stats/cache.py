@@ -39,7 +39,8 @@ log = logging.getLogger(__name__)
 def cache_key(root: Path, kind: str, want: frozenset[str], dense: bool, unit) -> str:
     """The SHA-256 of what a unit's partial depends on (its files are immutable once written)."""
     files = [str(Path(p).relative_to(root.resolve())) for p in unit.paths]
-    key = json.dumps([FORMAT, kind, sorted(want), dense, unit.source, files, unit.row_groups])
+    subset = [unit.category] if unit.category is not None else []  # keys of whole units are as before
+    key = json.dumps([FORMAT, kind, sorted(want), dense, unit.source, files, unit.row_groups, *subset])
     return hashlib.sha256(key.encode()).hexdigest()
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import dask
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from dask.delayed import Delayed
 
@@ -41,9 +42,10 @@ class Unit:
     source: str  # the sha256 of the ingested file
     paths: tuple[str, ...]
     row_groups: tuple[int, ...] | None = None
+    category: str | None = None  # only the rows of this category (`LogKind.category`), for a per-category board
 
 
-def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK) -> list[Unit]:
+def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK, category: str | None = None) -> list[Unit]:
     split_rows = log_kind(kind).independent_rows
     units: list[Unit] = []
     for sha, report in sorted(store.manifest.files.items()):
@@ -56,15 +58,15 @@ def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK) -> lis
             if part.rows > target_rows and split_rows:
                 groups = pq.ParquetFile(path).metadata.num_row_groups
                 step = max(1, groups * target_rows // part.rows)
-                units += [Unit(sha, (path,), tuple(range(g, min(g + step, groups)))) for g in range(0, groups, step)]
+                units += [Unit(sha, (path,), tuple(range(g, min(g + step, groups))), category) for g in range(0, groups, step)]
                 continue
             batch.append(path)
             rows += part.rows
             if rows >= target_rows:
-                units.append(Unit(sha, tuple(batch)))
+                units.append(Unit(sha, tuple(batch), category=category))
                 batch, rows = [], 0
         if batch:
-            units.append(Unit(sha, tuple(batch)))
+            units.append(Unit(sha, tuple(batch), category=category))
     return units
 
 
@@ -77,14 +79,32 @@ def _stored(file: pq.ParquetFile, columns: list[str]) -> list[str]:
 
 def _read(unit: Unit, kind: str, statistics: frozenset[str]) -> pa.Table:
     columns = list(dict.fromkeys([*log_kind(kind).columns, *extra_columns(kind, statistics)]))
-    if unit.row_groups is not None:
-        file = pq.ParquetFile(unit.paths[0])
-        table = file.read_row_groups(list(unit.row_groups), columns=_stored(file, columns))
-        return table.append_column(SOURCE, pa.array(np.zeros(table.num_rows, np.int32)))
     files = [pq.ParquetFile(p) for p in unit.paths]
-    tables = [file.read(columns=_stored(file, columns)) for file in files]
+    if unit.category is not None:
+        tables = [category_rows(p, kind, _stored(f, columns), unit.category, unit.row_groups) for p, f in zip(unit.paths, files)]
+    elif unit.row_groups is not None:
+        tables = [files[0].read_row_groups(list(unit.row_groups), columns=_stored(files[0], columns))]
+    else:
+        tables = [f.read(columns=_stored(f, columns)) for f in files]
     tables = [t.append_column(SOURCE, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(tables)]
-    return pa.concat_tables(tables)
+    return pa.concat_tables(tables, promote_options="default")  # files stored before a column was added lack it
+
+
+def category_rows(path: str, kind: str, columns: list[str], category: str, row_groups: tuple[int, ...] | None = None) -> pa.Table:
+    """The `columns` of one partition file's rows of `category` (of some row groups only, if given).
+
+    The predicate goes into the Parquet read, which skips row groups whose statistics exclude the
+    category; a file written before its kind had a category column has no rows of any category."""
+    name = log_kind(kind).category
+    if name is None:
+        raise ValueError(f"{kind} logs have no category column")
+    file = pq.ParquetFile(path)
+    if name not in file.schema_arrow.names:
+        return file.schema_arrow.empty_table().select(columns)
+    if row_groups is None:
+        return pq.read_table(path, columns=columns, filters=pc.field(name) == category)
+    table = file.read_row_groups(list(row_groups), columns=list(dict.fromkeys([*columns, name])))
+    return table.filter(pc.field(name) == category).select(columns)
 
 
 def reduce_table(table: pa.Table, kind: str, n: int, statistics: frozenset[str], dense: bool) -> Partial:
@@ -141,14 +161,18 @@ def check_statistics(kind: str, statistics: Iterable[str]) -> frozenset[str]:
 
 
 def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATISTICS, *, client=None,
-                 dense: bool | None = None, target_rows: int = ROWS_PER_TASK, use_cache: bool = False) -> Statistics:
+                 dense: bool | None = None, target_rows: int = ROWS_PER_TASK, use_cache: bool = False,
+                 category: str | None = None) -> Statistics:
     """The named statistics of one log kind, computed on `client` (a distributed Client) or locally.
+
+    Given a `category`, only its rows are read (a per-category board): the same statistics as a
+    store holding only those rows would give, whatever the partitioning.
 
     With `use_cache`, per-unit partials are kept in `<store>/cache/` and reused by later calls,
     so that only newly ingested files are read (the workers must be able to write to the store).
     """
     statistics = check_statistics(kind, statistics)
-    units = plan_units(store, kind, min(target_rows, log_kind(kind).rows_per_task))
+    units = plan_units(store, kind, min(target_rows, log_kind(kind).rows_per_task), category)
     if not units:
         raise ValueError(f"the store at {store.root} holds no {kind}")
     agents = store.dictionary("agents")

@@ -28,3 +28,18 @@ def test_nightly_flow_publishes_the_council_board(tmp_path):
     diagnostics = next(v for k, v in record["diagnostics"].items() if k.startswith("council-borda"))
     assert set(diagnostics["comparison_unavailable"]) <= {"maximal-lotteries", "m-elo"}
     assert diagnostics["compared_with"][0] == "copeland" and diagnostics["abstentions"] > 0
+    # `by: category` in the config: a board per category beside the overall one, linked from its page.
+    categories = record["categories"]
+    assert [(b["category"], b["folder"]) for b in categories["boards"]] == [
+        ("coding", "category=coding"), ("math", "category=math"), ("writing", "category=writing")]
+    assert categories["rows_without_category"] == 0 and not any("failed" in b for b in categories["boards"])
+    for entry in categories["boards"]:
+        child = json.loads((out / entry["folder"] / "run.json").read_text())
+        assert child["parameters"]["category"] == entry["category"]
+        assert (out / entry["folder"] / "index.html").exists()
+    assert "category=math/index.html" in (out / "index.html").read_text()
+    # The history follows each category's board.
+    import polars as pl
+
+    boards = set(pl.read_parquet(run / "history.parquet").get_column("board").to_list())
+    assert {"council-reviews", "council-reviews/category=coding", "council-reviews/category=writing"} <= boards

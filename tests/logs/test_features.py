@@ -91,3 +91,22 @@ def test_a_store_written_before_features_still_reduces(tmp_path):
     design = stats.extra["battle_features"]
     assert design.names == () and design.side_a.shape == (2, 0)
     assert np.array_equal(np.sort(design.weight), [1.0, 1.0])
+
+
+def test_files_stored_before_and_after_features_reduce_together(tmp_path):
+    """One unit of work may read a partition file from before the column and one from after."""
+    import pyarrow.parquet as pq
+
+    old, new = tmp_path / "old.csv", tmp_path / "new.csv"
+    pl.DataFrame([{"model_a": "x", "model_b": "z", "winner": "model_b"}]).write_csv(old)
+    pl.DataFrame(ROWS).write_csv(new)
+    store = Store(tmp_path / "store")
+    store.ingest([old], "battles")
+    for part in store.partitions("battles"):
+        pq.write_table(pq.read_table(store.path(part)).drop_columns(["features"]), store.path(part))
+    store.ingest([new], "battles")
+    assert len(store.partitions("battles")) == 2
+    stats = reduce_store(store, "battles", {"pairwise", "battle_features"})
+    design = stats.extra["battle_features"]
+    assert design.names == ("len", "md") and np.isclose(design.weight.sum(), 3.0)
+    assert np.isnan(design.side_a).any(axis=1).sum() == 1  # the old battle has no feature values

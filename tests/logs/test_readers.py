@@ -166,6 +166,26 @@ def test_wide_score_table(tmp_path):
         (3, "score", "score is not a number"), (3, "task", "task has fewer than two agents")]
 
 
+def test_score_tables_carry_an_optional_task_group(tmp_path):
+    # A wide table's group column is the task's, not an agent; blank is no group.
+    wide = tmp_path / "wide.csv"
+    wide.write_text("task,Group,m1,m2\nt1,coding,1,2\nt2, ,3,4\n")
+    result = read_log(wide, "scores")
+    assert [(r["task"], r["agent"], r["category"]) for r in result.table.to_pylist()] == [
+        ("t1", "m1", "coding"), ("t1", "m2", "coding"), ("t2", "m1", None), ("t2", "m2", None)]
+    # Rows of one task in two groups: the task is quarantined whole, one line per row naming the field.
+    long = write(tmp_path / "long.csv", [
+        {"task": "t1", "agent": "a", "score": 1, "category": "coding"},
+        {"task": "t1", "agent": "b", "score": 2, "category": "math"},
+        {"task": "t2", "agent": "a", "score": 1, "category": "math"},
+        {"task": "t2", "agent": "b", "score": 2, "category": "math"},
+    ])
+    result = read_log(long, "scores")
+    assert {r["task"] for r in result.table.to_pylist()} == {"t2"}
+    assert [(q["file"], q["line"], q["field"], q["reason"]) for q in result.quarantined.to_pylist()] == [
+        (str(long), line, "category", "rows of one task disagree on category") for line in (2, 3)]
+
+
 def test_long_score_table_with_direction_and_weights(tmp_path):
     path = write(tmp_path / "s.csv", [
         {"task": "latency", "model": "a", "score": 3, "higher_is_better": "false", "task_weight": 2},

@@ -96,7 +96,7 @@ def test_unknown_keys_future_columns_categories_refusals_and_failures(demo_night
     assert "broken.csv" in text and "not UTF-8" in text
     assert "Method kemeny failed: kemeny stops above 5,000 agents (52,958)" in text
     assert "something_new" in text and "kept" in text
-    assert "category=wet races/index.html" in page.links
+    assert "category=wet%20races/index.html" in page.links  # a folder name is quoted in a link
     assert Page.read(board / "category=wet races" / "index.html").tables_of("leaderboard")
 
 

@@ -1,0 +1,189 @@
+"""Per-category boards (`Board.by`, `rate_categories`): each category's board is the board of a
+store holding only that category's rows, hostile category names stay inside the output folder,
+one category that cannot be rated never stops the others, and workers change no byte."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline import board as boards
+from pipeline.board import Board, run_board
+from pipeline.paths import CATEGORY_PREFIX, SLUG
+from pipeline.runtime import dask_client
+from pipeline.store import Store
+from tests.conftest import SAMPLES
+
+PUBLISHED = ("ratings.parquet", "ratings.json", "pairwise.parquet", "agents.parquet")
+HOSTILE = ["coding", "Coding", "c\u043eding", "../../escaped", "\u65e5\u672c\u8a9e", "x" * 300, "a..b", "coding-0123456789"]
+METHODS = ("elo", "copeland", "m-elo:bootstrap=10")
+
+
+def battle_log(path: Path, categories: list[str | None], battles: int = 1200, seed: int = 7) -> list[dict]:
+    """A battles CSV whose rows are spread over `categories` (None: no category) and six models
+    of distinct strengths, so that every category's methods have something to rate."""
+    rng = np.random.default_rng(seed)
+    strength = np.linspace(-1, 1, 6)
+    rows = []
+    for i in range(battles):
+        a, b = rng.choice(6, 2, replace=False)
+        p = 1 / (1 + np.exp(strength[b] - strength[a]))
+        category = categories[i % len(categories)]
+        rows.append({"battle_id": f"b{i}", "model_a": f"model-{a}", "model_b": f"model-{b}",
+                     "winner": "model_a" if rng.random() < p else "model_b", "category": category or "",
+                     "timestamp": f"2024-0{1 + i % 3}-{1 + i % 27:02d}T{i % 24:02d}:00:00Z"})
+    write_csv(path, rows)
+    return rows
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def published(folder: Path) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name in PUBLISHED if (folder / name).exists()}
+
+
+def rate_alone(tmp_path: Path, kind: str, source: Path, methods=METHODS) -> dict[str, bytes]:
+    out = tmp_path / f"alone-{source.stem}"
+    run_board(Board("alone", kind, (str(source),), methods), Store(tmp_path / f"store-{source.stem}"), out)
+    return published(out)
+
+
+def test_each_category_board_is_the_board_of_its_rows_alone_with_hostile_names_inside_out(tmp_path):
+    rows = battle_log(tmp_path / "log" / "battles.csv", [*HOSTILE, None])
+    out = tmp_path / "out"
+    result = run_board(Board("arena", "battles", (str(tmp_path / "log"),), METHODS, by="category"), Store(tmp_path / "store"), out)
+    record = json.loads((out / "run.json").read_text())["categories"]
+    # Empty and blank categories are no category: those rows are rated in the overall board only.
+    assert record["rows_without_category"] == sum(not r["category"] for r in rows) > 0
+    assert [b["category"] for b in record["boards"]] == sorted(HOSTILE)
+    folders = [b["folder"] for b in record["boards"]]
+    assert len(set(folders)) == len(HOSTILE)  # look-alikes, case and slug clashes all get their own folder
+    for folder in folders:
+        name = folder.removeprefix(CATEGORY_PREFIX)
+        assert SLUG.fullmatch(name) and ".." not in name and len(folder) < 80
+        assert (out / folder).resolve().parent == out.resolve()
+    assert "category=coding" in folders  # a category that is a safe name keeps it
+    assert not list(tmp_path.glob("escaped*"))
+    assert all(not b.failed and not b.errors for b in result.categories.boards)
+    for entry, category in zip(record["boards"], sorted(HOSTILE)):
+        assert entry["rows"] == sum(r["category"] == category for r in rows)
+        alone = tmp_path / "alone" / f"{entry['folder']}.csv"
+        write_csv(alone, [r for r in rows if r["category"] == category])
+        assert published(out / entry["folder"]) == rate_alone(tmp_path, "battles", alone), category
+        child = json.loads((out / entry["folder"] / "run.json").read_text())
+        assert child["parameters"]["category"] == category and child["title"].endswith(category)
+
+
+def test_council_reviews_by_category_equal_each_category_rated_alone(tmp_path):
+    lines = (SAMPLES / "council" / "reviews.jsonl").read_text(encoding="utf-8").splitlines()
+    out = tmp_path / "out"
+    methods = ("council-borda", "copeland")
+    run_board(Board("council", "reviews", (str(SAMPLES / "council"),), methods, by="category"), Store(tmp_path / "store"), out)
+    record = json.loads((out / "run.json").read_text())["categories"]
+    assert [b["category"] for b in record["boards"]] == ["coding", "math", "writing"]
+    for entry in record["boards"]:
+        alone = tmp_path / "alone" / f"{entry['category']}.jsonl"
+        alone.parent.mkdir(exist_ok=True)
+        alone.write_text("\n".join(line for line in lines if json.loads(line).get("category") == entry["category"]) + "\n")
+        assert published(out / entry["folder"]) == rate_alone(tmp_path, "reviews", alone, methods)
+
+
+def test_score_tables_by_task_group(tmp_path):
+    rng = np.random.default_rng(3)
+    groups = ["coding", "math", "reasoning"]
+    rows = [{"task": f"t{t}", "group": groups[t % 3], **{f"model-{m}": f"{rng.normal(m, 2):.3f}" for m in range(5)}} for t in range(30)]
+    write_csv(tmp_path / "log" / "scores.csv", rows)
+    out = tmp_path / "out"
+    methods = ("borda", "copeland", "schulze")
+    run_board(Board("bench", "scores", (str(tmp_path / "log"),), methods, by="category"), Store(tmp_path / "store"), out)
+    record = json.loads((out / "run.json").read_text())["categories"]
+    assert [(b["category"], b["rows"]) for b in record["boards"]] == [(g, 50) for g in groups]
+    for group in groups:
+        alone = tmp_path / "alone" / f"{group}.csv"
+        write_csv(alone, [r for r in rows if r["group"] == group])
+        assert published(out / f"category={group}") == rate_alone(tmp_path, "scores", alone, methods)
+
+
+def test_a_category_that_cannot_be_rated_never_stops_the_others(tmp_path, monkeypatch):
+    rows = battle_log(tmp_path / "log" / "battles.csv", ["coding", "math", "writing"], battles=600)
+    # `sweep`: one model beats the other every time, so no maximum-likelihood rating exists (m-elo refuses).
+    rows += [{**rows[0], "battle_id": f"s{i}", "model_a": "model-0", "model_b": "model-1", "winner": "model_a",
+              "category": "sweep"} for i in range(5)]
+    write_csv(tmp_path / "log" / "battles.csv", rows)
+    # `math` and `writing` made to share a folder: both fail, with one line each.
+    real = boards.category_folder
+    monkeypatch.setattr(boards, "category_folder", lambda c: "category=shared" if c in ("math", "writing") else real(c))
+    out = tmp_path / "out"
+    result = run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland", "m-elo:bootstrap=20"), by="category"),
+                       Store(tmp_path / "store"), out)
+    outcome = {b.category: b for b in result.categories.boards}
+    assert not outcome["coding"].failed and not outcome["coding"].errors and (out / "category=coding" / "ratings.parquet").exists()
+    [(spec, message)] = outcome["sweep"].errors.items()
+    assert spec.startswith("m-elo:") and "maximum-likelihood" in message
+    assert json.loads((out / "category=sweep" / "ratings.json").read_text())  # copeland still published
+    for name in ("math", "writing"):
+        assert outcome[name].failed.startswith("UnsafePath:") and "\n" not in outcome[name].failed
+    assert not (out / "category=shared").exists()
+    assert (out / "ratings.parquet").exists()  # the overall board
+    page = (out / "index.html").read_text()
+    assert "category=coding/index.html" in page and "Category &#39;math&#39; failed" in page
+
+
+def test_earlier_category_boards_are_removed_and_only_those(tmp_path):
+    battle_log(tmp_path / "log" / "battles.csv", ["coding", "math"], battles=300)
+    out = tmp_path / "out"
+    (out / "category=gone").mkdir(parents=True)
+    (out / "category=gone" / "ratings.parquet").write_bytes(b"")
+    (out / "notes").mkdir()
+    run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",), by="category"), Store(tmp_path / "store"), out)
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["category=coding", "category=math", "notes"]
+
+
+@pytest.mark.parametrize("kind", ["games", "ballots", "nfg"])
+def test_kinds_without_a_category_column_refuse_by_category_naming_the_kind(kind):
+    method = "borda" if kind != "nfg" else "nash-averaging"
+    with pytest.raises(ValueError, match=rf"^board b: {kind} logs have no category column") as error:
+        Board("b", kind, (), (method,), by="category")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="expected one of category"):
+        Board("b", "battles", (), ("borda",), by="judge")
+
+
+@pytest.mark.slow
+def test_one_and_two_workers_give_the_same_category_bytes(tmp_path):
+    battle_log(tmp_path / "log" / "battles.csv", ["coding", "math", None], battles=900)
+    outputs = []
+    for workers in (0, 2):
+        out = tmp_path / f"out{workers}"
+        with dask_client(None, workers) as client:
+            run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("elo", "copeland", "m-elo:bootstrap=20"), by="category"),
+                      Store(tmp_path / f"store{workers}"), out, client)
+        outputs.append({p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*.parquet"))})
+    assert outputs[0] == outputs[1] and any(re.match("category=math/", k) for k in outputs[0])
+
+
+def test_a_nightly_config_asks_for_categories(tmp_path):
+    config = tmp_path / "nightly.yaml"
+    config.write_text("boards:\n  - {name: council, kind: reviews, sources: [x], methods: [copeland], by: category}\n"
+                      "  - {name: plain, kind: battles, sources: [y], methods: [copeland]}\n")
+    assert [b.by for b in boards.load_boards(config)] == ["category", None]
+
+
+def test_a_board_rated_without_categories_drops_the_category_boards_of_an_earlier_run(tmp_path):
+    battle_log(tmp_path / "log" / "battles.csv", ["coding"], battles=200)
+    out = tmp_path / "out"
+    run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",), by="category"), Store(tmp_path / "s1"), out)
+    assert (out / "category=coding").is_dir()
+    run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",)), Store(tmp_path / "s2"), out)
+    assert not (out / "category=coding").exists() and "categories" not in json.loads((out / "run.json").read_text())
