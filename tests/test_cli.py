@@ -117,6 +117,15 @@ def test_a_method_that_cannot_rate_is_reported_by_name_and_the_others_published(
     assert {r["method"] for r in json.loads((out / "ratings.json").read_text())} == {"copeland:tie_credit=0.5"}
 
 
+def test_when_every_method_refuses_the_run_reports_it_and_writes_an_empty_board(tmp_path):
+    log = tmp_path / "ballots.csv"
+    log.write_text("ranking\na>b\nb>c\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["rate", str(log), "--kind", "ballots", "-m", "m-elo", "--out", str(out)])
+    assert result.exit_code == 1 and "could not rate" in result.output and "Traceback" not in result.output
+    assert json.loads((out / "ratings.json").read_text()) == [] and "agents" in (out / "index.html").read_text()
+
+
 def test_a_spec_given_twice_under_two_spellings_runs_once_and_the_outputs_say_so(tmp_path):
     out = tmp_path / "out"
     result = runner.invoke(app, ["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "-m", "copeland",

@@ -248,7 +248,8 @@ def board_page(board: BoardFolder, history: pl.DataFrame, run_id: str | None) ->
     history_plot, history_note = history_image(history, board.name, first, headline, order) if first else (None, "")
     prov = provenance(board.run)
     run_rows = board.run.get("rows") or {}
-    facts = [("agents", number(len(order)) if order else number(board.ratings.get_column("agent").n_unique())),
+    rated = board.ratings.get_column("agent").n_unique() if "agent" in board.ratings.columns else 0  # 0: every method refused
+    facts = [("agents", number(len(order) or rated)),
              ("methods", number(len(specs))), ("kind", str(board.run.get("kind", "")))]
     if run_rows:
         facts += [("rows accepted", number(run_rows.get("rows_accepted", 0))), ("quarantined", number(run_rows.get("rows_quarantined", 0)))]
