@@ -3,9 +3,9 @@
 A synthetic log of the paper's size (31,049 seven-player games, 52,958 players; seed 0) is written,
 ingested into a fresh store and backtested over 50 random splits of 3,000 test games with the
 seven methods of the issue. Methods not registered yet are reported as missing and the others are
-measured. Timings: the backtest in one process (no Dask), on a LocalCluster of 1 worker and of 2
-workers (cluster start-up not counted); ratios are to the same run's 1-worker time, and the three
-result tables must be identical.
+measured; each step's time is printed as soon as it finishes. Timings: the backtest in one process
+(no Dask), on a LocalCluster of 1 worker and of 2 workers (cluster start-up not counted); ratios
+are to the same run's 1-worker time, and the three result tables must be identical.
 
     python -m benchmarks.bench_backtest [--splits 50] [--test-size 3000]
 """
@@ -43,36 +43,41 @@ def main() -> None:
     present = [m for m in METHODS if m.partition(":")[0] in REGISTRY]
     missing = [m for m in METHODS if m not in present]
     timings: dict[str, float] = {}
+
+    def done(step: str, start: float) -> None:
+        timings[step] = time.perf_counter() - start
+        print(f"{step:<28}{timings[step]:>10.2f} s", flush=True)
+
     with tempfile.TemporaryDirectory(prefix="vase-bench-backtest-") as scratch:
         start = time.perf_counter()
         games = diplomacy_games(seed=args.seed)
         path = write_games(Path(scratch) / "diplomacy.parquet", games)
-        timings["generate"] = time.perf_counter() - start
+        done("generate", start)
         store = Store(Path(scratch) / "store")
         start = time.perf_counter()
         store.ingest([path], "games")
-        timings["ingest"] = time.perf_counter() - start
+        done("ingest", start)
         start = time.perf_counter()
         log = load_units(store, "games", needed_statistics(present))
         splits = random_splits(log.units, args.splits, args.test_size, args.seed)
-        timings["load + split"] = time.perf_counter() - start
+        done("load + split", start)
 
         start = time.perf_counter()
         serial = run_backtest(log, splits, present)
-        timings["backtest, one process"] = time.perf_counter() - start
+        done("backtest, one process", start)
         tables = {}
         for workers in (1, 2):
             with dask_client(None, workers) as client:
                 client.wait_for_workers(workers)
                 start = time.perf_counter()
                 tables[workers] = run_backtest(log, splits, present, client=client)
-                timings[f"backtest, {workers} worker{'s' * (workers > 1)}"] = time.perf_counter() - start
+                done(f"backtest, {workers} worker{'s' * (workers > 1)}", start)
     identical = serial.equals(tables[1]) and serial.equals(tables[2])
     base = timings["backtest, 1 worker"]
     reference = "elo" if "elo" in present else "copeland"
     summary = summarise(serial, present, reference).to_pylist()
 
-    print(f"Diplomacy-scale backtest: {log.units} games, {log.n} players, {args.splits} splits x {len(present)} methods "
+    print(f"\nDiplomacy-scale backtest: {log.units} games, {log.n} players, {args.splits} splits x {len(present)} methods "
           f"({args.test_size} test games each)")
     print(f"methods measured: {', '.join(present)}")
     print(f"methods missing (not registered yet): {', '.join(missing) or 'none'}")

@@ -30,13 +30,15 @@ percentiles as `ci_low`, `ci_high`, and `rank_ci` = 1 + the number of agents who
 is above the agent's upper bound. Rounds run in seeded chunks (`pipeline.methods.fanout`) on
 the Dask client the registry passes (local threads without one); rounds whose resample has no
 MLE are dropped and counted in `info["bootstrap_dropped"]`, rounds whose fit did not converge in
-`info["bootstrap_unconverged"]`. With ties=half the rounds of a chunk are fitted together: on
-graphs where a dense solve is cheaper (`bradley_terry.dense_is_cheaper`) by the chord method
-[OR70, 10.1], Newton steps that reuse the full-data Hessian, stopping when the largest step is at
-most `tol` / 100 (while the steps at least halve, so the error is then below that), with the
-plain Newton fit as the fallback; on sparse graphs by Newton vectorised over the rounds
-(`_newton_rounds`, the same steps and stopping rules as a plain fit, all rounds' systems solved
-by one block of conjugate gradients).
+`info["bootstrap_unconverged"]`. With ties=half the rounds of a chunk are fitted together, by
+the path a model of their cost picks (`chord_is_cheaper`, with a memory bound): the chord method
+[OR70, 10.1], Newton steps that reuse the full-data Hessian's dense inverse, stopping when the
+largest step is at most `tol` / 100 (while the steps at least halve, so the error is then below
+that), with vectorised Newton as the fallback, where every agent has enough comparisons for the
+resamples' Hessians to stay close to the full-data one; otherwise Newton vectorised over the
+rounds (`_newton_rounds`: the same steps and stopping rules as a plain fit, warm-started by a few
+nonlinear Jacobi sweeps, `relax`, all rounds' systems solved by one block of conjugate gradients
+on a block-diagonal Hessian, `bradley_terry.LaplacianPattern`).
 
 Style control (`covariates=len,md`, battles whose files give those features): ratings and
 coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.style_control`.
@@ -52,9 +54,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from pipeline.methods.bradley_terry import (ARMIJO, CG_FORCING, FLOOR, MIN_STEP_SHARE, STEP_TOL, Cells, Fit, SolveLog,
-                                            block_cg, dense_is_cheaper, elo_points, evaluate, existence_problems, fit,
-                                            fit_or_refuse, incidence, laplacian_apply, laplacian_solve)
+from pipeline.methods.bradley_terry import (ARMIJO, CG_FORCING, CG_STEPS, DENSE_SPEEDUP, FLOOR, MIN_STEP_SHARE, STEP_TOL,
+                                            Cells, Fit, LaplacianPattern, SolveLog, block_cg, dense_fits, dense_hessian,
+                                            dense_solve, elo_points, evaluate, existence_problems, fit, fit_or_refuse,
+                                            incidence)
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
@@ -67,8 +70,13 @@ from pipeline.stats.game_pairs import PerGameCounts
 
 TIES = ("half", "davidson")
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
-ROUND_BLOCK = 1 << 22  # cells x rounds fitted together on sparse graphs (32 MB per array)
+ROUND_BLOCK = 1 << 22  # cells x rounds fitted together (32 MB per array)
 CHORD_SHARE = 1e-2  # the chord method stops at steps of CHORD_SHARE * tol: its error is then below that
+RELAX_SWEEPS = 5  # nonlinear Jacobi sweeps that warm-start each sparse round before Newton
+RELAX_STEP = 2.0  # largest move of one agent in one sweep, natural units (a factor e^2 in odds)
+CHORD_SPREAD = 3.0  # the chord's worst error factor per step: this many relative standard deviations of a
+#                     resampled agent's total weight (Poisson: 1 / sqrt(weight)); at 1/2 or more it is not tried
+NEWTON_STEPS = 6  # Newton steps of a relaxed sparse round (measured 6 on the WTA-like graph)
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,6 +88,7 @@ class Resample:
     options: dict
     path: str  # "chord" (`_chord_rounds`), "rounds" (`_newton_rounds`) or "plain" (`_fit_round` per round)
     chord: tuple[np.ndarray, np.ndarray] | None  # `chord_operator` on the chord path
+    pattern: LaplacianPattern  # the Hessian's pattern (vectorised Newton, and the chord's fallback)
 
 
 def _draw(cells: Cells, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -103,12 +112,11 @@ def _fit_round(job: Resample, sample: Cells) -> np.ndarray:
 def _bootstrap_chunk(job: Resample, size: int, rng: np.random.Generator) -> np.ndarray:
     """Natural-unit estimates of `size` resamples, one row each, with the round's status last."""
     cells, draws = job.cells, _draw(job.cells, size, rng)
-    if job.path == "chord":
-        return _chord_rounds(job, *draws)
-    if job.path == "rounds":  # in blocks of rounds, so that memory stays at a few arrays of ROUND_BLOCK numbers
-        width = max(1, ROUND_BLOCK // max(1, len(cells.x)))
-        return np.concatenate([_newton_rounds(job, *(d[:, lo: lo + width] for d in draws)) for lo in range(0, size, width)])
-    return np.array([_fit_round(job, cells.with_weights(*(d[:, k] for d in draws))) for k in range(size)])
+    if job.path == "plain":
+        return np.array([_fit_round(job, cells.with_weights(*(d[:, k] for d in draws))) for k in range(size)])
+    fit_block = _chord_rounds if job.path == "chord" else _newton_rounds
+    width = max(1, ROUND_BLOCK // max(1, len(cells.x)))  # memory stays at a few arrays of ROUND_BLOCK numbers
+    return np.concatenate([fit_block(job, *(d[:, lo: lo + width] for d in draws)) for lo in range(0, size, width)])
 
 
 def _chord_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> np.ndarray:
@@ -120,7 +128,7 @@ def _chord_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: n
     largest step is at most CHORD_SHARE * tol (natural units; while the steps at least halve, the
     error is then below that, 1e-9 with the default tol: linear convergence, so it stops later than
     Newton's quadratic one, whose last step of `tol` leaves an error of about tol^2); a round whose
-    steps do not shrink by half goes through the plain path (`_fit_round`). Existence: `_existence`.
+    steps do not shrink by half is fitted by Newton (`_newton_rounds`). Existence: `_existence`.
     """
     cells, full, prior, tol = job.cells, job.full, job.options["prior"], job.options["tol"]
     wx, wy = x_wins + ties / 2, y_wins + ties / 2
@@ -149,8 +157,8 @@ def _chord_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: n
         else:
             previous = size
     plain[active] = True
-    for k in np.flatnonzero(plain):
-        out[k] = _fit_round(job, cells.with_weights(x_wins[:, k], y_wins[:, k], ties[:, k]))
+    if plain.any():
+        out[plain] = _newton_rounds(job, x_wins[:, plain], y_wins[:, plain], ties[:, plain])
     if prior == 0:
         out[:, :-1] -= out[:, :-1].mean(axis=1, keepdims=True)
     return out
@@ -188,10 +196,10 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
     rounds = wx.shape[1]
     out = np.full((rounds, cells.n + 1), np.nan)
     out[:, -1] = _existence(job, wx, wy)
-    edges = incidence(cells)
+    edges, pattern = incidence(cells), job.pattern
     active = np.flatnonzero(out[:, -1] == FITTED)
     wx, wy, cc = wx[:, active], wy[:, active], wx[:, active] + wy[:, active]
-    beta = np.repeat(full.beta[:, None], len(active), axis=1)
+    beta = relax(cells, edges, pattern.magnitude, np.repeat(full.beta[:, None], len(active), axis=1), wx, cc, prior)
 
     def evaluate_rounds(b: np.ndarray, keep: np.ndarray):
         """Log-likelihood, its magnitude and P(x beats y) per cell: one exp and one log1p per cell and round."""
@@ -212,9 +220,8 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
         gradient_size = np.abs(grad).max(axis=0)
         first = np.where(gradient_size > 0, gradient_size, 1.0) if first is None else first
         rtol = np.clip(gradient_size / first, CG_FORCING[1], CG_FORCING[0])  # [EW96]
-        degree = np.abs(edges) @ curvature + prior
         rhs = grad - grad.mean(axis=0) if prior == 0 else grad
-        step, _ = block_cg(laplacian_apply(cells, edges, curvature, prior), degree, rhs, rtol, 10 * cells.n)
+        step, _ = block_cg(pattern.apply(curvature, prior), pattern.degree(curvature, prior), rhs, rtol, 10 * cells.n)
         if prior == 0:
             step -= step.mean(axis=0)
         decrement = np.sum(grad * step, axis=0)
@@ -248,10 +255,52 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
     return out
 
 
+def relax(cells: Cells, edges, magnitude, beta: np.ndarray, wx: np.ndarray, cc: np.ndarray, prior: float) -> np.ndarray:
+    """`RELAX_SWEEPS` nonlinear Jacobi sweeps from `beta` (agents x rounds): every agent takes its own
+    one-dimensional Newton step with its opponents held, at most `RELAX_STEP` long.
+
+    A resample moves the agents with few comparisons far (one that lost its only win drops by
+    several natural units), along a log-likelihood that bends; Newton on the whole graph then
+    needs many damped steps, each a full conjugate-gradient solve. These sweeps cost one pass
+    over the cells each and take those agents most of the way, so Newton starts where it
+    converges quadratically (WTA-like graph: 15 Newton steps to 6). Only the start changes:
+    Newton's own stopping rules decide the answer. `edges` is `incidence(cells)`, `magnitude` its
+    absolute value."""
+    for _ in range(RELAX_SWEEPS):
+        p = 0.5 + 0.5 * np.tanh((beta[cells.x] - beta[cells.y]) / 2)  # expit, 2x faster
+        grad = edges @ (wx - cc * p) - prior * beta
+        curvature = magnitude @ (cc * p * (1 - p)) + prior
+        move = np.divide(grad, curvature, out=np.zeros_like(grad), where=curvature > 0)
+        beta += np.clip(move, -RELAX_STEP, RELAX_STEP)
+    return beta
+
+
 def chord_operator(cells: Cells, full: Fit, prior: float) -> tuple[np.ndarray, np.ndarray]:
-    """The inverse of the full-data (penalised) Hessian, and P(x beats y) per cell at the full-data estimate."""
+    """The inverse of the full-data (penalised) Hessian, dense, and P(x beats y) per cell at the full-data estimate."""
     curvature = evaluate(cells, full.beta, None, prior).curvature
-    return laplacian_solve(cells, curvature, prior, np.eye(cells.n)), expit(full.beta[cells.x] - full.beta[cells.y])
+    return dense_solve(dense_hessian(cells, curvature, prior), np.eye(cells.n)), expit(full.beta[cells.x] - full.beta[cells.y])
+
+
+def chord_is_cheaper(cells: Cells) -> bool:
+    """Whether the chord bootstrap (`_chord_rounds`) costs less than Newton vectorised over rounds (`_newton_rounds`).
+
+    A model of both, per round: the chord takes log(CHORD_SHARE * tol) / log(rho) steps, each a
+    product with the dense n x n inverse (BLAS-3, `DENSE_SPEEDUP` times cheaper per flop), where
+    rho, its error factor per step, is about `CHORD_SPREAD` relative standard deviations of the
+    lightest agent's resampled weight (an agent with a handful of comparisons has a resampled
+    curvature anywhere from 0 to several times its full-data one, and the chord diverges);
+    Newton takes `NEWTON_STEPS` solves of `CG_STEPS` products with the 2 pairs + n nonzeros. The
+    dense inverse must fit `dense_fits`; the factorisation (n^3 / 3, once) is shared by all rounds."""
+    n = cells.n
+    if not dense_fits(n) or n < 2:
+        return False
+    total = cells.x_wins + cells.y_wins + cells.ties
+    lightest = float((np.bincount(cells.x, total, minlength=n) + np.bincount(cells.y, total, minlength=n)).min())
+    contraction = CHORD_SPREAD / np.sqrt(max(lightest, np.finfo(float).tiny))
+    if contraction >= 0.5:
+        return False
+    chord = np.log(CHORD_SHARE * STEP_TOL) / np.log(contraction) * 2 * n * n / DENSE_SPEEDUP
+    return bool(chord <= NEWTON_STEPS * CG_STEPS * 2 * (2 * len(cells.x) + n))
 
 
 def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, seed: int, scale: float, anchor: float,
@@ -260,7 +309,7 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     agent order of `cells`.
 
     `algorithm="chord"` fits the rounds of a chunk together where ties=half: by the chord method
-    (`_chord_rounds`) where the graph is dense enough (`dense_is_cheaper`), else by Newton
+    (`_chord_rounds`) where a model of the cost says so (`chord_is_cheaper`), else by Newton
     vectorised over rounds (`_newton_rounds`); with Davidson ties each round alone. "newton"
     always fits each round alone (the reference). All draw the same resamples and stop at the same `tol`.
     Chunks run on `client` (a distributed Client), or on local threads without one.
@@ -269,10 +318,11 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
         raise ValueError(f"bootstrap algorithm must be chord or newton, not {algorithm!r}")
     path, chord = "plain", None
     if algorithm == "chord" and not options["davidson"]:
-        path = "chord" if dense_is_cheaper(cells.n, len(cells.x)) else "rounds"
+        path = "chord" if chord_is_cheaper(cells) else "rounds"
     if path == "chord":
         chord = chord_operator(cells, full, options["prior"])
-    rows = fan_out(_bootstrap_chunk, Resample(cells, full, options, path, chord), rounds, seed, client=client)
+    pattern = LaplacianPattern(cells)
+    rows = fan_out(_bootstrap_chunk, Resample(cells, full, options, path, chord, pattern), rounds, seed, client=client)
     status, beta = rows[:, -1], rows[:, :-1]
     kept = elo_points(beta[status == FITTED], scale, anchor)
     summary = {"bootstrap_rounds": rounds, "bootstrap_dropped": int(np.sum(status == NO_ESTIMATE)),

@@ -4,14 +4,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipeline.methods.bradley_terry import Cells, block_cg, dense_is_cheaper, incidence, laplacian_apply, laplacian_solve
+from pipeline.methods.bradley_terry import Cells, block_cg, dense_is_cheaper, incidence, laplacian_solve, LaplacianPattern
 
 
 def test_dense_or_sparse_is_chosen_by_the_nonzeros_not_the_agent_count():
     assert dense_is_cheaper(200, 10)  # small: dense whatever the pairs
     assert dense_is_cheaper(2000, 2000 * 1999 // 2)  # everyone met everyone
     assert not dense_is_cheaper(2000, 20_000)  # 1% of the pairs: sparse
-    assert not dense_is_cheaper(2692, 2692 * 2691 // 2)  # past the memory cap of a dense Hessian
+    assert dense_is_cheaper(2692, 2692 * 2691 // 2)  # 58 MB: dense, whatever the agent count
+    assert not dense_is_cheaper(8000, 8000 * 7999 // 2)  # 512 MB: past the memory bound of a dense Hessian
 
 
 def random_cells(n: int, pairs: int, seed: int) -> Cells:
@@ -34,14 +35,14 @@ def test_block_cg_solves_each_column_with_its_own_matrix_to_its_own_tolerance(pr
         rhs -= rhs.mean(axis=0)
     diagonal = np.abs(incidence(cells)) @ h + prior
     rtol = np.array([1e-2, 1e-5, 1e-9, 1e-9])
-    x, reached = block_cg(laplacian_apply(cells, incidence(cells), h, prior), diagonal, rhs, rtol, 10 * cells.n)
+    x, reached = block_cg(LaplacianPattern(cells).apply(h, prior), diagonal, rhs, rtol, 10 * cells.n)
     assert np.all(reached <= rtol)
     for k in range(4):
         lap = sp.csr_array((np.r_[-h[:, k], -h[:, k], diagonal[:, k]],
                             (np.r_[cells.x, cells.y, np.arange(cells.n)], np.r_[cells.y, cells.x, np.arange(cells.n)])))
         residual = np.linalg.norm(lap @ x[:, k] - rhs[:, k]) / np.linalg.norm(rhs[:, k])
         assert residual <= rtol[k] * (1 + 1e-9)
-    alone, _ = block_cg(laplacian_apply(cells, incidence(cells), h[:, 2:3], prior), diagonal[:, 2:3], rhs[:, 2:3], 1e-9,
+    alone, _ = block_cg(LaplacianPattern(cells).apply(h[:, 2:3], prior), diagonal[:, 2:3], rhs[:, 2:3], 1e-9,
                         10 * cells.n)
     assert np.abs(alone[:, 0] - x[:, 2]).max() < 1e-6 * np.abs(x[:, 2]).max()
 
@@ -52,6 +53,6 @@ def test_sparse_and_dense_laplacian_solves_agree(monkeypatch):
     rhs = np.random.default_rng(5).normal(size=(cells.n, 2))
     rhs -= rhs.mean(axis=0)
     dense = laplacian_solve(cells, h, 0.0, rhs)
-    monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_MAX_AGENTS", 4)
+    monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_BYTES", 0)
     sparse = laplacian_solve(cells, h, 0.0, rhs)
     assert np.abs(dense - sparse).max() < 1e-6 * np.abs(dense).max()

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.bradley_terry import Cells, fit
-from pipeline.methods.m_elo import bootstrap_intervals
+from pipeline.methods.m_elo import bootstrap_intervals, chord_is_cheaper
 from pipeline.methods.m_elo import m_elo as m_elo_method
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
@@ -98,7 +98,7 @@ def test_reports_when_the_mle_does_not_exist(wins, problem):
 def test_sparse_counts_give_the_dense_answer(monkeypatch):
     wins, _ = random_counts(n=30, battles=2000, seed=2)
     dense = fit(Cells.from_counts(counts(wins)))
-    monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_MAX_AGENTS", 4)  # force the sparse CG path
+    monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_BYTES", 0)  # force the sparse CG path
     sparse = fit(Cells.from_counts(counts(wins, sparse=True)))
     assert np.abs(dense.beta - sparse.beta).max() < 1e-9
 
@@ -124,7 +124,7 @@ def test_runs_out_of_iterations_loudly_naming_agents_and_numbers():
 @pytest.mark.parametrize("ties", ["half", "davidson"])
 def test_multiplying_every_weight_by_1e11_or_1e_7_gives_the_same_ratings(monkeypatch, sparse, ties):
     if sparse:
-        monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_MAX_AGENTS", 4)  # the conjugate-gradient path
+        monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_BYTES", 0)  # the conjugate-gradient path
     wins, _ = random_counts(n=40, battles=600, seed=1)
     draw = np.triu(np.random.default_rng(1).random((40, 40)) < 0.2, 1) * 1.0
     scores = []
@@ -171,7 +171,7 @@ def test_bootstrap_intervals_and_ranks_that_respect_them():
 @pytest.mark.parametrize("sparse", [False, True])
 def test_bootstrap_does_not_depend_on_the_workers(dask_client, monkeypatch, sparse):
     if sparse:  # rounds fitted together by vectorised Newton, in the Dask workers' processes as well
-        monkeypatch.setattr("pipeline.methods.m_elo.dense_is_cheaper", lambda n, pairs: False)
+        monkeypatch.setattr("pipeline.methods.m_elo.chord_is_cheaper", lambda cells: False)
     wins, _ = random_counts(n=6, battles=400, seed=4)
     on_cluster = m_elo(counts(wins), NONE, bootstrap=120, seed=9)
     import dask
@@ -179,6 +179,23 @@ def test_bootstrap_does_not_depend_on_the_workers(dask_client, monkeypatch, spar
     with dask.config.set(scheduler="sync"):
         local = m_elo(counts(wins), NONE, bootstrap=120, seed=9)
     assert on_cluster.extras["ci_low"].tobytes() == local.extras["ci_low"].tobytes()
+
+
+@pytest.mark.parametrize("battles, chord", [(1500, True), (800, False)])  # the lightest agent in 59 or 30 battles
+def test_the_chord_and_vectorised_newton_paths_agree_on_either_side_of_the_switch(monkeypatch, battles, chord):
+    """Near the switch the chord converges slowest (each step cuts the error by about a half) and
+    the round-by-round differences to Newton are largest; both paths must give the same intervals
+    to far below the rounding of a rating."""
+    cells = Cells.from_counts(counts(random_counts(n=40, battles=battles, seed=11)[0]))
+    assert chord_is_cheaper(cells) is chord
+    options = {"davidson": False, "prior": 0.01, "tol": 1e-7, "max_iter": 100}
+    full = fit(cells, prior=0.01)
+    chosen, chosen_info = bootstrap_intervals(cells, full, options, 100, 4, 400.0, 1000.0)
+    monkeypatch.setattr("pipeline.methods.m_elo.chord_is_cheaper", lambda cells: not chord)
+    other, other_info = bootstrap_intervals(cells, full, options, 100, 4, 400.0, 1000.0)
+    assert chosen_info == other_info
+    for key in ("ci_low", "ci_high"):
+        assert np.abs(chosen[key] - other[key]).max() < 1e-6  # Elo points
 
 
 @pytest.mark.parametrize("prior, wins", [
@@ -189,7 +206,7 @@ def test_bootstrap_does_not_depend_on_the_workers(dask_client, monkeypatch, spar
 @pytest.mark.parametrize("sparse", [False, True])  # sparse: all rounds of a chunk by vectorised Newton, not the chord
 def test_the_chord_bootstrap_agrees_with_newton_round_by_round(monkeypatch, prior, wins, sparse):
     if sparse:
-        monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_MAX_AGENTS", 2)
+        monkeypatch.setattr("pipeline.methods.m_elo.chord_is_cheaper", lambda cells: False)
         monkeypatch.setattr("pipeline.methods.m_elo.ROUND_BLOCK", 7 * 3)  # blocks of 7 rounds: a chunk in pieces
     cells = Cells.from_counts(counts(wins))
     options = {"davidson": False, "prior": prior, "tol": 1e-7, "max_iter": 100}
