@@ -69,7 +69,12 @@ def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK) -> lis
 
 
 def _read(unit: Unit, kind: str, statistics: frozenset[str]) -> pa.Table:
-    columns = list(dict.fromkeys([*log_kind(kind).columns, *extra_columns(kind, statistics)]))
+    """The unit's rows, in the columns the statistics read. A column that a file lacks (one added
+    to the store after the file was written, such as `ingest_position`) is left out: the
+    statistic reading it says what it does without it."""
+    wanted = list(dict.fromkeys([*log_kind(kind).columns, *extra_columns(kind, statistics)]))
+    stored = set(pq.read_schema(unit.paths[0]).names)  # a unit's files come from one ingest: one schema
+    columns = [c for c in wanted if c in stored]
     if unit.row_groups is not None:
         table = pq.ParquetFile(unit.paths[0]).read_row_groups(list(unit.row_groups), columns=columns)
         return table.append_column(SOURCE, pa.array(np.zeros(table.num_rows, np.int32)))

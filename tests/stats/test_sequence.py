@@ -42,8 +42,9 @@ def test_a_game_gives_its_pairs_as_one_group(log_stats):
 
 
 def _random_partials(rng, parts):
-    """Sorted partials of the `sequence` statistic with many equal timestamps across partials,
-    the same battle id in two partials, games, and rows without a timestamp or an id."""
+    """Sorted partials of the `sequence` statistic with many equal timestamps and positions across
+    partials, the same battle id in two partials, games, and rows without a timestamp, a position
+    (stored before positions were) or an id."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -53,11 +54,13 @@ def _random_partials(rng, parts):
     for part in range(parts):
         rows = int(rng.integers(0, 40))
         stamp = rng.integers(0, 6, rows)
-        ident = [None if rng.random() < 0.05 else f"g{int(rng.integers(0, 12))}" for _ in range(rows)]
-        table = pa.table([pa.array(stamp, mask=rng.random(rows) < 0.1), pa.array(ident, pa.string()),
-                          pa.array(rng.integers(0, 3, rows), pa.int32()), pa.array(rng.integers(0, 5, rows)),
-                          pa.array(rng.integers(0, 5, rows)), pa.array(rng.integers(0, 3, rows), pa.int8()),
-                          pa.array(rng.integers(1, 4, rows)), pa.array(rng.choice([2, 3], rows).astype(np.int32))],
+        unpositioned = rng.random(rows) < 0.5
+        ident = [None if not old or rng.random() < 0.05 else f"g{int(rng.integers(0, 12))}" for old in unpositioned]
+        sub, a, b = rng.integers(0, 3, rows), rng.integers(0, 5, rows), rng.integers(0, 5, rows)
+        table = pa.table([pa.array(stamp, mask=rng.random(rows) < 0.1), pa.array(rng.integers(0, 8, rows), mask=unpositioned),
+                          pa.array(ident, pa.string()), pa.array(sub, pa.int32()), pa.array(a), pa.array(b),
+                          pa.array(rng.integers(0, 3, rows), pa.int8()), pa.array(rng.integers(1, 4, rows)),
+                          pa.array(2 + (a + b + sub) % 2, pa.int32())],  # rows equal on the key are equal
                          schema=SCHEMA)
         tables.append(table.take(pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in SORT_KEY])))
     return tables
