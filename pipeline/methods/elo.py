@@ -5,8 +5,9 @@ w: E = 1 / (1 + 10^((R_y - R_x) / scale)), R_x += k * w * (s - E), R_y -= k * w 
 E is computed as a logistic function that cannot overflow, however far apart the ratings. Online
 Elo is not scale-free: a step is k times the weight, so weights of 1e11 move ratings by 1e11 k.
 Every agent starts at `initial`; updates are zero-sum, so the mean rating stays `initial`.
-The order is the `sequence` statistic's: timestamp, then battle or game id (rows without a
-timestamp come first, ordered by id). The pairs of one game are updated simultaneously from the
+The order is the `sequence` statistic's (`pipeline.stats.sequence`): timestamp (rows without one
+first), then ingest order (files in the order they were ingested, then rows in file order), so a
+log without timestamps runs in file order whatever its ids. The pairs of one game are updated simultaneously from the
 ratings before the game; `games=player` weights them 1/(L-1) in a game of L players (each
 player's game then moves it like one battle), `games=pairs` weights each pair fully.
 
@@ -156,7 +157,7 @@ def elo(seq: ComparisonSequence, agent_keys: np.ndarray, *, k: float = 4.0, scal
     if not (k > 0 and scale > 0 and shuffles >= 0):
         raise ValueError("elo: k and scale must be positive and shuffles non-negative")
     info: dict[str, object] = {"logistic_scale": scale, "comparisons": len(seq),
-                               "order": f"mean over {shuffles} shuffles" if shuffles else "timestamp, then id"}
+                               "order": f"mean over {shuffles} shuffles" if shuffles else "timestamp, then ingest order"}
     if not shuffles:
         score = run_elo(len(seq.agents), seq.a, seq.b, seq.score, _steps(seq, k, games), seq.group, scale, initial)
         return Ratings.from_scores(seq.agents, score, info=info)
