@@ -152,3 +152,10 @@ def test_games_without_timestamps_go_by_their_first_row_in_the_file(log_stats):
     assert [(names[seq.agents[a]], names[seq.agents[b]]) for a, b in zip(seq.a, seq.b)] == [
         ("X", "Y"), ("X", "W"), ("Y", "W"), ("Y", "Z"), ("Y", "X"), ("Z", "X"), ("Z", "X")]
     assert seq.group.tolist() == [0, 0, 0, 1, 1, 1, 2]
+
+
+def test_records_in_memory_are_in_their_given_order():
+    from pipeline.stats.in_memory import statistics_of_records
+
+    stats, names = statistics_of_records(UNSTAMPED, "battles", {"sequence"})
+    assert _pairs(stats.extra["sequence"], names) == _expected(UNSTAMPED)
