@@ -140,8 +140,9 @@ def _ballots(table: pa.Table, kind: LogKind) -> pa.Table:
 
 
 def _sort(table: pa.Table) -> pa.Table:
-    order = pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in SORT_KEY])
-    return table.take(order)
+    """By the whole key; the ids (all null where every row has a position) only where some row has none."""
+    keys = SORT_KEY if table.column("position").null_count else [k for k in SORT_KEY if k != "group_id"]
+    return table.take(pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in keys]))
 
 
 def _partial(table: pa.Table, kind: str, n: int) -> pa.Table:
@@ -173,10 +174,11 @@ def _merge(x: pa.Table, y: pa.Table) -> pa.Table:
 def _same_group_as_previous(table: pa.Table) -> np.ndarray:
     """Per row after the first: the same battle or game as the row before: the same position, or
     for rows without one, the same id (two missing ids are the same)."""
-    position = table.column("position")
+    position, value = table.column("position"), _key(table, "position")
+    if not position.null_count:
+        return value[1:] == value[:-1]
     m = len(position)
     known = ~pc.is_null(position).to_numpy(zero_copy_only=False)
-    value = _key(table, "position")
     ident = table.column("group_id")
     same_id = pc.equal(ident.slice(1), ident.slice(0, m - 1)).fill_null(False).to_numpy()
     same_id |= pc.is_null(ident.slice(1)).to_numpy() & pc.is_null(ident.slice(0, m - 1)).to_numpy()

@@ -41,7 +41,7 @@ def test_a_game_gives_its_pairs_as_one_group(log_stats):
     assert seq.players.tolist() == [2, 3, 3, 3]
 
 
-def _random_partials(rng, parts):
+def _random_partials(rng, parts, unpositioned_share):
     """Sorted partials of the `sequence` statistic with many equal timestamps and positions across
     partials, the same battle id in two partials, games, and rows without a timestamp, a position
     (stored before positions were) or an id."""
@@ -54,7 +54,7 @@ def _random_partials(rng, parts):
     for part in range(parts):
         rows = int(rng.integers(0, 40))
         stamp = rng.integers(0, 6, rows)
-        unpositioned = rng.random(rows) < 0.5
+        unpositioned = rng.random(rows) < unpositioned_share
         ident = [None if not old or rng.random() < 0.05 else f"g{int(rng.integers(0, 12))}" for old in unpositioned]
         sub, a, b = rng.integers(0, 3, rows), rng.integers(0, 5, rows), rng.integers(0, 5, rows)
         table = pa.table([pa.array(stamp, mask=rng.random(rows) < 0.1), pa.array(rng.integers(0, 8, rows), mask=unpositioned),
@@ -76,7 +76,7 @@ def test_merging_sorted_runs_gives_the_bytes_of_one_sort_whatever_the_merge_tree
 
     rng = np.random.default_rng(11)
     for trial in range(100):
-        partials = _random_partials(rng, int(rng.integers(1, 7)))
+        partials = _random_partials(rng, int(rng.integers(1, 7)), (0.0, 0.5, 1.0)[trial % 3])  # new, mixed, old stores
         everything = pa.concat_tables(partials)
         one_sort = everything.take(pc.sort_indices(everything, sort_keys=[(k, "ascending", "at_start") for k in SORT_KEY]))
         present = np.arange(5)
