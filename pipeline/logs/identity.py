@@ -12,6 +12,11 @@ hashes): the chance that two of 10^9 distinct ids collide is below 10^-20.
 file ordinal << 40 | line; a lookup is a binary search per run, and runs are merged as they grow
 (at most `MAX_RUN` entries each), so checking a batch costs O(batch x log(ids)) and never a scan.
 The store keeps the runs on disk (`pipeline.store.index`); `read_log` uses one in memory.
+
+The same `where` of each stored row is its ingest position (`INGEST_POSITION`): the store writes
+it beside the rows of every kind with record ids, so that the order in which rows were ingested
+(file by file, then line by line) survives partitioning; online Elo runs in it where rows have
+no timestamp (`pipeline.stats.sequence`).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ SEEDS = (0x7A5E_0001, 0x7A5E_0002)
 HASHER = f"polars-{pl.__version__}-{sys.byteorder}-{SEEDS[0]:x}-{SEEDS[1]:x}"  # a stored index built by another is rebuilt
 NOT_FOUND = np.uint64(2**64 - 1)
 LINE_BITS = 40
+INGEST_POSITION = "ingest_position"  # the stored column of `where` (int64): file ordinal << 40 | line
 MAX_RUN = 1 << 24
 KEY_SEPARATOR = "\x1f"
 
@@ -50,6 +56,14 @@ def key_hashes(keys: pl.Series) -> tuple[np.ndarray, np.ndarray]:
 
 def where(file: int, line: np.ndarray) -> np.ndarray:
     return (np.uint64(file) << np.uint64(LINE_BITS)) | np.asarray(line, np.uint64)
+
+
+def ingest_positions(file: int, lines: np.ndarray) -> pa.Array:
+    """The `INGEST_POSITION` column of rows read from `lines` of file ordinal `file`."""
+    lines = np.asarray(lines, np.int64)
+    if len(lines) and (lines.min() < 0 or lines.max() >> LINE_BITS or file >> (63 - LINE_BITS)):
+        raise ValueError(f"ingest position out of range: file ordinal {file}, lines {lines.min()}..{lines.max()}")
+    return pa.array(where(file, lines).astype(np.int64))
 
 
 def file_of(where_: int) -> int:

@@ -29,7 +29,7 @@ from pipeline.stats.encoding import Arrays
 from pipeline.stats.partials import Partial
 from pipeline.store.files import atomic_write
 
-FORMAT = 3  # 3: .npz of arrays with a checksum (1 and 2 were pickles: never read)
+FORMAT = 4  # 3: .npz of arrays with a checksum (1 and 2 were pickles: never read); 4: sequence partials hold ingest positions
 SUFFIX = ".npz"
 KEY, CHECKSUM = "cache.key", "cache.sha256"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from pipeline.logs import log_kind
+from pipeline.logs.identity import INGEST_POSITION, ingest_positions
 from pipeline.logs.kinds import DICTIONARIES
 from pipeline.logs.formats import records_of_objects
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
@@ -31,6 +32,8 @@ def statistics_of_records(records: Sequence[Mapping], kind: str, statistics: Ite
         raise ValueError(f"record {bad['line']}: {bad['field']}: {bad['reason']}")
     maps = {name: IdMap() for name in DICTIONARIES}
     table = encode(chosen, result.table, maps)
+    if chosen.record_id:  # as the store writes them: the records' order is their ingest order
+        table = table.append_column(INGEST_POSITION, ingest_positions(0, result.lines))
     agents = maps["agents"]
     dense = len(agents) <= DENSE_MAX_AGENTS if dense is None else dense
     partial = reduce_table(table, kind, len(agents), statistics, dense)

@@ -71,13 +71,15 @@ def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK, catego
 
 
 def _stored(file: pq.ParquetFile, columns: list[str]) -> list[str]:
-    """The columns a partition file holds: a column added to a kind later (battles' `features`) is
-    absent from files stored before, and the extras that read it treat it as empty."""
+    """The columns a partition file holds: a column added to a kind later (battles' `features`, the
+    `ingest_position` of every row) is absent from files stored before, and the statistic reading
+    it says what it does without it."""
     names = set(file.schema_arrow.names)
     return [c for c in columns if c in names]
 
 
 def _read(unit: Unit, kind: str, statistics: frozenset[str]) -> pa.Table:
+    """The unit's rows, in the columns the statistics read that each file holds (see `_stored`)."""
     columns = list(dict.fromkeys([*log_kind(kind).columns, *extra_columns(kind, statistics)]))
     files = [pq.ParquetFile(p) for p in unit.paths]
     if unit.category is not None:

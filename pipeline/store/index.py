@@ -151,14 +151,19 @@ def load_index(root: Path, kind: str, entry: dict | None) -> KindIndex | None:
     return index
 
 
-def rebuild(root: Path, kind: str, reports: list, dictionary: Callable[[str], list[str]]) -> KindIndex:
+def rebuild(root: Path, kind: str, reports: list, dictionary: Callable[[str], list[str]],
+            files: list[str] = ()) -> KindIndex:
     """The index of a kind from its stored partitions (reports: the kind's ingested files, oldest
-    first). Ids a reader made up (`<file name>:<line>`) are left out; lines are unknown (0)."""
+    first). Ids a reader made up (`<file name>:<line>`) are left out; lines are unknown (0).
+    `files`: the ordinals of the index being replaced, kept (the rows' ingest positions hold
+    them), so that files ingested later still get higher ordinals."""
     chosen = log_kind(kind)
-    index = KindIndex(root, kind)
+    index = KindIndex(root, kind, list(files))
+    known = {short: ordinal for ordinal, short in enumerate(files)}
     decode = {c: dictionary(d) for c, d in chosen.ids.items() if c in chosen.record_id}
     for report in reports:
-        file = index.ordinal(report.sha256[:16])
+        short = report.sha256[:16]
+        file = known[short] if short in known else index.ordinal(short)
         if not chosen.record_id or not report.partitions:
             continue
         frames = []

@@ -24,6 +24,12 @@ ingested (a log that grew) is read from where that file ended: only its new rows
 counted, with their true line numbers, so even rows without ids are stored once. A file that cannot be read at all is refused whole with one line
 naming the file (and the line and field where known), recorded in the manifest with that reason
 (not read again until its content changes), and the other files go on.
+
+Ingest order: the rows of kinds with record ids (battles, games, ballots) carry an
+`ingest_position` column, their file's ordinal in the id index (files numbered in the order they
+were ingested, never reused) << 40 | their line (`pipeline.logs.identity.INGEST_POSITION`). The
+new rows of a file that grew get the new file's ordinal and their true lines, so positions keep
+increasing. Stores written before the column lack it (`pipeline.stats.sequence` says what then).
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ import pyarrow.compute as pc
 
 from pipeline.logs import KINDS, FileStart, UnreadableFile, log_kind, read_batches
 from pipeline.logs.records import LINE_SUFFIXES
-from pipeline.logs.identity import drop_seen
+from pipeline.logs.identity import INGEST_POSITION, drop_seen, ingest_positions
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
 from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
 from pipeline.paths import UnsafePath, below
@@ -194,11 +200,12 @@ class Store:
     def _id_index(self, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap]) -> KindIndex:
         """The kind's id index as committed, or rebuilt from its partitions (missing, or built by
         another hasher)."""
-        index = load_index(self.root, kind.name, manifest.ids.get(kind.name))
+        entry = manifest.ids.get(kind.name)
+        index = load_index(self.root, kind.name, entry)
         if index is None:
             stored = sorted((r for r in manifest.files.values() if r.kind == kind.name and r.status == "ingested"),
                             key=lambda r: (r.ingested_at or "", r.sha256))
-            index = rebuild(self.root, kind.name, stored, lambda name: maps[name].names)
+            index = rebuild(self.root, kind.name, stored, lambda name: maps[name].names, (entry or {}).get("files", []))
         return index
 
     def _commit(self, manifest: Manifest, maps: dict[str, IdMap], kind: str, index: KindIndex | None,
@@ -244,7 +251,10 @@ class Store:
                     result = drop_seen(result, kind.record_id, file_ids, file_ids.file,
                                        lambda ordinal: names.get(index.files[ordinal], index.files[ordinal]),
                                        kind.unit_column is not None)
-                writer.add(encode(kind, result.table, maps))
+                table = encode(kind, result.table, maps)
+                if file_ids is not None:
+                    table = table.append_column(INGEST_POSITION, ingest_positions(file_ids.file, result.lines))
+                writer.add(table)
                 quarantine.add(result.quarantined)
                 rows_in += result.rows_in
                 rows_accepted += result.rows_accepted

@@ -1,10 +1,17 @@
-"""Online Elo: a hand-computed sequence, games updated at once, seeded shuffles."""
+"""Online Elo: a hand-computed sequence, the order of a log without timestamps (ingest order),
+games updated at once, seeded shuffles."""
+
+import json
 
 import numpy as np
+import polars as pl
 import pytest
+from typer.testing import CliRunner
 
+from pipeline.cli import app
 from pipeline.methods import run
 from pipeline.methods.elo import run_elo
+from tests.conftest import SAMPLES
 
 HAND = [
     {"battle_id": "1", "model_a": "A", "model_b": "B", "winner": "model_a", "timestamp": "2024-01-01T00:00:00Z"},
@@ -27,6 +34,91 @@ def test_online_elo_matches_a_hand_computed_sequence(log_stats):
     assert ratings.score == pytest.approx([1014.497, 1000.736, 984.767], abs=1e-3)
     assert ratings.rank.tolist() == [1, 2, 3]
     assert ratings.info["logistic_scale"] == 400.0
+
+
+def plain_elo(rows: list[dict], k: float = 4.0, scale: float = 400.0, initial: float = 1000.0) -> dict[str, float]:
+    """Online Elo written out once more, over battles (dicts) in the order given, by model name."""
+    ratings: dict[str, float] = {}
+    for row in rows:
+        a, b = row["model_a"], row["model_b"]
+        ra, rb = ratings.setdefault(a, initial), ratings.setdefault(b, initial)
+        step = k * ({"model_a": 1.0, "model_b": 0.0}.get(row["winner"], 0.5) - 1.0 / (1.0 + 10.0 ** ((rb - ra) / scale)))
+        ratings[a], ratings[b] = ra + step, rb - step
+    return ratings
+
+
+def rated_by_vase(tmp_path, *sources) -> dict[str, float]:
+    out = tmp_path / f"out-{len(list(tmp_path.iterdir()))}"
+    result = CliRunner().invoke(app, ["rate", *map(str, sources), "--kind", "battles", "--method", "elo", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return {r["agent"]: r["score"] for r in json.loads((out / "ratings.json").read_text())}
+
+
+def test_a_log_without_timestamps_is_rated_in_ingest_order_file_then_line(tmp_path):
+    """The LLMFAO sample (ids like "0:58", "0:83", "1:22", not in file order) and a second file
+    without ids (made-up ids "<file>:<line>": line 10 sorts before line 2 as text), through
+    `vase rate`: online Elo equals a plain loop over the first file's rows, then the second's."""
+    sample = SAMPLES / "llmfao" / "crowd_battles.csv"
+    rows = pl.read_csv(sample).to_dicts()
+    assert [r["battle_id"] for r in rows] != sorted(r["battle_id"] for r in rows)
+    models = sorted({r["model_a"] for r in rows})
+    rng = np.random.default_rng(12)
+    pairs = [rng.choice(len(models), 2, replace=False) for _ in range(300)]
+    more = [{"model_a": models[i], "model_b": models[j], "winner": str(rng.choice(["model_a", "model_b", "tie"]))}
+            for i, j in pairs]
+    second = tmp_path / "more.csv"
+    pl.DataFrame(more).write_csv(second)
+
+    got = rated_by_vase(tmp_path, sample, second)
+    expected = plain_elo(rows + more)
+    assert got.keys() == expected.keys()
+    assert all(abs(got[name] - expected[name]) <= 1e-9 for name in expected)
+    by_id = plain_elo(sorted(rows, key=lambda r: r["battle_id"]) + [more[int(i)] for i in sorted(map(str, range(300)))])
+    assert max(abs(by_id[name] - expected[name]) for name in expected) > 10  # the order matters on this log
+
+    got = rated_by_vase(tmp_path, second, sample)  # the other file first: its rows first
+    expected = plain_elo(more + rows)
+    assert all(abs(got[name] - expected[name]) <= 1e-9 for name in expected)
+
+
+def test_given_ids_that_do_not_sort_in_file_order_keep_the_file_order(log_stats):
+    rng = np.random.default_rng(3)
+    models = ["A", "B", "C", "D"]
+    rows = []
+    for i in range(60):
+        a, b = rng.choice(4, 2, replace=False)
+        rows.append({"battle_id": f"{'zyxwcba'[i % 7]}{(i * 37) % 60}", "model_a": models[a], "model_b": models[b],
+                     "winner": str(rng.choice(["model_a", "model_b", "tie", "tie (bothbad)"]))})
+    for files, target_rows in ((1, 2_000_000), (3, 1)):  # one file, or three files in many units of work
+        stats, store = log_stats(rows, {"sequence"}, files=files, target_rows=target_rows)
+        ratings = run("elo:k=32", stats)
+        names = store.dictionary("agents").names
+        expected = plain_elo([row for part in range(files) for row in rows[part::files]], k=32.0)
+        assert ratings.score == pytest.approx([expected[names[a]] for a in ratings.agents], abs=1e-9)
+
+
+def test_a_log_that_grew_continues_in_ingest_order(tmp_path):
+    """A grown CSV is read from where it stopped: its new rows come after the files ingested in between."""
+    from pipeline.stats import reduce_store
+    from pipeline.store import Store
+
+    rng = np.random.default_rng(4)
+    models = ["A", "B", "C", "D", "E"]
+    rows = [{"model_a": models[i], "model_b": models[(i + 1 + int(rng.integers(0, 4))) % 5],
+             "winner": str(rng.choice(["model_a", "model_b", "tie"]))} for i in rng.integers(0, 5, 240)]
+    log, other = tmp_path / "log.csv", tmp_path / "other.csv"
+    pl.DataFrame(rows[:100]).write_csv(log)
+    pl.DataFrame(rows[100:140]).write_csv(other)
+    store = Store(tmp_path / "store")
+    store.ingest([log, other], "battles")
+    with log.open("a") as handle:
+        pl.DataFrame(rows[140:]).write_csv(handle, include_header=False)
+    [grown] = store.ingest([log], "battles")
+    assert grown.continues is not None and grown.rows_in == 100
+    ratings = run("elo", reduce_store(store, "battles", {"sequence"}))
+    names = store.dictionary("agents").names
+    expected = plain_elo(rows)
+    assert ratings.score == pytest.approx([expected[names[a]] for a in ratings.agents], abs=1e-9)
 
 
 def test_a_game_updates_its_pairs_from_the_ratings_before_the_game():
@@ -69,7 +161,7 @@ def test_shuffles_do_not_depend_on_the_workers(log_stats, dask_client):
 
 def test_huge_weights_and_rating_gaps_do_not_overflow(log_stats):
     """Online Elo is not scale-free (a step is k times the weight) but must never overflow."""
-    from pipeline.methods.elo import expected
+    from pipeline.methods.elo_update import expected
 
     assert expected(1e6) == 1.0 and expected(-1e6) == 0.0 and expected(0.0) == 0.5
     assert expected(-700.0) > 0 and expected(30.0) == pytest.approx(1 / (1 + np.exp(-30.0)), rel=1e-15)
@@ -90,17 +182,32 @@ def test_shuffles_do_not_depend_on_the_logs_order_or_ids(log_stats):
     assert a.score.tobytes() == b.score.tobytes() and a.extras["sd"].tobytes() == b.extras["sd"].tobytes()
 
 
-@pytest.mark.parametrize("game_size", [2, 4])
-def test_chunked_loop_gives_the_same_bytes_as_one_pass(monkeypatch, game_size):
-    """The loop reads the arrays in chunks; chunks end at group boundaries, so a game is never cut in two."""
+def python_update(n, a, b, score, step, group, scale, initial) -> np.ndarray:
+    """The update written in plain Python, a group's deltas from the ratings before it."""
+    from math import exp, log
+
+    def logistic(z):
+        return 1.0 / (1.0 + exp(-z)) if z >= 0 else exp(z) / (1.0 + exp(z))
+
+    r, c = [float(initial)] * n, log(10.0) / scale
+    starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]]).tolist() + [len(group)]
+    for lo, hi in zip(starts[:-1], starts[1:]):
+        deltas = [(a[i], b[i], step[i] * (score[i] - logistic((r[a[i]] - r[b[i]]) * c))) for i in range(lo, hi)]
+        for x, y, d in deltas:
+            r[x] += d
+            r[y] -= d
+    return np.array(r)
+
+
+@pytest.mark.parametrize("game_size", [2, 4, 40])
+def test_the_compiled_loop_gives_the_bits_of_the_update_in_python(game_size):
     rng = np.random.default_rng(7)
-    groups = 2_000
+    groups = 2_000 if game_size < 40 else 20
     pairs = game_size * (game_size - 1) // 2
-    a, b = rng.integers(0, 30, groups * pairs), rng.integers(0, 30, groups * pairs)
-    score, step = rng.choice([0.0, 0.5, 1.0], len(a)), rng.uniform(1, 40, len(a))
+    a = rng.integers(0, 30, groups * pairs)
+    b = (a + rng.integers(1, 30, len(a))) % 30
+    score, step = rng.choice([0.0, 0.5, 1.0], len(a)), rng.uniform(1, 40, len(a)) * 10.0 ** rng.integers(-3, 12, len(a))
     group = np.repeat(np.arange(groups), pairs)
-    whole = run_elo(30, a, b, score, step, group, 400.0, 1000.0)
-    monkeypatch.setattr("pipeline.methods.elo.LOOP_CHUNK", 7)  # not a multiple of a game's 6 pairs
-    assert run_elo(30, a, b, score, step, group, 400.0, 1000.0).tobytes() == whole.tobytes()
-    monkeypatch.setattr("pipeline.methods.elo.LOOP_CHUNK", 1)
-    assert run_elo(30, a, b, score, step, group, 400.0, 1000.0).tobytes() == whole.tobytes()
+    expected = python_update(30, a.tolist(), b.tolist(), score.tolist(), step.tolist(), group, 400.0, 1000.0)
+    assert run_elo(30, a, b, score, step, group, 400.0, 1000.0).tobytes() == expected.tobytes()
+    assert run_elo(30, a.astype(np.int32), b.astype(np.int32), score, step, group, 400.0, 1000.0).tobytes() == expected.tobytes()

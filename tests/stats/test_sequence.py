@@ -41,9 +41,10 @@ def test_a_game_gives_its_pairs_as_one_group(log_stats):
     assert seq.players.tolist() == [2, 3, 3, 3]
 
 
-def _random_partials(rng, parts):
-    """Sorted partials of the `sequence` statistic with many equal timestamps across partials,
-    the same battle id in two partials, games, and rows without a timestamp or an id."""
+def _random_partials(rng, parts, unpositioned_share):
+    """Sorted partials of the `sequence` statistic with many equal timestamps and positions across
+    partials, the same battle id in two partials, games, and rows without a timestamp, a position
+    (stored before positions were) or an id."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -53,11 +54,13 @@ def _random_partials(rng, parts):
     for part in range(parts):
         rows = int(rng.integers(0, 40))
         stamp = rng.integers(0, 6, rows)
-        ident = [None if rng.random() < 0.05 else f"g{int(rng.integers(0, 12))}" for _ in range(rows)]
-        table = pa.table([pa.array(stamp, mask=rng.random(rows) < 0.1), pa.array(ident, pa.string()),
-                          pa.array(rng.integers(0, 3, rows), pa.int32()), pa.array(rng.integers(0, 5, rows)),
-                          pa.array(rng.integers(0, 5, rows)), pa.array(rng.integers(0, 3, rows), pa.int8()),
-                          pa.array(rng.integers(1, 4, rows)), pa.array(rng.choice([2, 3], rows).astype(np.int32))],
+        unpositioned = rng.random(rows) < unpositioned_share
+        ident = [None if not old or rng.random() < 0.05 else f"g{int(rng.integers(0, 12))}" for old in unpositioned]
+        sub, a, b = rng.integers(0, 3, rows), rng.integers(0, 5, rows), rng.integers(0, 5, rows)
+        table = pa.table([pa.array(stamp, mask=rng.random(rows) < 0.1), pa.array(rng.integers(0, 8, rows), mask=unpositioned),
+                          pa.array(ident, pa.string()), pa.array(sub, pa.int32()), pa.array(a), pa.array(b),
+                          pa.array(rng.integers(0, 3, rows), pa.int8()), pa.array(rng.integers(1, 4, rows)),
+                          pa.array(2 + (a + b + sub) % 2, pa.int32())],  # rows equal on the key are equal
                          schema=SCHEMA)
         tables.append(table.take(pc.sort_indices(table, sort_keys=[(k, "ascending", "at_start") for k in SORT_KEY])))
     return tables
@@ -72,8 +75,8 @@ def test_merging_sorted_runs_gives_the_bytes_of_one_sort_whatever_the_merge_tree
     from pipeline.stats.sequence import SEQUENCE, SORT_KEY
 
     rng = np.random.default_rng(11)
-    for trial in range(30):
-        partials = _random_partials(rng, int(rng.integers(1, 7)))
+    for trial in range(100):
+        partials = _random_partials(rng, int(rng.integers(1, 7)), (0.0, 0.5, 1.0)[trial % 3])  # new, mixed, old stores
         everything = pa.concat_tables(partials)
         one_sort = everything.take(pc.sort_indices(everything, sort_keys=[(k, "ascending", "at_start") for k in SORT_KEY]))
         present = np.arange(5)
@@ -88,3 +91,71 @@ def test_merging_sorted_runs_gives_the_bytes_of_one_sort_whatever_the_merge_tree
             got = SEQUENCE.finalize(merged, present, {})
             for name in ("a", "b", "score", "weight", "players", "group"):
                 assert getattr(got, name).tobytes() == getattr(expected, name).tobytes(), (trial, name)
+
+
+def _drop_positions(store) -> None:
+    """Rewrite the store's partitions as they were written before rows carried ingest positions."""
+    import pyarrow.parquet as pq
+
+    from pipeline.logs.identity import INGEST_POSITION
+
+    for part in store.partitions("battles"):
+        path = store.path(part)
+        pq.write_table(pq.read_table(path).drop_columns([INGEST_POSITION]), path)
+
+
+UNSTAMPED = [{"battle_id": f"{tag}{i}", "model_a": "ABCD"[i % 4], "model_b": "ABCD"[(i + 1 + i // 4) % 4],
+              "winner": ("model_a", "model_b", "tie")[i % 3]} for i, tag in enumerate("qpmkzxacbynd")]
+
+
+def _pairs(seq, names):
+    return [(names[seq.agents[a]], names[seq.agents[b]], s) for a, b, s in zip(seq.a, seq.b, seq.score)]
+
+
+def _expected(rows):
+    return [(r["model_a"], r["model_b"], {"model_a": 1.0, "model_b": 0.0}.get(r["winner"], 0.5)) for r in rows]
+
+
+def test_a_store_written_before_ingest_positions_falls_back_to_id_order(log_stats, tmp_path):
+    """Without positions, rows without a timestamp go by battle id (as text), as before; rows of
+    files ingested later (with positions) come after them at the same timestamp, in file order."""
+    import polars as pl
+
+    from pipeline.stats import reduce_store
+
+    rows = UNSTAMPED
+    in_order, store = log_stats(rows, {"sequence"})
+    names = store.dictionary("agents").names
+    assert _pairs(in_order.extra["sequence"], names) == _expected(rows)  # file order
+    _drop_positions(store)
+    old = reduce_store(store, "battles", {"sequence"}).extra["sequence"]
+    by_id = sorted(rows, key=lambda r: r["battle_id"])
+    assert by_id != rows and _pairs(old, names) == _expected(by_id)
+
+    later = [dict(r, battle_id=f"later-{9 - i}") for i, r in enumerate(rows)]
+    path = tmp_path / "later.csv"
+    pl.DataFrame(later).write_csv(path)
+    store.ingest([path], "battles")
+    for target_rows in (2_000_000, 1):
+        mixed = reduce_store(store, "battles", {"sequence"}, target_rows=target_rows).extra["sequence"]
+        assert _pairs(mixed, store.dictionary("agents").names) == _expected(by_id + later)
+
+
+def test_games_without_timestamps_go_by_their_first_row_in_the_file(log_stats):
+    rows = [{"game_id": game, "player": p, "place": place} for game, players in
+            [("z", [("X", 1), ("Y", 2)]), ("a", [("Y", 1), ("Z", 2), ("X", 3)]), ("m", [("Z", 1), ("X", 2)])]
+            for p, place in players]
+    rows.append({"game_id": "z", "player": "W", "place": 3})  # z's last player, after every other game's rows
+    stats, store = log_stats(rows, {"sequence"}, kind="games")
+    seq = stats.extra["sequence"]
+    names = store.dictionary("agents").names
+    assert [(names[seq.agents[a]], names[seq.agents[b]]) for a, b in zip(seq.a, seq.b)] == [
+        ("X", "Y"), ("X", "W"), ("Y", "W"), ("Y", "Z"), ("Y", "X"), ("Z", "X"), ("Z", "X")]
+    assert seq.group.tolist() == [0, 0, 0, 1, 1, 1, 2]
+
+
+def test_records_in_memory_are_in_their_given_order():
+    from pipeline.stats.in_memory import statistics_of_records
+
+    stats, names = statistics_of_records(UNSTAMPED, "battles", {"sequence"})
+    assert _pairs(stats.extra["sequence"], names) == _expected(UNSTAMPED)

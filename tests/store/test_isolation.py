@@ -140,13 +140,19 @@ def test_partial_overlap_and_duplicates_within_a_file(tmp_path):
         (8, "duplicate battle_id (first at line 7)")]
 
 
-def test_an_index_lost_or_from_another_hasher_is_rebuilt_from_the_partitions(tmp_path, good):
-    store = Store(tmp_path / "store")
-    store.ingest([good], "battles")
+def as_built_by_another_hasher(store: Store):
+    """Mark the store's battles index as built by another hasher (it is then rebuilt); the manifest's path."""
     manifest_path = store.root / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest["ids"]["battles"]["hasher"] = "another"
     manifest_path.write_text(json.dumps(manifest))
+    return manifest_path
+
+
+def test_an_index_lost_or_from_another_hasher_is_rebuilt_from_the_partitions(tmp_path, good):
+    store = Store(tmp_path / "store")
+    store.ingest([good], "battles")
+    manifest_path = as_built_by_another_hasher(store)
     again = tmp_path / "again.csv"
     again.write_text(HEADER + battles(range(3, 8)))
     [report] = store.ingest([again], "battles")
@@ -275,3 +281,27 @@ def test_a_log_written_to_while_it_is_read_is_not_half_ingested(tmp_path, good, 
     monkeypatch.undo()
     [again] = store.ingest([good], "battles")
     assert (again.status, again.rows_accepted) == ("ingested", 6)
+
+
+def test_a_rebuilt_index_keeps_the_file_ordinals_so_ingest_positions_keep_increasing(tmp_path, good):
+    """A refused file used up an ordinal: a rebuild that renumbered the files would give the next
+    file an ordinal (and ingest positions) below those already stored."""
+    from pipeline.logs.identity import INGEST_POSITION
+
+    store = Store(tmp_path / "store")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("model_a,model_b\nx,y\n")  # no winner column: refused, but numbered
+    later = tmp_path / "later.csv"
+    later.write_text(HEADER + battles(range(10, 13)))
+    store.ingest([good, bad, later], "battles")
+    as_built_by_another_hasher(store)
+    last = tmp_path / "last.csv"
+    last.write_text(HEADER + battles(range(20, 23)))
+    reports = store.ingest([last], "battles")
+
+    def positions(report) -> list[int]:
+        return sorted(p for part in report.partitions for p in pq.read_table(store.root / part.path)[INGEST_POSITION].to_pylist())
+
+    stored = [positions(r) for r in store.manifest.files.values() if r.status == "ingested" and r.sha256 != reports[0].sha256]
+    assert len(stored) == 2
+    assert min(positions(reports[0])) > max(max(p) for p in stored)
