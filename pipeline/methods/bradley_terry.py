@@ -310,11 +310,12 @@ class LaplacianPattern:
             self._blocks = (indices, indptr)
         return indices[: nnz * width], indptr[: self.n * width + 1]
 
-    def values(self, h: np.ndarray, prior: float) -> np.ndarray:
-        """The entries of L_k + prior I for every column k of h (cells x columns), one row per column."""
-        values = np.take(np.ascontiguousarray(h.T), self.cell, axis=1)
-        np.negative(values, out=values)
-        values[:, self.diagonal] = self.degree(h, prior).T
+    def values(self, h: np.ndarray, degree: np.ndarray) -> np.ndarray:
+        """The entries of L_k + prior I for every column k of h (cells x columns), one row per column;
+        `degree` is `degree(h, prior)`."""
+        negated = np.negative(h.T, out=np.empty(h.shape[::-1]))  # transposed and negated in one pass
+        values = np.take(negated, self.cell, axis=1)
+        values[:, self.diagonal] = degree.T
         return values
 
     def matrix(self, values: np.ndarray) -> sp.csr_array:
@@ -327,13 +328,13 @@ class LaplacianPattern:
         """The diagonal of every L_k + prior I (agents x columns)."""
         return self.magnitude @ h + prior
 
-    def apply(self, h: np.ndarray, prior: float):
+    def apply(self, h: np.ndarray, prior: float, degree: np.ndarray | None = None):
         """(V, columns) -> (L_k + prior I) V[:, j] for k = columns[j], L_k the Laplacian with edge weights h[:, k].
 
-        The entries of every column are laid out once; the matrix is cut down to the columns asked
-        for when fewer than half of those it holds are still asked for, and until then the others
-        are carried as zeros."""
-        every = self.values(h, prior)
+        The entries of every column are laid out once (`degree`: `degree(h, prior)` if the caller
+        has it already); the matrix is cut down to the columns asked for when fewer than half of
+        those it holds are still asked for, and until then the others are carried as zeros."""
+        every = self.values(h, self.degree(h, prior) if degree is None else degree)
         built = {"columns": np.arange(h.shape[1]), "matrix": self.matrix(every)}
 
         def multiply(v: np.ndarray, columns: np.ndarray) -> np.ndarray:

@@ -221,7 +221,8 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
         first = np.where(gradient_size > 0, gradient_size, 1.0) if first is None else first
         rtol = forcing(gradient_size / first, previous, tol)
         rhs = grad - grad.mean(axis=0) if prior == 0 else grad
-        step, _ = block_cg(pattern.apply(curvature, prior), pattern.degree(curvature, prior), rhs, rtol, 10 * cells.n)
+        diagonal = pattern.degree(curvature, prior)
+        step, _ = block_cg(pattern.apply(curvature, prior, diagonal), diagonal, rhs, rtol, 10 * cells.n)
         if prior == 0:
             step -= step.mean(axis=0)
         decrement = np.sum(grad * step, axis=0)
