@@ -54,9 +54,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from pipeline.methods.bradley_terry import (ARMIJO, CG_FORCING, CG_STEPS, DENSE_SPEEDUP, FLOOR, MIN_STEP_SHARE, STEP_TOL,
+from pipeline.methods.bradley_terry import (ARMIJO, CG_STEPS, DENSE_SPEEDUP, FLOOR, MIN_STEP_SHARE, STEP_TOL,
                                             Cells, Fit, LaplacianPattern, SolveLog, block_cg, dense_fits, dense_hessian,
-                                            dense_solve, elo_points, evaluate, existence_problems, fit, fit_or_refuse,
+                                            dense_solve, elo_points, evaluate, existence_problems, fit, fit_or_refuse, forcing,
                                             incidence)
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
@@ -219,9 +219,10 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
         curvature = cc * p * (1 - p)
         gradient_size = np.abs(grad).max(axis=0)
         first = np.where(gradient_size > 0, gradient_size, 1.0) if first is None else first
-        rtol = np.clip(gradient_size / first, CG_FORCING[1], CG_FORCING[0])  # [EW96]
+        rtol = forcing(gradient_size / first, previous, tol)
         rhs = grad - grad.mean(axis=0) if prior == 0 else grad
-        step, _ = block_cg(pattern.apply(curvature, prior), pattern.degree(curvature, prior), rhs, rtol, 10 * cells.n)
+        diagonal = pattern.degree(curvature, prior)
+        step, _ = block_cg(pattern.apply(curvature, prior, diagonal), diagonal, rhs, rtol, 10 * cells.n)
         if prior == 0:
             step -= step.mean(axis=0)
         decrement = np.sum(grad * step, axis=0)

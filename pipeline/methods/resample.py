@@ -37,14 +37,19 @@ def poisson_draws(weights: np.ndarray, size: int, rng: np.random.Generator) -> n
     guide = np.concatenate([np.searchsorted(row, buckets, side="right") for row in cdf]) + np.repeat(
         np.arange(len(distinct)) * width, width)
     cdf = cdf.ravel()
-    u = rng.random((size, len(weights)))
+    u = rng.random((size, len(weights)))  # one uniform per cell, also of weight 0: the stream stays the same
+    drawn = np.flatnonzero(weights > 0)  # Poisson(0) is 0: half the cells of a sparse log (a pair met once)
+    out = np.zeros((size, len(weights)))
+    if len(drawn) < len(weights):
+        u, group = np.take(u, drawn, axis=1), group[drawn]  # C order: the search below moves through a flat view
     pos = guide[group * width + (u * width).astype(np.int64)]
     flat_pos, flat_u = pos.reshape(-1), u.reshape(-1)
     pending = np.flatnonzero(cdf[flat_pos] <= flat_u)
     while len(pending):
         flat_pos[pending] += 1
         pending = pending[cdf[flat_pos[pending]] <= flat_u[pending]]
-    return (low[group] + pos - group * width).astype(np.float64)
+    out[:, drawn] = low[group] + pos - group * width
+    return out
 
 
 def tiers(rank: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray) -> np.ndarray:

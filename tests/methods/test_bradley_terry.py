@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipeline.methods.bradley_terry import Cells, block_cg, dense_is_cheaper, incidence, laplacian_solve, LaplacianPattern
+from pipeline.methods.bradley_terry import (CG_FORCING, Cells, LaplacianPattern, block_cg, dense_is_cheaper, forcing, incidence,
+                                            laplacian_solve)
 
 
 def test_dense_or_sparse_is_chosen_by_the_nonzeros_not_the_agent_count():
@@ -56,3 +57,13 @@ def test_sparse_and_dense_laplacian_solves_agree(monkeypatch):
     monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_BYTES", 0)
     sparse = laplacian_solve(cells, h, 0.0, rhs)
     assert np.abs(dense - sparse).max() < 1e-6 * np.abs(dense).max()
+
+
+def test_the_forcing_term_follows_the_gradient_but_never_asks_more_than_the_step_needs():
+    tol = 1e-7
+    assert forcing(0.5, np.inf, tol) == CG_FORCING[0]  # far away: loose
+    assert forcing(1e-4, np.inf, tol) == pytest.approx(1e-4)  # the gradient's share of the first one
+    assert forcing(1e-15, np.inf, tol) == CG_FORCING[1]  # never at machine precision
+    # the confirming step after a step of 1e-4: an error of 1e-5 of a step at most that long is 1e-9 = tol / 100
+    assert forcing(1e-12, 1e-4, tol) == pytest.approx(1e-5)
+    assert forcing(np.array([1e-12, 1e-3, 1e-12]), np.array([1e-2, np.inf, 1e-12]), tol) == pytest.approx([1e-7, 1e-3, 1e-1])

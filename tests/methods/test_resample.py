@@ -26,3 +26,15 @@ def test_same_seed_same_draws_and_the_fallback_is_poisson_too(monkeypatch):
     monkeypatch.setattr(resample, "TABLE_MAX", 1)
     fallback = poisson_draws(weights, 100, np.random.default_rng(5))
     assert fallback.tobytes() == np.random.default_rng(5).poisson(weights, size=(100, 4)).astype(np.float64).tobytes()
+
+
+def test_each_draw_inverts_the_cdf_at_its_own_uniform_also_among_cells_of_weight_zero():
+    """Every cell consumes one uniform, weight 0 or not, and its draw is the Poisson quantile of that
+    uniform: skipping the look-ups of weight-0 cells changes no draw of the others."""
+    rng = np.random.default_rng(1)
+    weights = rng.integers(0, 4, 3_000) * rng.choice([1.0, 0.5, 7.25], 3_000)  # about a quarter of weight 0
+    draws = poisson_draws(weights, 20, np.random.default_rng(9))
+    u = np.random.default_rng(9).random((20, len(weights)))
+    below = poisson.cdf(draws - 1, weights)
+    assert np.all(draws[:, weights == 0] == 0)
+    assert np.all((below <= u) & (u < poisson.cdf(draws, weights)))
