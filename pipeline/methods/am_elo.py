@@ -60,9 +60,10 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.special import expit
 
-from pipeline.methods.bradley_terry import (ARMIJO, FLOOR, MIN_STEP_SHARE, Cells, elo_points, fit_or_refuse,
+from pipeline.methods import bradley_terry
+from pipeline.methods.bradley_terry import (ARMIJO, FLOOR, MIN_STEP_SHARE, Cells, dense_fits, elo_points, fit_or_refuse,
                                             spread)
-from pipeline.methods.convergence import SHOWN, ConvergenceError, NoEstimate
+from pipeline.methods.convergence import SHOWN, ConvergenceError, NoEstimate, RatingError
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 from pipeline.stats.annotators import AnnotatorCounts
@@ -227,6 +228,10 @@ def fit_am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None, *,
     cells = AnnotatorCells.from_counts(counts, agent_keys)
     m, pooled = cells.m, cells.pooled
     store_ids = counts.agents[cells.rated]
+    if not dense_fits(pooled.n):  # the joint Newton system is dense in the ratings
+        raise RatingError(f"am-elo: {pooled.n} rated agents need a dense {pooled.n} x {pooled.n} Newton system "
+                          f"({8 * pooled.n**2 / 2**20:.0f} MB), beyond its bound of {bradley_terry.DENSE_BYTES / 2**20:.0f} MB; "
+                          "rate this board with m-elo, or split it")
     beta = fit_or_refuse(pooled, store_ids, "am-elo", prior=prior).beta
     r, theta = (beta - beta.mean()) * m, np.full(m, 1.0 / m)
     penalty = prior / m**2

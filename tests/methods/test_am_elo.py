@@ -107,6 +107,16 @@ def test_running_out_of_rounds_is_one_line_with_the_numbers_and_the_agents():
     assert converged.info["stopped"] == "converged"
 
 
+def test_a_board_beyond_the_dense_bound_is_refused_in_one_line(monkeypatch):
+    from pipeline.methods import bradley_terry
+    from pipeline.methods.convergence import RatingError
+
+    counts, _ = simulate_votes(6, 5, 60, seed=7)
+    monkeypatch.setattr(bradley_terry, "DENSE_BYTES", 8 * 5 * 5)
+    with pytest.raises(RatingError, match=r"^am-elo: 6 rated agents need a dense 6 x 6 Newton system .*rate this board with m-elo"):
+        am_elo(counts)
+
+
 def test_annotators_are_fitted_in_name_order():
     """Renumbering the annotators (other judge ids, same names) changes no bit."""
     counts, _ = simulate_votes(6, 5, 60, seed=7)
