@@ -12,15 +12,20 @@ Online Elo depends on the order of the comparisons, so this statistic keeps ever
 Rows equal on the whole key are interchangeable, so the sequence is the same whatever the
 partitioning of the store.
 
-Cost: each partial is sorted by the whole key once. Merges interleave two sorted runs by their
-integer keys only (no string): by timestamp (a linear merge by binary search), then, inside the
-blocks of equal timestamp where the runs' rows interleave, by position (a stable sort of two
-sorted runs, which is a linear merge too), so the merge tree costs O(n log P) integer work for
-P partials; a merge holds its two runs and their interleaving (about twice the rows merged,
-at ~50 bytes a row). Rows of different partials equal on (timestamp, position) (rows without a position)
+Cost: each partial is one *run*, sorted by the whole key once, and compact: agents as int32,
+and a column whose every value is its default (`DEFAULTS`: no timestamp, no id, pair 0, weight
+1, 2 players) is not stored, so a run of battles with positions keeps 25 bytes a row (17
+without timestamps); the battle id column is read only from files without positions
+(`Extra.fallbacks`). Merging two partials only collects their runs (no copy); `_finalize`
+interleaves all k runs once by their integer keys (timestamp, position) with a compiled heap
+merge (`pipeline.stats.sorted_runs`, O(n log k), no string), which also marks the rows tied with
+the row before. Rows of different runs equal on (timestamp, position) (rows without a position)
 may then be out of key order; `_finalize` restores the whole key inside only those blocks that
 hold more than one battle or game (or a game's pairs out of order), so the result is the same
-bytes as one sort of everything, whatever the partitioning.
+bytes as one sort of everything, whatever the partitioning. The finalized sequence is compact
+too (int32 agents and groups, float32 scores, weights and players stored once when every row has
+the same), 16 bytes a battle; the peak of `_finalize` is the runs, their two int64 keys, the
+int32 order and the output (about 60 bytes a battle with timestamps; benchmarks/bench_elo_memory.py).
 
 A game of L players gives its L(L-1)/2 pairs, listed by the players' order in the game (place,
 then id); they form one *group*, which online Elo updates simultaneously. A battle is a group
