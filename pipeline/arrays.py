@@ -51,3 +51,13 @@ def sort_positions(keys: np.ndarray) -> np.ndarray:
     positions = np.empty(len(keys), np.int64)
     positions[np.argsort(keys, kind="stable")] = np.arange(len(keys))
     return positions
+
+
+def uniform(value: np.generic | np.ndarray, length: int) -> np.ndarray:
+    """`length` copies of `value` as a read-only view of that one value (no memory per row)."""
+    return np.broadcast_to(np.asarray(value), (length,))
+
+
+def is_uniform(array: np.ndarray) -> bool:
+    """Whether `array` is a `uniform` view (every element the same value, stored once)."""
+    return array.ndim == 1 and len(array) > 1 and array.strides == (0,)

@@ -31,6 +31,7 @@ from math import log
 
 import numpy as np
 
+from pipeline.arrays import is_uniform, uniform
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
@@ -40,22 +41,27 @@ SHUFFLE_CHUNK = 10
 
 
 def _steps(seq: ComparisonSequence, k: float, games: str) -> np.ndarray:
+    """k times each comparison's weight (over its game's players - 1 with `games=player`); one
+    value viewed as every row's (`pipeline.arrays.uniform`) when the weights and players are."""
     if games not in ("pairs", "player"):
         raise ValueError(f"elo: games must be 'pairs' or 'player', not {games!r}")
-    weight = seq.weight / (seq.players - 1) if games == "player" else seq.weight
-    return k * weight
+    weight, players = seq.weight, seq.players
+    same = is_uniform(weight) and (games == "pairs" or is_uniform(players))
+    if same:
+        weight, players = weight[:1], players[:1]
+    step = k * (weight / (players - 1) if games == "player" else weight)
+    return uniform(step[0], len(seq)) if same else step
 
 
 def run_elo(n: int, a: np.ndarray, b: np.ndarray, score: np.ndarray, step: np.ndarray, group: np.ndarray,
             scale: float, initial: float) -> np.ndarray:
     """Final ratings after the comparisons in the given order; a group is updated at once (the
-    compiled loop of `pipeline.methods.elo_update`, over the arrays as they are)."""
+    compiled loop of `pipeline.methods.elo_update`, over the arrays as they are: of any integer and
+    float types, `uniform` views included, with no copy)."""
     from pipeline.methods.elo_update import update  # numba is imported on first use only
 
     ratings = np.full(n, float(initial))
-    update(ratings, np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64),
-           np.ascontiguousarray(score, np.float64), np.ascontiguousarray(step, np.float64),
-           np.ascontiguousarray(group, np.int64), log(10.0) / scale)
+    update(ratings, *(np.asarray(x) for x in (a, b, score, step, group)), log(10.0) / scale)
     return ratings
 
 

@@ -29,7 +29,8 @@ from pipeline.stats.encoding import Arrays
 from pipeline.stats.partials import Partial
 from pipeline.store.files import atomic_write
 
-FORMAT = 4  # 3: .npz of arrays with a checksum (1 and 2 were pickles: never read); 4: sequence partials hold ingest positions
+FORMAT = 5  # 3: .npz of arrays with a checksum (1 and 2 were pickles: never read); 4: sequence partials hold ingest
+# positions; 5: sequence partials are compact runs (int32 agents, columns of default values left out)
 SUFFIX = ".npz"
 KEY, CHECKSUM = "cache.key", "cache.sha256"
 

@@ -18,7 +18,7 @@ ordered by name, and `pipeline.report` puts the names back.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ class Extra:
     finalize: Callable[[Any, np.ndarray, Mapping[str, np.ndarray]], Any]  # (merged, store ids present, name orders by dictionary)
     encode: Callable[[Any], Arrays]  # a partial value as named arrays (no objects: read with allow_pickle=False)
     decode: Callable[[Arrays], Any]  # the inverse of `encode`
+    fallbacks: Mapping[str, str] = field(default_factory=dict)  # a column -> the column it stands in for: read only from files without that one
 
     def __post_init__(self) -> None:
         for kind in self.columns:
@@ -82,3 +83,11 @@ def extra_partials(table: pa.Table, kind: str, n: int, statistics: frozenset[str
 def extra_columns(kind: str, statistics: frozenset[str]) -> list[str]:
     """The stored columns that the extras in `statistics` read from `kind` logs."""
     return [c for name in sorted(statistics & EXTRAS.keys()) for c in EXTRAS[name].columns_of(kind)]
+
+
+def fallback_columns(kind: str, statistics: frozenset[str]) -> dict[str, str]:
+    """The columns read only from files that lack another (`Extra.fallbacks`), by that other
+    column: those that the kind's core statistics and every extra asking for them read as fallbacks only."""
+    chosen = [EXTRAS[name] for name in sorted(statistics & EXTRAS.keys())]
+    needed = {*log_kind(kind).columns} | {c for extra in chosen for c in extra.columns_of(kind) if c not in extra.fallbacks}
+    return {c: primary for extra in chosen for c, primary in extra.fallbacks.items() if c not in needed}

@@ -28,7 +28,7 @@ from pipeline.logs import log_kind
 from pipeline.logs.kinds import DICTIONARIES, ROWS_PER_TASK
 from pipeline.stats import cache
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
-from pipeline.stats.extras import EXTRAS, extra_columns, extra_partials
+from pipeline.stats.extras import EXTRAS, extra_columns, extra_partials, fallback_columns
 from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, comparison_partial, finalize, weak_order_partial
 from pipeline.store import Store
 
@@ -70,24 +70,28 @@ def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK, catego
     return units
 
 
-def _stored(file: pq.ParquetFile, columns: list[str]) -> list[str]:
+def _stored(file: pq.ParquetFile, columns: list[str], fallbacks: dict[str, str] | None = None) -> list[str]:
     """The columns a partition file holds: a column added to a kind later (battles' `features`, the
     `ingest_position` of every row) is absent from files stored before, and the statistic reading
-    it says what it does without it."""
+    it says what it does without it; a fallback column (by the column it stands in for) only if
+    the file lacks that one (battle ids order online Elo only in stores without ingest positions)."""
     names = set(file.schema_arrow.names)
-    return [c for c in columns if c in names]
+    fallbacks = fallbacks or {}
+    return [c for c in columns if c in names and fallbacks.get(c) not in names]
 
 
 def _read(unit: Unit, kind: str, statistics: frozenset[str]) -> pa.Table:
     """The unit's rows, in the columns the statistics read that each file holds (see `_stored`)."""
     columns = list(dict.fromkeys([*log_kind(kind).columns, *extra_columns(kind, statistics)]))
+    fallbacks = fallback_columns(kind, statistics)
     files = [pq.ParquetFile(p) for p in unit.paths]
     if unit.category is not None:
-        tables = [category_rows(p, kind, _stored(f, columns), unit.category, unit.row_groups) for p, f in zip(unit.paths, files)]
+        tables = [category_rows(p, kind, _stored(f, columns, fallbacks), unit.category, unit.row_groups)
+                  for p, f in zip(unit.paths, files)]
     elif unit.row_groups is not None:
-        tables = [files[0].read_row_groups(list(unit.row_groups), columns=_stored(files[0], columns))]
+        tables = [files[0].read_row_groups(list(unit.row_groups), columns=_stored(files[0], columns, fallbacks))]
     else:
-        tables = [f.read(columns=_stored(f, columns)) for f in files]
+        tables = [f.read(columns=_stored(f, columns, fallbacks)) for f in files]
     tables = [t.append_column(SOURCE, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(tables)]
     return pa.concat_tables(tables, promote_options="default")  # files stored before a column was added lack it
 

@@ -58,7 +58,7 @@ def _random_partials(rng, parts, unpositioned_share):
         ident = [None if not old or rng.random() < 0.05 else f"g{int(rng.integers(0, 12))}" for old in unpositioned]
         sub, a, b = rng.integers(0, 3, rows), rng.integers(0, 5, rows), rng.integers(0, 5, rows)
         table = pa.table([pa.array(stamp, mask=rng.random(rows) < 0.1), pa.array(rng.integers(0, 8, rows), mask=unpositioned),
-                          pa.array(ident, pa.string()), pa.array(sub, pa.int32()), pa.array(a), pa.array(b),
+                          pa.array(ident, pa.string()), pa.array(sub, pa.int32()), pa.array(a, pa.int32()), pa.array(b, pa.int32()),
                           pa.array(rng.integers(0, 3, rows), pa.int8()), pa.array(rng.integers(1, 4, rows)),
                           pa.array(2 + (a + b + sub) % 2, pa.int32())],  # rows equal on the key are equal
                          schema=SCHEMA)
@@ -72,25 +72,26 @@ def test_merging_sorted_runs_gives_the_bytes_of_one_sort_whatever_the_merge_tree
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.stats.sequence import SEQUENCE, SORT_KEY
+    from pipeline.stats.sequence import SEQUENCE, SORT_KEY, as_run
 
     rng = np.random.default_rng(11)
     for trial in range(100):
-        partials = _random_partials(rng, int(rng.integers(1, 7)), (0.0, 0.5, 1.0)[trial % 3])  # new, mixed, old stores
-        everything = pa.concat_tables(partials)
+        tables = _random_partials(rng, int(rng.integers(1, 7)), (0.0, 0.5, 1.0)[trial % 3])  # new, mixed, old stores
+        everything = pa.concat_tables(tables)
         one_sort = everything.take(pc.sort_indices(everything, sort_keys=[(k, "ascending", "at_start") for k in SORT_KEY]))
         present = np.arange(5)
-        expected = SEQUENCE.finalize(one_sort, present, {})
+        expected = SEQUENCE.finalize((one_sort,), present, {})
+        partials = [as_run(t) if trial % 2 else (t,) for t in tables]  # compact runs, or every column
         shuffled = [partials[i] for i in rng.permutation(len(partials))]
         left = functools.reduce(SEQUENCE.merge, shuffled)
         balanced = shuffled
         while len(balanced) > 1:
             balanced = [SEQUENCE.merge(*balanced[i: i + 2]) if i + 1 < len(balanced) else balanced[i]
                         for i in range(0, len(balanced), 2)]
-        for merged in (left, balanced[0]):
+        for merged in (left, balanced[0], SEQUENCE.decode(SEQUENCE.encode(left))):
             got = SEQUENCE.finalize(merged, present, {})
             for name in ("a", "b", "score", "weight", "players", "group"):
-                assert getattr(got, name).tobytes() == getattr(expected, name).tobytes(), (trial, name)
+                assert np.asarray(getattr(got, name)).tobytes() == np.asarray(getattr(expected, name)).tobytes(), (trial, name)
 
 
 def _drop_positions(store) -> None:
