@@ -60,6 +60,14 @@ def line_of(where_: int) -> int:
     return int(where_) & ((1 << LINE_BITS) - 1)
 
 
+def sort_order(values: np.ndarray) -> np.ndarray | None:
+    """The stable order that sorts `values`, or None if they are sorted already (a check costs a
+    hundredth of a sort)."""
+    if len(values) < 2 or not np.any(values[1:] < values[:-1]):
+        return None
+    return np.argsort(values, kind="stable")
+
+
 @dataclass
 class Run:
     """Ids sorted by their high hash: rows 0, 1, 2 of `data` are high, low and where."""
@@ -68,8 +76,9 @@ class Run:
 
     @classmethod
     def of(cls, high: np.ndarray, low: np.ndarray, where_: np.ndarray) -> Run:
-        order = np.argsort(high, kind="stable")
-        return cls(np.stack([high[order], low[order], where_[order]]).astype(np.uint64, copy=False))
+        order = sort_order(high)
+        columns = [high, low, where_] if order is None else [high[order], low[order], where_[order]]
+        return cls(np.stack(columns).astype(np.uint64, copy=False))
 
     def __len__(self) -> int:
         return self.data.shape[1]
@@ -78,9 +87,12 @@ class Run:
         """`where` of each (high, low) in this run, NOT_FOUND if absent."""
         hs, ls = self.data[0], self.data[1]
         found = np.full(len(high), NOT_FOUND, np.uint64)
-        order = np.argsort(high)  # sorted needles walk the run in order: far fewer cache misses
-        pos = np.empty(len(high), np.int64)
-        pos[order] = np.searchsorted(hs, high[order])
+        order = sort_order(high)  # sorted needles walk the run in order: far fewer cache misses
+        if order is None:
+            pos = np.searchsorted(hs, high).astype(np.int64, copy=False)
+        else:
+            pos = np.empty(len(high), np.int64)
+            pos[order] = np.searchsorted(hs, high[order])
         step = 0
         open_ = np.flatnonzero(pos < len(hs))
         while len(open_):  # almost always one step: equal high hashes with different low ones are rare
@@ -148,9 +160,14 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
     else:
         codes = None
         uh, ul, ulines = high, low, lines
-    found = seen.find(uh, ul)
+    order = np.argsort(uh, kind="stable")  # sorted once: each run's search and the new run then need no sort
+    sh, sl = uh[order], ul[order]
+    found_sorted = seen.find(sh, sl)
+    new = found_sorted == NOT_FOUND
+    seen.add(sh[new], sl[new], where(file, ulines[order][new]))
+    found = np.empty_like(found_sorted)
+    found[order] = found_sorted
     seen_before = found != NOT_FOUND
-    seen.add(uh[~seen_before], ul[~seen_before], where(file, ulines[~seen_before]))
     rows = seen_before[codes] if unit_rows else seen_before
     if not rows.any():
         return result

@@ -2,8 +2,9 @@
 
 Rows with a timestamp go to `<kind>/date=YYYY-MM-DD/<sha>.parquet` by their UTC date, the others
 to `<kind>/source=<sha>/part.parquet`. Rows are buffered per partition and written as row groups
-of `ROW_GROUP_ROWS` (the largest buffers go first when all together pass `BUFFER_ROWS`), each
-partition file to a temporary name that the commit renames (`PartitionWriter.finish`). At most
+of `ROW_GROUP_ROWS` (when all together pass `BUFFER_ROWS`, the largest go, down to half of it),
+each partition file to a temporary name that the commit renames (`PartitionWriter.finish`), by
+`WRITE_THREADS` threads at once (bytes do not depend on which thread writes a file). At most
 `MAX_OPEN` files are open at once: a partition whose writer had to close continues in a second
 file, `<sha>-1.parquet`. The date is the day number of the timestamp (microseconds floor-divided),
 so no row is ever formatted as text. Columns whose values are all different (a kind's record id,
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import resource
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +33,7 @@ BUFFER_ROWS = 2_000_000
 # daily partitions stays open and each partition is one file; past it, the least recently
 # written file is closed and its partition continues in a new one.
 MAX_OPEN = max(64, min(4_096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2))
+WRITE_THREADS = 4  # partition files written at once
 MICROS_PER_DAY = 86_400_000_000
 UNDATED = np.iinfo(np.int64).min  # the day key of rows without a timestamp
 
@@ -80,6 +83,7 @@ class PartitionWriter:
         self._partitions: dict[int, _Partition] = {}
         self._open: OrderedDict[int, pq.ParquetWriter] = OrderedDict()
         self._buffered = 0
+        self._pool = ThreadPoolExecutor(max_workers=WRITE_THREADS)
 
     def add(self, table: pa.Table) -> None:
         if not table.num_rows:
@@ -97,8 +101,14 @@ class PartitionWriter:
             starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
             for lo, hi in zip(starts, np.r_[starts[1:], len(keys)]):
                 self._buffer(int(sorted_keys[lo]), table.slice(lo, hi - lo))
-        while self._buffered > BUFFER_ROWS:
-            self._flush(max(self._partitions, key=lambda k: self._partitions[k].rows))
+        if self._buffered > BUFFER_ROWS:  # the largest buffers go, down to half the limit
+            largest, left = [], self._buffered
+            for key in sorted(self._partitions, key=lambda k: -self._partitions[k].rows):
+                if left <= BUFFER_ROWS // 2:
+                    break
+                largest.append(key)
+                left -= self._partitions[key].rows
+            self._flush(largest)
 
     def _buffer(self, key: int, rows: pa.Table) -> None:
         part = self._partitions.get(key)
@@ -109,44 +119,61 @@ class PartitionWriter:
         part.rows += rows.num_rows
         self._buffered += rows.num_rows
         if part.rows >= ROW_GROUP_ROWS:
-            self._flush(key)
+            self._flush([key])
 
-    def _flush(self, key: int) -> None:
-        part = self._partitions[key]
-        if not part.rows:
-            return
-        writer = self._open.pop(key, None)
-        if writer is None:
-            writer = self._start(key, part)
-        self._open[key] = writer  # the most recently used last
-        writer.write_table(pa.concat_tables(part.buffered), row_group_size=ROW_GROUP_ROWS)
-        file = part.files[-1]
-        part.files[-1] = Written(file.path, file.temporary, file.rows + part.rows)
-        self._buffered -= part.rows
-        part.buffered, part.rows = [], 0
+    def _flush(self, keys: list[int]) -> None:
+        """Write the buffered rows of these partitions, at most `MAX_OPEN // 2` files at a time,
+        each file by one of `WRITE_THREADS` threads: the time goes to compression and to creating
+        files, neither of which holds the GIL."""
+        for at in range(0, len(keys), MAX_OPEN // 2):
+            jobs = []
+            for key in keys[at: at + MAX_OPEN // 2]:
+                part = self._partitions[key]
+                if not part.rows:
+                    continue
+                writer = self._open.pop(key, None)
+                if writer is None:
+                    while self._open and len(self._open) + len(jobs) >= MAX_OPEN:
+                        self._open.popitem(last=False)[1].close()
+                    part.files.append(self._next_file(key, part))
+                file = part.files[-1]
+                jobs.append((key, writer, file.temporary, pa.concat_tables(part.buffered)))
+                part.files[-1] = Written(file.path, file.temporary, file.rows + part.rows)
+                self._buffered -= part.rows
+                part.buffered, part.rows = [], 0
+            futures = [self._pool.submit(self._write, *job[1:]) for job in jobs]
+            wait(futures)
+            for (key, *_), future in zip(jobs, futures):
+                if future.exception() is None:
+                    self._open[key] = future.result()  # the most recently used last
+            for future in futures:
+                future.result()  # the first failure, once every file written is known
 
-    def _start(self, key: int, part: _Partition) -> pq.ParquetWriter:
-        while len(self._open) >= MAX_OPEN:
-            self._open.popitem(last=False)[1].close()
+    def _next_file(self, key: int, part: _Partition) -> Written:
         stem = "part" if key == UNDATED else self.short
         name = stem if not part.files else f"{stem}-{len(part.files)}"
         path = f"{self.kind}/{part.name}/{name}.parquet"
-        temporary = temporary_path(below(self.root, path))
-        temporary.parent.mkdir(parents=True, exist_ok=True)
-        part.files.append(Written(path, temporary, 0))
-        dictionary = [name for name in self.schema.names if name not in self.distinct]
-        return pq.ParquetWriter(temporary, self.schema, compression="zstd", use_dictionary=dictionary)
+        return Written(path, temporary_path(below(self.root, path)), 0)
+
+    def _write(self, writer: pq.ParquetWriter | None, temporary: Path, rows: pa.Table) -> pq.ParquetWriter:
+        if writer is None:
+            temporary.parent.mkdir(parents=True, exist_ok=True)
+            dictionary = [name for name in self.schema.names if name not in self.distinct]
+            writer = pq.ParquetWriter(temporary, self.schema, compression="zstd", use_dictionary=dictionary)
+        writer.write_table(rows, row_group_size=ROW_GROUP_ROWS)
+        return writer
 
     def finish(self) -> list[Written]:
         """Write what is buffered and close every file; the files in partition order."""
-        for key in list(self._partitions):
-            self._flush(key)
+        self._flush(list(self._partitions))
         for writer in self._open.values():
             writer.close()
         self._open.clear()
+        self._pool.shutdown()
         return [f for key in sorted(self._partitions) for f in self._partitions[key].files]
 
     def discard(self) -> None:
+        self._pool.shutdown()
         for writer in self._open.values():
             try:
                 writer.close()
