@@ -64,13 +64,23 @@ def ingest(source: Path, store: Path, kind: str = "battles") -> int:
     return report.rows_accepted
 
 
+def peak_rss() -> int:
+    """This process's peak RSS in bytes: `VmHWM`, the high-water mark of its own memory map
+    (`ru_maxrss` would also count the parent's memory copied before `exec` started the child)."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _measured(work: Callable[..., int], args: tuple, results: multiprocessing.Queue) -> None:
     import pipeline.store  # noqa: F401 (imports are not the work measured)
 
     wall, cpu = time.perf_counter(), time.process_time()
     rows = work(*args)
-    results.put((rows, time.perf_counter() - wall, time.process_time() - cpu,
-                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))
+    results.put((rows, time.perf_counter() - wall, time.process_time() - cpu, peak_rss()))
 
 
 def measure(work: Callable[..., int], *args: object) -> dict:

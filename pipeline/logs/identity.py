@@ -109,8 +109,18 @@ class Run:
 
 
 def merge(runs: list[Run]) -> Run:
-    data = np.concatenate([r.data for r in runs], axis=1)
-    return Run(data[:, np.argsort(data[0], kind="stable")])
+    """One run of the ids of `runs`, as a stable sort of their concatenation would order them:
+    each entry goes straight to its place (its rank in its own run plus the entries of the other
+    run before it), so memory holds the output and one position per entry, not a concatenation,
+    a sort order and a gathered copy."""
+    merged = runs[0]
+    for run in runs[1:]:
+        left, right = merged.data, run.data
+        data = np.empty((3, left.shape[1] + right.shape[1]), np.uint64)
+        data[:, np.arange(left.shape[1]) + np.searchsorted(right[0], left[0], side="left")] = left
+        data[:, np.arange(right.shape[1]) + np.searchsorted(left[0], right[0], side="right")] = right
+        merged = Run(data)
+    return merged
 
 
 @dataclass

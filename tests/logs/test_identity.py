@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from pipeline.logs.identity import NOT_FOUND, Run, SeenIds, drop_seen, sort_order, where
+from pipeline.logs.identity import NOT_FOUND, Run, SeenIds, drop_seen, merge, sort_order, where
 from pipeline.logs.triage import ReadResult, empty_quarantine
 
 
@@ -50,3 +50,11 @@ def test_drop_seen_quarantines_ids_of_earlier_batches_naming_their_line():
         (6, "duplicate battle_id (first at line 3)"), (8, "duplicate battle_id (first at line 2)")]
     third = drop_seen(batch(["b6"], 9), ("battle_id",), seen, 0, str, False)
     assert third.rows_accepted == 1 and sum(len(run) for run in seen.runs) == 6
+
+
+def test_merged_runs_are_the_stable_sort_of_their_concatenation():
+    rng = np.random.default_rng(4)
+    runs = [Run.of(rng.integers(0, 40, n).astype(np.uint64), rng.integers(0, 2**63, n).astype(np.uint64), where(i, np.arange(n)))
+            for i, n in enumerate((300, 1, 0, 250))]
+    data = np.concatenate([r.data for r in runs], axis=1)
+    assert np.array_equal(merge(runs).data, data[:, np.argsort(data[0], kind="stable")])
