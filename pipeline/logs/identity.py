@@ -33,6 +33,7 @@ HASHER = f"polars-{pl.__version__}-{sys.byteorder}-{SEEDS[0]:x}-{SEEDS[1]:x}"  #
 NOT_FOUND = np.uint64(2**64 - 1)
 LINE_BITS = 40
 MAX_RUN = 1 << 24
+MERGE_BLOCK = 1 << 20
 KEY_SEPARATOR = "\x1f"
 
 
@@ -108,19 +109,19 @@ class Run:
         return found
 
 
-def merge(runs: list[Run]) -> Run:
-    """One run of the ids of `runs`, as a stable sort of their concatenation would order them:
-    each entry goes straight to its place (its rank in its own run plus the entries of the other
-    run before it), so memory holds the output and one position per entry, not a concatenation,
-    a sort order and a gathered copy."""
-    merged = runs[0]
-    for run in runs[1:]:
-        left, right = merged.data, run.data
-        data = np.empty((3, left.shape[1] + right.shape[1]), np.uint64)
-        data[:, np.arange(left.shape[1]) + np.searchsorted(right[0], left[0], side="left")] = left
-        data[:, np.arange(right.shape[1]) + np.searchsorted(left[0], right[0], side="right")] = right
-        merged = Run(data)
-    return merged
+def merge(older: Run, newer: Run, out: np.ndarray | None = None) -> Run:
+    """One run of the ids of two, ordered as a stable sort of their concatenation would order
+    them: each entry goes straight to its place (its rank in its own run plus the entries of the
+    other run before it), `MERGE_BLOCK` entries at a time, into `out` (shape (3, n): a
+    memory-mapped file keeps a big merge out of memory) or a new array. Memory beyond the output
+    is one block, not a concatenation, a sort order and a gathered copy."""
+    left, right = older.data, newer.data
+    data = np.empty((3, left.shape[1] + right.shape[1]), np.uint64) if out is None else out
+    for part, other, side in ((left, right, "left"), (right, left, "right")):
+        for start in range(0, part.shape[1], MERGE_BLOCK):
+            block = np.asarray(part[:, start: start + MERGE_BLOCK])
+            data[:, start + np.arange(block.shape[1]) + np.searchsorted(other[0], block[0], side=side)] = block
+    return Run(data)
 
 
 @dataclass
@@ -148,7 +149,7 @@ class SeenIds:
         """Merge the newest runs while the newest is at least half the size of the one before."""
         while len(self.runs) > 1 and 2 * len(self.runs[-1]) >= len(self.runs[-2]) and \
                 len(self.runs[-1]) + len(self.runs[-2]) <= self.max_run:
-            self.runs[-2:] = [merge(self.runs[-2:])]
+            self.runs[-2:] = [merge(*self.runs[-2:])]
 
 
 def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file: int,

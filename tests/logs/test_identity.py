@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from pipeline.logs import identity
 from pipeline.logs.identity import NOT_FOUND, Run, SeenIds, drop_seen, merge, sort_order, where
 from pipeline.logs.triage import ReadResult, empty_quarantine
 
@@ -52,9 +53,11 @@ def test_drop_seen_quarantines_ids_of_earlier_batches_naming_their_line():
     assert third.rows_accepted == 1 and sum(len(run) for run in seen.runs) == 6
 
 
-def test_merged_runs_are_the_stable_sort_of_their_concatenation():
+def test_merged_runs_are_the_stable_sort_of_their_concatenation(monkeypatch):
     rng = np.random.default_rng(4)
+    monkeypatch.setattr(identity, "MERGE_BLOCK", 7)  # many blocks
     runs = [Run.of(rng.integers(0, 40, n).astype(np.uint64), rng.integers(0, 2**63, n).astype(np.uint64), where(i, np.arange(n)))
             for i, n in enumerate((300, 1, 0, 250))]
-    data = np.concatenate([r.data for r in runs], axis=1)
-    assert np.array_equal(merge(runs).data, data[:, np.argsort(data[0], kind="stable")])
+    for older, newer in [(runs[0], runs[3]), (runs[3], runs[0]), (runs[1], runs[0]), (runs[2], runs[3]), (runs[0], runs[2])]:
+        data = np.concatenate([older.data, newer.data], axis=1)
+        assert np.array_equal(merge(older, newer).data, data[:, np.argsort(data[0], kind="stable")])
