@@ -7,7 +7,7 @@ earlier file is quarantined as a duplicate without scanning the store (`pipeline
 The manifest lists, per kind, the hasher, the files (sha256 prefixes, by ordinal) and the runs.
 Runs are `.npy` files (never pickles), memory-mapped for lookups. Ingest adds a file's ids as new
 runs (its own ids are checked against its earlier batches as it goes, in runs that spill to disk
-past `SPILL` ids); the commit writes them, merges runs of similar size (at most `MAX_RUN` ids per
+past `SPILL` ids, merged straight into files from then on); the commit writes them, merges runs of similar size (at most `MAX_RUN` ids per
 run, so memory stays bounded), and lists them in the manifest; runs no longer listed are deleted
 after the commit. An index built by another hasher (another polars version), or missing (a store
 from before the index), is rebuilt from the stored partitions.
