@@ -2,8 +2,9 @@
 
 Rows with a timestamp go to `<kind>/date=YYYY-MM-DD/<sha>.parquet` by their UTC date, the others
 to `<kind>/source=<sha>/part.parquet`. Rows are buffered per partition and written as row groups
-of `ROW_GROUP_ROWS` (when all together pass `BUFFER_ROWS`, the largest go, down to half of it),
-each partition file to a temporary name that the commit renames (`PartitionWriter.finish`), by
+of `ROW_GROUP_ROWS`, or all of them when together they pass `BUFFER_ROWS` (a buffered slice keeps
+its whole batch in memory, so a partition left behind would make memory grow with the file), each
+partition file to a temporary name that the commit renames (`PartitionWriter.finish`), by
 `WRITE_THREADS` threads at once (bytes do not depend on which thread writes a file). At most
 `MAX_OPEN` files are open at once: a partition whose writer had to close continues in a second
 file, `<sha>-1.parquet`. The date is the day number of the timestamp (microseconds floor-divided),
@@ -101,14 +102,8 @@ class PartitionWriter:
             starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
             for lo, hi in zip(starts, np.r_[starts[1:], len(keys)]):
                 self._buffer(int(sorted_keys[lo]), table.slice(lo, hi - lo))
-        if self._buffered > BUFFER_ROWS:  # the largest buffers go, down to half the limit
-            largest, left = [], self._buffered
-            for key in sorted(self._partitions, key=lambda k: -self._partitions[k].rows):
-                if left <= BUFFER_ROWS // 2:
-                    break
-                largest.append(key)
-                left -= self._partitions[key].rows
-            self._flush(largest)
+        if self._buffered > BUFFER_ROWS:  # all of them: a buffer left behind would keep whole batches alive
+            self._flush(list(self._partitions))
 
     def _buffer(self, key: int, rows: pa.Table) -> None:
         part = self._partitions.get(key)
