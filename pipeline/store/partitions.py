@@ -4,8 +4,7 @@ Rows with a timestamp go to `<kind>/date=YYYY-MM-DD/<sha>.parquet` by their UTC 
 to `<kind>/source=<sha>/part.parquet`. Rows are buffered per partition and written as row groups
 of `ROW_GROUP_ROWS`, or all of them when together they pass `BUFFER_ROWS` (a buffered slice keeps
 its whole batch in memory, so a partition left behind would make memory grow with the file), each
-partition file to a temporary name that the commit renames (`PartitionWriter.finish`), by
-`WRITE_THREADS` threads at once (bytes do not depend on which thread writes a file). At most
+partition file to a temporary name that the commit renames (`PartitionWriter.finish`). At most
 `MAX_OPEN` files are open at once: a partition whose writer had to close continues in a second
 file, `<sha>-1.parquet`. The date is the day number of the timestamp (microseconds floor-divided),
 so no row is ever formatted as text. Columns whose values are all different (a kind's record id,
@@ -17,7 +16,6 @@ from __future__ import annotations
 
 import resource
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +32,6 @@ BUFFER_ROWS = 2_000_000
 # daily partitions stays open and each partition is one file; past it, the least recently
 # written file is closed and its partition continues in a new one.
 MAX_OPEN = max(64, min(4_096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2))
-WRITE_THREADS = 4  # partition files written at once
 MICROS_PER_DAY = 86_400_000_000
 UNDATED = np.iinfo(np.int64).min  # the day key of rows without a timestamp
 
@@ -84,7 +81,6 @@ class PartitionWriter:
         self._partitions: dict[int, _Partition] = {}
         self._open: OrderedDict[int, pq.ParquetWriter] = OrderedDict()
         self._buffered = 0
-        self._pool = ThreadPoolExecutor(max_workers=WRITE_THREADS)
 
     def add(self, table: pa.Table) -> None:
         if not table.num_rows:
@@ -117,32 +113,23 @@ class PartitionWriter:
             self._flush([key])
 
     def _flush(self, keys: list[int]) -> None:
-        """Write the buffered rows of these partitions, at most `MAX_OPEN // 2` files at a time,
-        each file by one of `WRITE_THREADS` threads: the time goes to compression and to creating
-        files, neither of which holds the GIL."""
-        for at in range(0, len(keys), MAX_OPEN // 2):
-            jobs = []
-            for key in keys[at: at + MAX_OPEN // 2]:
-                part = self._partitions[key]
-                if not part.rows:
-                    continue
-                writer = self._open.pop(key, None)
-                if writer is None:
-                    while self._open and len(self._open) + len(jobs) >= MAX_OPEN:
-                        self._open.popitem(last=False)[1].close()
-                    part.files.append(self._next_file(key, part))
-                file = part.files[-1]
-                jobs.append((key, writer, file.temporary, pa.concat_tables(part.buffered)))
-                part.files[-1] = Written(file.path, file.temporary, file.rows + part.rows)
-                self._buffered -= part.rows
-                part.buffered, part.rows = [], 0
-            futures = [self._pool.submit(self._write, *job[1:]) for job in jobs]
-            wait(futures)
-            for (key, *_), future in zip(jobs, futures):
-                if future.exception() is None:
-                    self._open[key] = future.result()  # the most recently used last
-            for future in futures:
-                future.result()  # the first failure, once every file written is known
+        """Write the buffered rows of these partitions, each as a row group of its file."""
+        for key in keys:
+            part = self._partitions[key]
+            if not part.rows:
+                continue
+            writer = self._open.pop(key, None)
+            if writer is None:
+                while len(self._open) >= MAX_OPEN:
+                    self._open.popitem(last=False)[1].close()
+                part.files.append(self._next_file(key, part))
+                writer = self._open_file(part.files[-1].temporary)
+            self._open[key] = writer  # the most recently used last
+            writer.write_table(pa.concat_tables(part.buffered), row_group_size=ROW_GROUP_ROWS)
+            file = part.files[-1]
+            part.files[-1] = Written(file.path, file.temporary, file.rows + part.rows)
+            self._buffered -= part.rows
+            part.buffered, part.rows = [], 0
 
     def _next_file(self, key: int, part: _Partition) -> Written:
         stem = "part" if key == UNDATED else self.short
@@ -150,13 +137,10 @@ class PartitionWriter:
         path = f"{self.kind}/{part.name}/{name}.parquet"
         return Written(path, temporary_path(below(self.root, path)), 0)
 
-    def _write(self, writer: pq.ParquetWriter | None, temporary: Path, rows: pa.Table) -> pq.ParquetWriter:
-        if writer is None:
-            temporary.parent.mkdir(parents=True, exist_ok=True)
-            dictionary = [name for name in self.schema.names if name not in self.distinct]
-            writer = pq.ParquetWriter(temporary, self.schema, compression="zstd", use_dictionary=dictionary)
-        writer.write_table(rows, row_group_size=ROW_GROUP_ROWS)
-        return writer
+    def _open_file(self, temporary: Path) -> pq.ParquetWriter:
+        temporary.parent.mkdir(parents=True, exist_ok=True)
+        dictionary = [name for name in self.schema.names if name not in self.distinct]
+        return pq.ParquetWriter(temporary, self.schema, compression="zstd", use_dictionary=dictionary)
 
     def finish(self) -> list[Written]:
         """Write what is buffered and close every file; the files in partition order."""
@@ -164,11 +148,9 @@ class PartitionWriter:
         for writer in self._open.values():
             writer.close()
         self._open.clear()
-        self._pool.shutdown()
         return [f for key in sorted(self._partitions) for f in self._partitions[key].files]
 
     def discard(self) -> None:
-        self._pool.shutdown()
         for writer in self._open.values():
             try:
                 writer.close()

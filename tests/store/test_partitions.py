@@ -55,7 +55,7 @@ def test_key_order_is_the_stable_order_of_the_keys():
         assert np.array_equal(partitions.key_order(keys), np.argsort(keys, kind="stable"))
 
 
-def test_files_are_the_same_bytes_whatever_the_threads_and_ids_have_no_dictionary(tmp_path, monkeypatch):
+def test_files_are_the_same_bytes_each_time_and_ids_have_no_dictionary(tmp_path, monkeypatch):
     monkeypatch.setattr(partitions, "BUFFER_ROWS", 3_000)
     rng = np.random.default_rng(2)
     n = 20_000
@@ -63,9 +63,8 @@ def test_files_are_the_same_bytes_whatever_the_threads_and_ids_have_no_dictionar
     table = pa.table({"battle_id": [f"b{i}" for i in range(n)], "model_a": rng.integers(0, 5, n).astype(np.int32),
                       "timestamp": pa.array(micros).cast(pa.timestamp("us", "UTC"))})
     contents = []
-    for threads in (1, 4):
-        monkeypatch.setattr(partitions, "WRITE_THREADS", threads)
-        writer = PartitionWriter(tmp_path / str(threads), "battles", "abc", dated=True, distinct=("battle_id",))
+    for attempt in (1, 2):
+        writer = PartitionWriter(tmp_path / str(attempt), "battles", "abc", dated=True, distinct=("battle_id",))
         for start in range(0, n, 1_500):
             writer.add(table.slice(start, 1_500))
         contents.append({w.path: w.temporary.read_bytes() for w in writer.finish()})
