@@ -87,8 +87,7 @@ def read_ballots(raw: RawRecords, source: str) -> ReadResult:
     if t.frame.height:
         t.frame = t.frame.join(parse_rankings(t.frame, "~text"), on=LINE, how="left")
         t.reject_rows(pl.col("~problem").is_not_null(), "ranking", pl.col("~problem"))
-    first = pl.col(LINE).min().over("~ballot_id")
-    t.reject_rows(pl.col(LINE) != first, "ballot_id", pl.lit("duplicate ballot_id (first at line ") + first.cast(pl.String) + pl.lit(")"))
+    t.reject_repeats(["~ballot_id"], "ballot_id", "duplicate ballot_id")
 
     canonical = {
         "ballot_id": pl.col("~ballot_id"),

@@ -84,8 +84,7 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
         checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])
     checks += weight_checks("~weight", weight) + feature_checks
     t.reject(checks)
-    first = pl.col(LINE).min().over("~battle_id")
-    t.reject_rows(pl.col(LINE) != first, "battle_id", pl.lit("duplicate battle_id (first at line ") + first.cast(pl.String) + pl.lit(")"))
+    t.reject_repeats(["~battle_id"], "battle_id", "duplicate battle_id")
 
     canonical = {name: pl.col(f"~{name}") for name in SCHEMA.names}
     canonical["weight"] = quantize_expr(pl.col("~weight"))

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from pipeline.arrays import column, unit_codes
 from pipeline.logs.kinds import LogKind, register_kind
 from pipeline.logs.orders import MAX_RANKED, WeakOrders
-from pipeline.logs.records import LINE, RawRecords, UnreadableFile
+from pipeline.logs.records import RawRecords, UnreadableFile
 from pipeline.logs.triage import (Check, ReadResult, Triage, number, text, timestamp_checks, timestamps, weight_checks,
                                   weight_value)
 from pipeline.weights import quantize_expr
@@ -72,8 +72,7 @@ def read_games(raw: RawRecords, source: str) -> ReadResult:
     checks += weight_checks("~weight", weight)
     t.reject(checks)
 
-    first = pl.col(LINE).min().over("~game_id", "~player")
-    t.reject_rows(pl.col(LINE) != first, "player", pl.lit("duplicate player in game (first at line ") + first.cast(pl.String) + pl.lit(")"))
+    t.reject_repeats(["~game_id", "~player"], "player", "duplicate player in game")
     by_game = ["~game_id"]
     t.reject(
         [

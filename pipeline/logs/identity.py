@@ -39,6 +39,7 @@ NOT_FOUND = np.uint64(2**64 - 1)
 LINE_BITS = 40
 INGEST_POSITION = "ingest_position"  # the stored column of `where` (int64): file ordinal << 40 | line
 MAX_RUN = 1 << 24
+MERGE_BLOCK = 1 << 20
 KEY_SEPARATOR = "\x1f"
 
 
@@ -74,6 +75,14 @@ def line_of(where_: int) -> int:
     return int(where_) & ((1 << LINE_BITS) - 1)
 
 
+def sort_order(values: np.ndarray) -> np.ndarray | None:
+    """The stable order that sorts `values`, or None if they are sorted already (a check costs a
+    hundredth of a sort)."""
+    if len(values) < 2 or not np.any(values[1:] < values[:-1]):
+        return None
+    return np.argsort(values, kind="stable")
+
+
 @dataclass
 class Run:
     """Ids sorted by their high hash: rows 0, 1, 2 of `data` are high, low and where."""
@@ -82,8 +91,9 @@ class Run:
 
     @classmethod
     def of(cls, high: np.ndarray, low: np.ndarray, where_: np.ndarray) -> Run:
-        order = np.argsort(high, kind="stable")
-        return cls(np.stack([high[order], low[order], where_[order]]).astype(np.uint64, copy=False))
+        order = sort_order(high)
+        columns = [high, low, where_] if order is None else [high[order], low[order], where_[order]]
+        return cls(np.stack(columns).astype(np.uint64, copy=False))
 
     def __len__(self) -> int:
         return self.data.shape[1]
@@ -92,9 +102,12 @@ class Run:
         """`where` of each (high, low) in this run, NOT_FOUND if absent."""
         hs, ls = self.data[0], self.data[1]
         found = np.full(len(high), NOT_FOUND, np.uint64)
-        order = np.argsort(high)  # sorted needles walk the run in order: far fewer cache misses
-        pos = np.empty(len(high), np.int64)
-        pos[order] = np.searchsorted(hs, high[order])
+        order = sort_order(high)  # sorted needles walk the run in order: far fewer cache misses
+        if order is None:
+            pos = np.searchsorted(hs, high).astype(np.int64, copy=False)
+        else:
+            pos = np.empty(len(high), np.int64)
+            pos[order] = np.searchsorted(hs, high[order])
         step = 0
         open_ = np.flatnonzero(pos < len(hs))
         while len(open_):  # almost always one step: equal high hashes with different low ones are rare
@@ -110,9 +123,19 @@ class Run:
         return found
 
 
-def merge(runs: list[Run]) -> Run:
-    data = np.concatenate([r.data for r in runs], axis=1)
-    return Run(data[:, np.argsort(data[0], kind="stable")])
+def merge(older: Run, newer: Run, out: np.ndarray | None = None) -> Run:
+    """One run of the ids of two, ordered as a stable sort of their concatenation would order
+    them: each entry goes straight to its place (its rank in its own run plus the entries of the
+    other run before it), `MERGE_BLOCK` entries at a time, into `out` (shape (3, n): a
+    memory-mapped file keeps a big merge out of memory) or a new array. Memory beyond the output
+    is one block, not a concatenation, a sort order and a gathered copy."""
+    left, right = older.data, newer.data
+    data = np.empty((3, left.shape[1] + right.shape[1]), np.uint64) if out is None else out
+    for part, other, side in ((left, right, "left"), (right, left, "right")):
+        for start in range(0, part.shape[1], MERGE_BLOCK):
+            block = np.asarray(part[:, start: start + MERGE_BLOCK])
+            data[:, start + np.arange(block.shape[1]) + np.searchsorted(other[0], block[0], side=side)] = block
+    return Run(data)
 
 
 @dataclass
@@ -140,7 +163,7 @@ class SeenIds:
         """Merge the newest runs while the newest is at least half the size of the one before."""
         while len(self.runs) > 1 and 2 * len(self.runs[-1]) >= len(self.runs[-2]) and \
                 len(self.runs[-1]) + len(self.runs[-2]) <= self.max_run:
-            self.runs[-2:] = [merge(self.runs[-2:])]
+            self.runs[-2:] = [merge(*self.runs[-2:])]
 
 
 def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file: int,
@@ -162,9 +185,14 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
     else:
         codes = None
         uh, ul, ulines = high, low, lines
-    found = seen.find(uh, ul)
+    order = np.argsort(uh, kind="stable")  # sorted once: each run's search and the new run then need no sort
+    sh, sl = uh[order], ul[order]
+    found_sorted = seen.find(sh, sl)
+    new = found_sorted == NOT_FOUND
+    seen.add(sh[new], sl[new], where(file, ulines[order][new]))
+    found = np.empty_like(found_sorted)
+    found[order] = found_sorted
     seen_before = found != NOT_FOUND
-    seen.add(uh[~seen_before], ul[~seen_before], where(file, ulines[~seen_before]))
     rows = seen_before[codes] if unit_rows else seen_before
     if not rows.any():
         return result

@@ -35,11 +35,27 @@ FORBIDDEN = r"[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]"
 NAME_DICTIONARIES = ("agents", "judges")
 
 
+def _plain_ascii(values: pa.Array) -> bool:
+    """Whether every byte of a text array's data is printable ASCII (nothing to forbid)."""
+    buffers = values.buffers() if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) else []
+    data = buffers[2] if len(buffers) > 2 else None
+    return data is not None and not np.any((np.frombuffer(data, np.uint8) - 0x20).astype(np.uint8) >= 0x5F)
+
+
+def _all_fine(values: pa.Array, limit: int) -> bool:
+    """The common case, decided from the buffers alone: printable ASCII, no value longer than
+    `limit` bytes (so not longer than `limit` characters)."""
+    if not _plain_ascii(values):
+        return False
+    offsets = np.frombuffer(values.buffers()[1], np.int64 if pa.types.is_large_string(values.type) else np.int32)
+    offsets = offsets[values.offset: values.offset + len(values) + 1]
+    return len(offsets) < 2 or int(np.diff(offsets).max()) <= limit
+
+
 def _problems(values: pa.Array, field: str, limit: int) -> pl.Series:
     """Per value, why it cannot be a name or an id (null if it can)."""
     series = pl.from_arrow(values).cast(pl.String)
-    data = values.buffers()[2] if pa.types.is_string(values.type) and len(values.buffers()) > 2 else None
-    plain_ascii = data is not None and not np.any((np.frombuffer(data, np.uint8) - 0x20).astype(np.uint8) >= 0x5F)
+    plain_ascii = _plain_ascii(values)
     frame = pl.DataFrame({"v": series})
     forbidden = pl.lit(False) if plain_ascii else pl.col("v").str.contains(FORBIDDEN)
     first = pl.col("v").str.extract("(" + FORBIDDEN + ")", 1).str.encode("hex")
@@ -69,6 +85,8 @@ def check_names(result: ReadResult, ids: dict[str, str], record_id: tuple[str, .
             values = values.flatten()
         else:
             row = np.arange(len(values))
+        if _all_fine(values, limit):
+            continue
         problems = _problems(values, column, limit).to_numpy()
         bad = np.flatnonzero(problems != None)  # noqa: E711 (an object array)
         rows, first = np.unique(row[bad], return_index=True)

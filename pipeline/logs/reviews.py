@@ -225,9 +225,7 @@ def read_reviews(raw: RawRecords, source: str) -> ReadResult:
     t.reject(checks)
     for name in ("label_to_model", "abstained", "ranking", "scores"):
         t.reject_rows(pl.col("~problem_field") == name, name, pl.col("~problem"))
-    first = pl.col(LINE).min().over("~query_id", "~reviewer")
-    t.reject_rows(pl.col(LINE) != first, "reviewer",
-                  pl.lit("second review of this query by this reviewer (first at line ") + first.cast(pl.String) + pl.lit(")"))
+    t.reject_repeats(["~query_id", "~reviewer"], "reviewer", "second review of this query by this reviewer")
     first_key = pl.col("~mapping_key").sort_by(LINE).first().over("~query_id")
     first_line = pl.col(LINE).min().over("~query_id")
     t.reject_rows(pl.col("~mapping_key") != first_key, "label_to_model",

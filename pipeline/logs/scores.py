@@ -118,8 +118,7 @@ def read_scores(raw: RawRecords, source: str) -> ReadResult:
     checks += weight_checks("~weight", weight, "task_weight")
     t.reject(checks)
 
-    first = pl.col(LINE).min().over("~task", "~agent")
-    t.reject_rows(pl.col(LINE) != first, "agent", pl.lit("duplicate agent in task (first at line ") + first.cast(pl.String) + pl.lit(")"))
+    t.reject_repeats(["~task", "~agent"], "agent", "duplicate agent in task")
     t.reject(
         [
             Check("higher_is_better", "rows of one task disagree on higher_is_better", pl.col("~hib").n_unique().over("~task") > 1),

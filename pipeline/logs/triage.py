@@ -168,6 +168,8 @@ class Triage:
         self._reject_marked()
         if not checks or not self.frame.height:
             return
+        if not self.frame.select(pl.any_horizontal([check.bad for check in checks]).fill_null(False).any()).item():
+            return  # the common case: nothing to reject, and no copy of the frame
         reason = pl.when(checks[0].bad).then(pl.lit(checks[0].reason))
         blamed = pl.when(checks[0].bad).then(pl.lit(checks[0].field))
         for check in checks[1:]:
@@ -184,7 +186,7 @@ class Triage:
     def reject_rows(self, bad: pl.Expr, field_name: str, reason: pl.Expr) -> None:
         """Like `reject`, for a reason that is computed per row (e.g. naming another line)."""
         self._reject_marked()
-        if not self.frame.height:
+        if not self.frame.height or not self.frame.select(bad.fill_null(False).any()).item():
             return
         flagged = self.frame.with_columns(
             pl.when(bad).then(reason).otherwise(None).alias(_REASON), pl.lit(field_name).alias(_FIELD)
@@ -193,6 +195,19 @@ class Triage:
         if rejected.height:
             self._rejected.append(self._describe(rejected))
         self.frame = flagged.filter(pl.col(_REASON).is_null()).drop(_REASON, _FIELD)
+
+    def reject_repeats(self, columns: list[str], field_name: str, reason: str) -> None:
+        """Reject the rows whose `columns` repeat those of an earlier line, as `<reason> (first at
+        line <n>)`. Rows whose values hash apart are distinct, so the exact check by group (costly
+        for a column of a million distinct ids) runs only when two hashes are equal."""
+        self._reject_marked()
+        if not self.frame.height:
+            return
+        key = pl.col(columns[0]) if len(columns) == 1 else pl.struct(columns)
+        if self.frame.select(key.hash().n_unique()).item() == self.frame.height:
+            return
+        first = pl.col(LINE).min().over(columns)
+        self.reject_rows(pl.col(LINE) != first, field_name, pl.lit(f"{reason} (first at line ") + first.cast(pl.String) + pl.lit(")"))
 
     def _describe(self, bad: pl.DataFrame) -> pl.DataFrame:
         raw = [pl.col(c).cast(pl.String) for c in self._raw_columns]
@@ -207,7 +222,8 @@ class Triage:
         """Select the canonical columns of the accepted rows and assemble the quarantine; `keyed`:
         whether the file gave the rows' ids."""
         self._reject_marked()
-        accepted = self.frame.sort(LINE)
+        lines = self.frame.get_column(LINE).to_numpy()
+        accepted = self.frame if bool(np.all(lines[1:] > lines[:-1])) else self.frame.sort(LINE)
         table = accepted.select(**canonical).to_arrow().cast(schema) if accepted.height else schema.empty_table()
         if self._rejected:
             rejected = pl.concat(self._rejected).sort("line")
@@ -221,8 +237,7 @@ class Triage:
 
 def text(name: str) -> pl.Expr:
     """A raw column as stripped text, empty strings as null."""
-    col = pl.col(name).cast(pl.String).str.strip_chars()
-    return pl.when(col == "").then(None).otherwise(col)
+    return pl.col(name).cast(pl.String).str.strip_chars().replace("", None)  # strips once (a when/then strips twice)
 
 
 def number(name: str, dtype: pl.DataType) -> pl.Expr:

@@ -7,7 +7,7 @@ earlier file is quarantined as a duplicate without scanning the store (`pipeline
 The manifest lists, per kind, the hasher, the files (sha256 prefixes, by ordinal) and the runs.
 Runs are `.npy` files (never pickles), memory-mapped for lookups. Ingest adds a file's ids as new
 runs (its own ids are checked against its earlier batches as it goes, in runs that spill to disk
-past `SPILL` ids); the commit writes them, merges runs of similar size (at most `MAX_RUN` ids per
+past `SPILL` ids, merged straight into files from then on); the commit writes them, merges runs of similar size (at most `MAX_RUN` ids per
 run, so memory stays bounded), and lists them in the manifest; runs no longer listed are deleted
 after the commit. An index built by another hasher (another polars version), or missing (a store
 from before the index), is rebuilt from the stored partitions.
@@ -70,7 +70,7 @@ class KindIndex:
             merged.append(run)
             while len(merged) > 1 and 2 * len(merged[-1][0]) >= len(merged[-2][0]) and \
                     len(merged[-1][0]) + len(merged[-2][0]) <= SeenIds.max_run:
-                merged[-2:] = [(merge([merged[-2][0], merged[-1][0]]), None)]
+                merged[-2:] = [(merge(merged[-2][0], merged[-1][0]), None)]
         written = []
         for path in set(self.paths) - {path for _, path in merged}:  # merged away: spilled ones go now, the
             if path is not None and Path(path).name.startswith("."):  # committed ones once the manifest no longer lists them
@@ -116,19 +116,34 @@ class FileIds(SeenIds):
             self.compact()
 
     def compact(self) -> None:
+        """Merge runs as `SeenIds.compact` does; a merge of `SPILL` ids or more is written straight
+        to a temporary file, so that memory does not grow with the file."""
         while len(self.runs) > 1 and 2 * len(self.runs[-1]) >= len(self.runs[-2]) and \
                 len(self.runs[-1]) + len(self.runs[-2]) <= self.max_run:
             old = self.paths[-2:]
-            self.runs[-2:], self.paths[-2:] = [merge(self.runs[-2:])], [None]
+            older, newer = self.runs[-2:]
+            if len(older) + len(newer) >= SPILL:
+                target = self._temporary()
+                merged = np.lib.format.open_memmap(target, mode="w+", dtype=np.uint64, shape=(3, len(older) + len(newer)))
+                merge(older, newer, merged)
+                merged.flush()
+                del merged
+                self.runs[-2:], self.paths[-2:] = [_load(target)], [str(target.relative_to(self.index.root))]
+            else:
+                self.runs[-2:], self.paths[-2:] = [merge(older, newer)], [None]
             for path in old:
                 if path is not None:
                     (self.index.root / path).unlink(missing_ok=True)
         if self.paths[-1] is None and len(self.runs[-1]) >= SPILL:
             self.runs[-1], self.paths[-1] = self._spill(self.runs[-1])
 
-    def _spill(self, run: Run) -> tuple[Run, str]:
+    def _temporary(self) -> Path:
         target = temporary_path(self.index.root / FOLDER / self.index.kind / "run.npy")
         target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def _spill(self, run: Run) -> tuple[Run, str]:
+        target = self._temporary()
         with target.open("wb") as handle:
             np.save(handle, np.asarray(run.data))
         return _load(target), str(target.relative_to(self.index.root))

@@ -2,11 +2,14 @@
 
 Rows with a timestamp go to `<kind>/date=YYYY-MM-DD/<sha>.parquet` by their UTC date, the others
 to `<kind>/source=<sha>/part.parquet`. Rows are buffered per partition and written as row groups
-of `ROW_GROUP_ROWS` (the largest buffers go first when all together pass `BUFFER_ROWS`), each
+of `ROW_GROUP_ROWS`, or all of them when together they pass `BUFFER_ROWS` (a buffered slice keeps
+its whole batch in memory, so a partition left behind would make memory grow with the file), each
 partition file to a temporary name that the commit renames (`PartitionWriter.finish`). At most
 `MAX_OPEN` files are open at once: a partition whose writer had to close continues in a second
 file, `<sha>-1.parquet`. The date is the day number of the timestamp (microseconds floor-divided),
-so no row is ever formatted as text.
+so no row is ever formatted as text. Columns whose values are all different (a kind's record id,
+one per row) are written without a dictionary: a dictionary of distinct values only costs time
+(half the writing time of a year of daily partitions).
 """
 
 from __future__ import annotations
@@ -48,6 +51,17 @@ def day_keys(timestamps: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return np.where(micros == UNDATED, UNDATED, np.floor_divide(micros, MICROS_PER_DAY))
 
 
+def key_order(keys: np.ndarray) -> np.ndarray:
+    """The stable sort order of partition keys; keys within 65,536 of each other (dates spanning
+    up to 179 years, and the undated key alone) are sorted as 16-bit offsets, by a radix sort."""
+    dated = keys[keys != UNDATED]
+    low = dated.min(initial=0)
+    if len(dated) and dated.max() - low < np.iinfo(np.uint16).max:
+        offsets = np.where(keys == UNDATED, 0, keys - low + 1).astype(np.uint16)
+        return np.argsort(offsets, kind="stable")
+    return np.argsort(keys, kind="stable")
+
+
 @dataclass
 class _Partition:
     name: str  # `date=YYYY-MM-DD` or `source=<sha>`
@@ -59,8 +73,10 @@ class _Partition:
 class PartitionWriter:
     """The partition files of one source file (`short` = its hash's first 16 hex digits)."""
 
-    def __init__(self, root: Path, kind: str, short: str, dated: bool, timestamp: str = "timestamp"):
+    def __init__(self, root: Path, kind: str, short: str, dated: bool, timestamp: str = "timestamp",
+                 distinct: tuple[str, ...] = ()):
         self.root, self.kind, self.short, self.dated, self.timestamp = root, kind, short, dated, timestamp
+        self.distinct = distinct  # columns whose values are all different: no dictionary
         self.schema: pa.Schema | None = None
         self._partitions: dict[int, _Partition] = {}
         self._open: OrderedDict[int, pq.ParquetWriter] = OrderedDict()
@@ -77,13 +93,13 @@ class PartitionWriter:
         if (keys == first).all():
             self._buffer(int(first), table)
         else:
-            order = np.argsort(keys, kind="stable")
+            order = key_order(keys)
             sorted_keys, table = keys[order], table.take(order)  # one gather; each partition is then a slice
             starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
             for lo, hi in zip(starts, np.r_[starts[1:], len(keys)]):
                 self._buffer(int(sorted_keys[lo]), table.slice(lo, hi - lo))
-        while self._buffered > BUFFER_ROWS:
-            self._flush(max(self._partitions, key=lambda k: self._partitions[k].rows))
+        if self._buffered > BUFFER_ROWS:  # all of them: a buffer left behind would keep whole batches alive
+            self._flush(list(self._partitions))
 
     def _buffer(self, key: int, rows: pa.Table) -> None:
         part = self._partitions.get(key)
@@ -94,37 +110,41 @@ class PartitionWriter:
         part.rows += rows.num_rows
         self._buffered += rows.num_rows
         if part.rows >= ROW_GROUP_ROWS:
-            self._flush(key)
+            self._flush([key])
 
-    def _flush(self, key: int) -> None:
-        part = self._partitions[key]
-        if not part.rows:
-            return
-        writer = self._open.pop(key, None)
-        if writer is None:
-            writer = self._start(key, part)
-        self._open[key] = writer  # the most recently used last
-        writer.write_table(pa.concat_tables(part.buffered), row_group_size=ROW_GROUP_ROWS)
-        file = part.files[-1]
-        part.files[-1] = Written(file.path, file.temporary, file.rows + part.rows)
-        self._buffered -= part.rows
-        part.buffered, part.rows = [], 0
+    def _flush(self, keys: list[int]) -> None:
+        """Write the buffered rows of these partitions, each as a row group of its file."""
+        for key in keys:
+            part = self._partitions[key]
+            if not part.rows:
+                continue
+            writer = self._open.pop(key, None)
+            if writer is None:
+                while len(self._open) >= MAX_OPEN:
+                    self._open.popitem(last=False)[1].close()
+                part.files.append(self._next_file(key, part))
+                writer = self._open_file(part.files[-1].temporary)
+            self._open[key] = writer  # the most recently used last
+            writer.write_table(pa.concat_tables(part.buffered), row_group_size=ROW_GROUP_ROWS)
+            file = part.files[-1]
+            part.files[-1] = Written(file.path, file.temporary, file.rows + part.rows)
+            self._buffered -= part.rows
+            part.buffered, part.rows = [], 0
 
-    def _start(self, key: int, part: _Partition) -> pq.ParquetWriter:
-        while len(self._open) >= MAX_OPEN:
-            self._open.popitem(last=False)[1].close()
+    def _next_file(self, key: int, part: _Partition) -> Written:
         stem = "part" if key == UNDATED else self.short
         name = stem if not part.files else f"{stem}-{len(part.files)}"
         path = f"{self.kind}/{part.name}/{name}.parquet"
-        temporary = temporary_path(below(self.root, path))
+        return Written(path, temporary_path(below(self.root, path)), 0)
+
+    def _open_file(self, temporary: Path) -> pq.ParquetWriter:
         temporary.parent.mkdir(parents=True, exist_ok=True)
-        part.files.append(Written(path, temporary, 0))
-        return pq.ParquetWriter(temporary, self.schema, compression="zstd")
+        dictionary = [name for name in self.schema.names if name not in self.distinct]
+        return pq.ParquetWriter(temporary, self.schema, compression="zstd", use_dictionary=dictionary)
 
     def finish(self) -> list[Written]:
         """Write what is buffered and close every file; the files in partition order."""
-        for key in list(self._partitions):
-            self._flush(key)
+        self._flush(list(self._partitions))
         for writer in self._open.values():
             writer.close()
         self._open.clear()

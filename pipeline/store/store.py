@@ -242,7 +242,8 @@ class Store:
         start = FileStart(grown[0].size, grown[0].lines) if grown else None
         sizes = {name: len(idmap) for name, idmap in maps.items()}
         file_ids = FileIds(index, index.ordinal(sha[:16])) if index is not None else None
-        writer = PartitionWriter(self.root, kind.name, sha[:16], kind.dated, TIMESTAMP)
+        writer = PartitionWriter(self.root, kind.name, sha[:16], kind.dated, TIMESTAMP,
+                                 distinct=kind.record_id if kind.unit_column is None else ())
         quarantine = QuarantineWriter(self.root, kind.name, sha[:16])
         try:
             rows_in = rows_accepted = 0

@@ -44,3 +44,31 @@ def test_discard_leaves_no_file(tmp_path, monkeypatch):
     assert [p for p in tmp_path.rglob("*") if p.is_file()]
     writer.discard()
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_key_order_is_the_stable_order_of_the_keys():
+    rng = np.random.default_rng(1)
+    near = rng.integers(19_000, 19_400, 5_000)
+    near[::17] = partitions.UNDATED
+    far = np.r_[near[:100], 19_000 + 70_000, -5]  # more than 65,536 days apart: the general sort
+    for keys in (near, far, np.full(3, partitions.UNDATED)):
+        assert np.array_equal(partitions.key_order(keys), np.argsort(keys, kind="stable"))
+
+
+def test_files_are_the_same_bytes_each_time_and_ids_have_no_dictionary(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitions, "BUFFER_ROWS", 3_000)
+    rng = np.random.default_rng(2)
+    n = 20_000
+    micros = 1_700_000_000_000_000 + rng.integers(0, 30 * MICROS_PER_DAY, n)
+    table = pa.table({"battle_id": [f"b{i}" for i in range(n)], "model_a": rng.integers(0, 5, n).astype(np.int32),
+                      "timestamp": pa.array(micros).cast(pa.timestamp("us", "UTC"))})
+    contents = []
+    for attempt in (1, 2):
+        writer = PartitionWriter(tmp_path / str(attempt), "battles", "abc", dated=True, distinct=("battle_id",))
+        for start in range(0, n, 1_500):
+            writer.add(table.slice(start, 1_500))
+        contents.append({w.path: w.temporary.read_bytes() for w in writer.finish()})
+    assert contents[0] == contents[1] and len(contents[0]) == len(np.unique(micros // MICROS_PER_DAY))
+    some = next(iter((tmp_path / "1").rglob("*.parquet*")))
+    columns = pq.ParquetFile(some).metadata.row_group(0)
+    assert not columns.column(0).has_dictionary_page and columns.column(1).has_dictionary_page
