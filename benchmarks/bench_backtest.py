@@ -19,12 +19,12 @@ import time
 from pathlib import Path
 
 from pipeline.runtime import dask_client
-from pipeline.backtest.evaluate import run_backtest
+from pipeline.backtest.evaluate import run_backtest, task_label
 from pipeline.backtest.units import load_units
 from pipeline.backtest.splits import random_splits
 from pipeline.backtest.summary import summarise
 from pipeline.backtest.synthetic import diplomacy_games, write_games
-from pipeline.methods import REGISTRY, needed_statistics
+from pipeline.methods import REGISTRY, Spec, needed_statistics
 from pipeline.store import Store
 from pipeline.store.files import write_json
 
@@ -74,8 +74,9 @@ def main() -> None:
                 done(f"backtest, {workers} worker{'s' * (workers > 1)}", start)
     identical = serial.equals(tables[1]) and serial.equals(tables[2])
     base = timings["backtest, 1 worker"]
-    reference = "elo" if "elo" in present else "copeland"
-    summary = summarise(serial, present, reference).to_pylist()
+    labels = [task_label(Spec.parse(m)) for m in present]  # how the results name each method
+    reference = task_label(Spec.parse("elo" if "elo" in present else "copeland"))
+    summary = summarise(serial, labels, reference).to_pylist()
 
     print(f"\nDiplomacy-scale backtest: {log.units} games, {log.n} players, {args.splits} splits x {len(present)} methods "
           f"({args.test_size} test games each)")

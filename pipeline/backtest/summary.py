@@ -45,6 +45,9 @@ def _column(results: pa.Table, spec: str, name: str) -> np.ndarray:
 
 def summarise(results: pa.Table, specs: Sequence[str], reference: str = "elo", metric: str = "kendall") -> pa.Table:
     """One row per method: mean error with its interval, comparison with `reference`, predictive means."""
+    named = set(results.column("method").to_pylist())
+    if unknown := [spec for spec in specs if spec not in named]:
+        raise ValueError(f"no results for {', '.join(unknown)}; the results name {', '.join(sorted(named))}")
     base = _column(results, reference, metric) if reference in specs else None
     rows = []
     for spec in specs:

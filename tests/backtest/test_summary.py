@@ -55,3 +55,9 @@ def test_outputs_are_listed_in_run_json(tmp_path):
     assert {"method", "mean", "ci_low", "ci_high", "diff_mean", "verdict"} <= set(pq.read_schema(tmp_path / "summary.parquet").names)
     assert (tmp_path / "errors.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| copeland | 3 |" in (tmp_path / "summary.md").read_text()
+
+
+def test_a_method_the_results_do_not_name_is_refused_in_one_line():
+    results = pa.table({"split": [0, 1], "method": ["elo:k=4", "elo:k=4"], "kendall": [0.2, 0.3], "unseen_pairs": [0.0, 0.0]})
+    with pytest.raises(ValueError, match=r"^no results for elo; the results name elo:k=4$"):
+        summarise(results, ["elo"], "elo")
