@@ -7,8 +7,8 @@ without (`unstamped`: the order is the ingest order), merged by a balanced tree 
 reduction does, finalized, and rated by online Elo.
 
 - new: the partials as the statistic keeps them (compact runs, `as_run`), merged by
-  `SEQUENCE.merge` (the runs are interleaved once, when finalized, by a compiled k-way merge)
-  and rated by the `elo` method (the compiled loop over the compact columns);
+  `SEQUENCE.merge` (the runs are interleaved once, when finalized, by a compiled k-way merge
+  that reads them in place and releases their columns as the sequence is built) and rated by the `elo` method (the compiled loop over the compact columns);
 - baseline: full-layout tables, every merge concatenates and re-sorts on the whole key
   (`baseline_merge`), and the loop turns its four input arrays into Python lists as long as the
   log (`baseline_run_elo`): an independent check of the order and of the update.
@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 from benchmarks.common import save
 from pipeline.logs.identity import LINE_BITS
 from pipeline.methods.elo import elo
-from pipeline.stats.sequence import SCHEMA, SEQUENCE, SORT_KEY, as_run
+from pipeline.stats.sequence import SCHEMA, SEQUENCE, SORT_KEY, Runs, as_run
 from pipeline.weights import UNIT
 
 MODELS, SEED, YEAR_SECONDS = 200, 20250301, 365 * 24 * 3600
@@ -82,20 +82,18 @@ def baseline_run_elo(n, a, b, score, step, group, scale, initial) -> np.ndarray:
 
 
 def baseline(tables: list[pa.Table]):
-    """Merge tree, finalize; and the Elo run to time after."""
+    """Merge tree, finalize (the caller's list handed over: emptied); and the Elo run to time after."""
     while len(tables) > 1:
-        tables = [baseline_merge(*tables[i: i + 2]) if i + 1 < len(tables) else tables[i] for i in range(0, len(tables), 2)]
-    seq = SEQUENCE.finalize((tables[0],), np.arange(MODELS), {})
-    del tables
+        tables[:] = [baseline_merge(*tables[i: i + 2]) if i + 1 < len(tables) else tables[i] for i in range(0, len(tables), 2)]
+    seq = SEQUENCE.finalize(Runs([tables.pop()]), np.arange(MODELS), {})
     return seq, lambda: baseline_run_elo(MODELS, seq.a, seq.b, seq.score, 4.0 * np.asarray(seq.weight), seq.group, 400.0, 1000.0)
 
 
 def new(runs: list):
-    """Merge tree, finalize; and the Elo run to time after."""
+    """Merge tree, finalize (the caller's list handed over: emptied, so that finalizing releases the runs); and the Elo run to time after."""
     while len(runs) > 1:
-        runs = [SEQUENCE.merge(*runs[i: i + 2]) if i + 1 < len(runs) else runs[i] for i in range(0, len(runs), 2)]
-    seq = SEQUENCE.finalize(runs[0], np.arange(MODELS), {})
-    del runs
+        runs[:] = [SEQUENCE.merge(*runs[i: i + 2]) if i + 1 < len(runs) else runs[i] for i in range(0, len(runs), 2)]
+    seq = SEQUENCE.finalize(runs.pop(), np.arange(MODELS), {})
     return seq, lambda: elo(seq, np.arange(MODELS), k=4.0).score
 
 

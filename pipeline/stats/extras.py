@@ -37,7 +37,8 @@ class Extra:
     columns: Mapping[str, tuple[str, ...]]  # log kind (or EVERY_KIND) -> stored columns read
     partial: Callable[[pa.Table, str, int], Any]  # (unit table, kind, size of the id space)
     merge: Callable[[Any, Any], Any]
-    finalize: Callable[[Any, np.ndarray, Mapping[str, np.ndarray]], Any]  # (merged, store ids present, name orders by dictionary)
+    finalize: Callable[[Any, np.ndarray, Mapping[str, np.ndarray]], Any]  # (merged, store ids present, name orders by dictionary);
+    # a merged value is finalized once: finalize may take its contents out, to release them as it builds the statistic
     encode: Callable[[Any], Arrays]  # a partial value as named arrays (no objects: read with allow_pickle=False)
     decode: Callable[[Arrays], Any]  # the inverse of `encode`
     fallbacks: Mapping[str, str] = field(default_factory=dict)  # a column -> the column it stands in for: read only from files without that one

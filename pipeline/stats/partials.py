@@ -329,7 +329,9 @@ def finalize(kind: str, partial: Partial, statistics: frozenset[str], name_order
 
     `name_orders[space][i]` is the position of the name of id i of a dictionary (`agents`, `judges`,
     ...) in code-point order (`IdMap.name_order`; `arange` where ids were given in name order):
-    extras and `Statistics.agent_keys` order ids by name without holding names.
+    extras and `Statistics.agent_keys` order ids by name without holding names. The partial is
+    finalized once: an extra may take its value's contents out (the `sequence` runs are released
+    as the sequence is built).
     """
     present = np.flatnonzero(partial.appearances > 0)
     extra = {name: EXTRAS[name].finalize(value, present, name_orders) for name, value in sorted(partial.extra.items())}

@@ -18,14 +18,18 @@ and a column whose every value is its default (`DEFAULTS`: no timestamp, no id, 
 without timestamps); the battle id column is read only from files without positions
 (`Extra.fallbacks`). Merging two partials only collects their runs (no copy); `_finalize`
 interleaves all k runs once by their integer keys (timestamp, position) with a compiled heap
-merge (`pipeline.stats.sorted_runs`, O(n log k), no string), which also marks the rows tied with
-the row before. Rows of different runs equal on (timestamp, position) (rows without a position)
-may then be out of key order; `_finalize` restores the whole key inside only those blocks that
-hold more than one battle or game (or a game's pairs out of order), so the result is the same
-bytes as one sort of everything, whatever the partitioning. The finalized sequence is compact
-too (int32 agents and groups, float32 scores, weights and players stored once when every row has
-the same), 16 bytes a battle; the peak of `_finalize` is the runs, their two int64 keys, the
-int32 order and the output (about 60 bytes a battle with timestamps; benchmarks/bench_elo_memory.py).
+merge (`pipeline.stats.sorted_runs`, O(n log k), no string) that reads each run's columns in place
+(no concatenated copy) and also marks the rows tied with the row before. Rows of different runs
+equal on (timestamp, position) (rows without a position) may then be out of key order;
+`_finalize` restores the whole key inside only those blocks that hold more than one battle or
+game (or a game's pairs out of order), so the result is the same bytes as one sort of
+everything, whatever the partitioning. The finalized sequence is compact too (int32 agents and
+groups, float32 scores, weights and players stored once when every row has the same), 16 bytes a
+battle, each column gathered straight from the runs; finalizing takes the runs out of the partial
+(`Runs.take`) and releases each of their columns once it is gathered, so the live memory of
+`_finalize` peaks at the runs and the int32 order (about 30 bytes a battle with timestamps); the
+peak RSS measured is 54 bytes a battle (benchmarks/bench_elo_memory.py), as Arrow's allocator
+does not hand the released buffers back at once.
 
 A game of L players gives its L(L-1)/2 pairs, listed by the players' order in the game (place,
 then id); they form one *group*, which online Elo updates simultaneously. A battle is a group
@@ -34,7 +38,7 @@ of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,9 +64,6 @@ UNKNOWN = np.iinfo(np.int64).min  # a missing timestamp or position as a merge k
 ID_COLUMNS = {"battles": "battle_id", "games": "game_id"}  # the column naming a comparison's group, per kind
 SCORES = np.full(max(A_WINS, B_WINS, TIE) + 1, 0.5, np.float32)  # a's score by outcome code (exact in float32)
 SCORES[[A_WINS, B_WINS]] = 1.0, 0.0
-
-Runs = tuple[pa.Table, ...]  # the partial: sorted runs, merged only when finalized
-
 
 @dataclass(frozen=True, eq=False)
 class ComparisonSequence:
@@ -172,9 +173,32 @@ def _compact(table: pa.Table) -> pa.Table:
     return table.drop_columns([name for name, value in DEFAULTS.items() if is_default(name, value)])
 
 
+class Runs:
+    """The partial: sorted runs (tables in `SCHEMA` order, without default columns), interleaved
+    only when finalized. Merging collects the runs of both partials and leaves them usable;
+    finalizing takes the runs out (`take`), so that their columns are released while the sequence
+    is built: a partial is finalized once."""
+
+    __slots__ = ("_tables",)
+
+    def __init__(self, tables: Iterable[pa.Table]) -> None:
+        self._tables: tuple[pa.Table, ...] | None = tuple(tables)
+
+    @property
+    def tables(self) -> tuple[pa.Table, ...]:
+        if self._tables is None:
+            raise ValueError("these sequence runs were finalized already")
+        return self._tables
+
+    def take(self) -> tuple[pa.Table, ...]:
+        """The runs, which this partial then no longer holds."""
+        tables, self._tables = self.tables, None
+        return tables
+
+
 def as_run(table: pa.Table) -> Runs:
     """The partial of comparisons in the full layout (`SCHEMA`): one run, sorted by the whole key, without default columns."""
-    return (_compact(_sort(table)),)
+    return Runs([_compact(_sort(table))])
 
 
 def _partial(table: pa.Table, kind: str, n: int) -> Runs:
@@ -185,63 +209,90 @@ def _partial(table: pa.Table, kind: str, n: int) -> Runs:
 def _merge(x: Runs, y: Runs) -> Runs:
     """The runs of both: they are interleaved once, by `_finalize`, which orders rows by the whole
     key, so the result does not depend on the order of the runs."""
-    return x + y
+    return Runs(x.tables + y.tables)
 
 
 def _encode(runs: Runs) -> Arrays:
-    return {f"run{i}": table_to_array(run) for i, run in enumerate(runs)}
+    return {f"run{i}": table_to_array(run) for i, run in enumerate(runs.tables)}
 
 
 def _decode(arrays: Arrays) -> Runs:
-    return tuple(table_from_array(arrays[f"run{i}"]) for i in range(len(arrays)))
+    return Runs(table_from_array(arrays[f"run{i}"]) for i in range(len(arrays)))
 
 
-def _values(run: pa.Table, name: str) -> np.ndarray:
-    """A column of a run as numpy, its default where the run does not store it; keys with missing values first."""
-    if name not in run.column_names:
-        default = DEFAULTS[name]
-        return np.full(run.num_rows, UNKNOWN if default is None else default, SCHEMA.field(name).type.to_pandas_dtype())
-    column = run.column(name)
-    return (column.fill_null(UNKNOWN) if name in ("timestamp", "position") else column).to_numpy()
+class _Columns:
+    """The runs' columns as the compiled loops read them (`pipeline.stats.sorted_runs`): per name,
+    one numpy array per run (zero-copy where Arrow allows; one value where the run does not store
+    the column), rows numbered across the runs by `starts`; `release` drops a column for good."""
+
+    def __init__(self, tables: list[pa.Table]) -> None:
+        from pipeline.stats.sorted_runs import run_columns  # numba is imported on first use only
+
+        self.starts = np.r_[0, np.cumsum([table.num_rows for table in tables])].astype(np.int64)
+        self.rows = int(self.starts[-1])
+        self.columns = {name: run_columns([self._values(table, name) for table in tables]) for name in SCHEMA.names if name != "group_id"}
+        stored_ids = [table.column("group_id") if "group_id" in table.column_names else None for table in tables]
+        self.ids = None if all(ids is None for ids in stored_ids) else pa.chunked_array(
+            [pa.nulls(table.num_rows, pa.string()) if ids is None else ids for ids, table in zip(stored_ids, tables)], pa.string())
+
+    @staticmethod
+    def _values(table: pa.Table, name: str) -> np.ndarray:
+        """A column as numpy, one default value where the run does not store it; keys with missing values first."""
+        dtype = SCHEMA.field(name).type.to_pandas_dtype()
+        if name not in table.column_names:
+            default = DEFAULTS[name]
+            return np.full(1, UNKNOWN if default is None else default, dtype)
+        column = table.column(name)
+        if column.null_count and name in ("timestamp", "position"):  # filling copies: only where some value is missing
+            column = column.fill_null(UNKNOWN)
+        return np.asarray(column.to_numpy(), dtype)
+
+    def at(self, name: str, rows: np.ndarray, lookup: np.ndarray | None = None, dtype=None) -> np.ndarray:
+        """The column's values of `rows`, mapped by `lookup` if given."""
+        from pipeline.stats.sorted_runs import gather
+
+        dtype = dtype or (lookup.dtype if lookup is not None else SCHEMA.field(name).type.to_pandas_dtype())
+        out = np.empty(len(rows), dtype)
+        gather(self.columns[name], self.starts, rows, np.zeros(0, out.dtype) if lookup is None else lookup, out)
+        return out
+
+    def extremes(self, name: str) -> set:
+        return {value for run in self.columns[name] if len(run) for value in (run.min().item(), run.max().item())}
+
+    def release(self, *names: str) -> None:
+        for name in names:
+            if name == "group_id":
+                self.ids = None
+            else:
+                del self.columns[name]
 
 
-def _concatenated(runs: Runs, name: str) -> np.ndarray:
-    return np.concatenate([_values(run, name) for run in runs])
+def _table(columns: _Columns, rows: np.ndarray) -> pa.Table:
+    """The key columns that order rows equal on (timestamp, position), of `rows`, for the few rows whose order needs them."""
+    return pa.table({name: (columns.ids.take(rows) if columns.ids is not None else pa.nulls(len(rows), pa.string()))
+                     if name == "group_id" else pa.array(columns.at(name, rows)) for name in SORT_KEY[2:]})
 
 
-def _group_ids(runs: Runs) -> pa.ChunkedArray:
-    return pa.chunked_array([run.column("group_id") if "group_id" in run.column_names else pa.nulls(run.num_rows, pa.string())
-                             for run in runs], pa.string())
-
-
-def _table(runs: Runs, rows: np.ndarray) -> pa.Table:
-    """The key columns of `rows` (indices into the concatenated runs), for the few rows whose order needs them."""
-    return pa.table({name: _group_ids(runs).take(rows) if name == "group_id" else pa.array(_concatenated(runs, name)[rows])
-                     for name in SORT_KEY})
-
-
-def _same_group(runs: Runs, order: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _same_group(columns: _Columns, order: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """For rows tied with the row before on (timestamp, position): the same battle or game as it:
     always for rows with a position; for rows without one, the same id (two missing ids are the same)."""
     cur, prev = order[rows], order[rows - 1]
-    known = _concatenated(runs, "position")[cur] != UNKNOWN
-    if known.all():
-        return known
-    ids = _group_ids(runs)
-    now, before = ids.take(cur), ids.take(prev)
+    known = columns.at("position", cur) != UNKNOWN
+    if known.all() or columns.ids is None:
+        return np.ones(len(rows), bool)
+    now, before = columns.ids.take(cur), columns.ids.take(prev)
     same_id = pc.equal(now, before).fill_null(False).to_numpy(zero_copy_only=False)
     same_id |= pc.is_null(now).to_numpy(zero_copy_only=False) & pc.is_null(before).to_numpy(zero_copy_only=False)
     return known | same_id
 
 
-def _restore_key_order(runs: Runs, order: np.ndarray, tied: np.ndarray) -> None:
+def _restore_key_order(columns: _Columns, order: np.ndarray, tied: np.ndarray) -> None:
     """Sort by the whole key, in place, the blocks of equal (timestamp, position) whose rows are
     not one unit's in order: only rows without a position can form such blocks."""
     rows = np.flatnonzero(tied)
     if not len(rows):
         return
-    sub = _concatenated(runs, "sub")
-    out_of_order = ~_same_group(runs, order, rows) | (sub[order[rows]] <= sub[order[rows - 1]])
+    out_of_order = ~_same_group(columns, order, rows) | (columns.at("sub", order[rows]) <= columns.at("sub", order[rows - 1]))
     if not out_of_order.any():
         return
     block_starts = np.flatnonzero(~tied)
@@ -249,49 +300,54 @@ def _restore_key_order(runs: Runs, order: np.ndarray, tied: np.ndarray) -> None:
     chosen = np.unique(np.searchsorted(block_starts, rows[out_of_order], side="right") - 1)
     lengths = block_ends[chosen] - block_starts[chosen]
     mixed = np.repeat(block_starts[chosen] - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(lengths.sum())
-    table = _table(runs, order[mixed]).append_column("block", pa.array(np.repeat(np.arange(len(chosen)), lengths)))
+    table = _table(columns, order[mixed]).append_column("block", pa.array(np.repeat(np.arange(len(chosen)), lengths)))
     by_key = pc.sort_indices(table, sort_keys=[("block", "ascending")] + [(k, "ascending", "at_start") for k in SORT_KEY[2:]])
     order[mixed] = order[mixed][by_key.to_numpy()]
 
 
-def _gathered(runs: Runs, name: str, order: np.ndarray) -> np.ndarray:
+def _gathered(columns: _Columns, name: str, order: np.ndarray) -> np.ndarray:
     """A column in the merged order; a view of one value (no memory per row) if every row has the same."""
-    stored = [run.column(name) for run in runs if name in run.column_names]
-    values = {DEFAULTS[name]} if len(stored) < len(runs) else set()
-    for column in stored:
-        extremes = pc.min_max(column)
-        values |= {extremes["min"].as_py(), extremes["max"].as_py()}
+    values = columns.extremes(name)
     if len(values) == 1:
         return uniform(np.array(values.pop(), SCHEMA.field(name).type.to_pandas_dtype()), len(order))
-    return _concatenated(runs, name)[order]
+    return columns.at(name, order)
 
 
-def _local(runs: Runs, name: str, present: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """An agent column as local agents 0..k-1 (int32) in the merged order."""
-    return np.concatenate([np.searchsorted(present, run.column(name).to_numpy()).astype(np.int32) for run in runs])[order]
+def _local_agents(columns: _Columns, present: np.ndarray) -> np.ndarray:
+    """Local agent (int32) by store id, for every id up to the largest in the runs: its index in `present`."""
+    largest = max((value for name in ("a", "b") for value in columns.extremes(name)), default=-1)
+    return np.searchsorted(present, np.arange(largest + 1)).astype(np.int32)
 
 
 def _finalize(runs: Runs, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> ComparisonSequence:
     from pipeline.stats.sorted_runs import merge_order  # numba is imported on first use only
 
-    runs = tuple(run for run in runs if run.num_rows) or (_compact(SCHEMA.empty_table()),)
-    starts = np.r_[0, np.cumsum([run.num_rows for run in runs])].astype(np.int64)
-    m = int(starts[-1])
+    columns = _Columns([run for run in runs.take() if run.num_rows] or [_compact(SCHEMA.empty_table())])
+    m = columns.rows
     index = np.int32 if m < 2**31 else np.int64
     order, tied = np.empty(m, index), np.zeros(m, bool)
-    merge_order(_concatenated(runs, "timestamp"), _concatenated(runs, "position"), starts, order, tied)
-    _restore_key_order(runs, order, tied)
-    players = _gathered(runs, "players", order)
+    merge_order(columns.columns["timestamp"], columns.columns["position"], columns.starts, order, tied)
+    columns.release("timestamp")
+    _restore_key_order(columns, order, tied)
+    players = _gathered(columns, "players", order)
     same = np.zeros(m, bool)
     rows = np.flatnonzero(tied)
-    same[rows] = _same_group(runs, order, rows) & (players[rows] > 2)
+    same[rows] = _same_group(columns, order, rows) & (players[rows] > 2)
+    columns.release("position", "group_id", "sub")
     group = np.cumsum(~same, dtype=index) - 1
-    del same, tied
-    units = _gathered(runs, "units", order)
+    del same, tied, rows
+    units = _gathered(columns, "units", order)
+    columns.release("units", "players")
     weight = uniform(units[0] / UNIT, m) if m and is_uniform(units) else units / UNIT
-    score = SCORES[np.concatenate([run.column("outcome").to_numpy() for run in runs])[order]]
-    return ComparisonSequence(present, _local(runs, "a", present, order), _local(runs, "b", present, order), score,
-                              weight, players, group)
+    del units
+    score = columns.at("outcome", order, SCORES)
+    columns.release("outcome")
+    local = _local_agents(columns, present)
+    a = columns.at("a", order, local)
+    columns.release("a")
+    b = columns.at("b", order, local)
+    del columns, order
+    return ComparisonSequence(present, a, b, score, weight, players, group)
 
 
 SEQUENCE = register_extra(Extra(

@@ -72,7 +72,7 @@ def test_merging_sorted_runs_gives_the_bytes_of_one_sort_whatever_the_merge_tree
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from pipeline.stats.sequence import SEQUENCE, SORT_KEY, as_run
+    from pipeline.stats.sequence import SEQUENCE, SORT_KEY, Runs, as_run
 
     rng = np.random.default_rng(11)
     for trial in range(100):
@@ -80,18 +80,38 @@ def test_merging_sorted_runs_gives_the_bytes_of_one_sort_whatever_the_merge_tree
         everything = pa.concat_tables(tables)
         one_sort = everything.take(pc.sort_indices(everything, sort_keys=[(k, "ascending", "at_start") for k in SORT_KEY]))
         present = np.arange(5)
-        expected = SEQUENCE.finalize((one_sort,), present, {})
-        partials = [as_run(t) if trial % 2 else (t,) for t in tables]  # compact runs, or every column
+        expected = SEQUENCE.finalize(Runs([one_sort]), present, {})
+        partials = [as_run(t) if trial % 2 else Runs([t]) for t in tables]  # compact runs, or every column
         shuffled = [partials[i] for i in rng.permutation(len(partials))]
         left = functools.reduce(SEQUENCE.merge, shuffled)
         balanced = shuffled
         while len(balanced) > 1:
             balanced = [SEQUENCE.merge(*balanced[i: i + 2]) if i + 1 < len(balanced) else balanced[i]
                         for i in range(0, len(balanced), 2)]
-        for merged in (left, balanced[0], SEQUENCE.decode(SEQUENCE.encode(left))):
+        merged_ones = [SEQUENCE.decode(SEQUENCE.encode(left)), left] + ([balanced[0]] if balanced[0] is not left else [])
+        for merged in merged_ones:  # each finalized once: finalizing takes the runs out
             got = SEQUENCE.finalize(merged, present, {})
             for name in ("a", "b", "score", "weight", "players", "group"):
                 assert np.asarray(getattr(got, name)).tobytes() == np.asarray(getattr(expected, name)).tobytes(), (trial, name)
+
+
+def test_finalizing_takes_the_runs_out_and_leaves_the_merged_partials_usable():
+    import pytest
+
+    from pipeline.stats.sequence import SEQUENCE, as_run
+
+    tables = _random_partials(np.random.default_rng(5), 3, 0.5)
+    parts = [as_run(t) for t in tables]
+    merged = SEQUENCE.merge(SEQUENCE.merge(parts[0], parts[1]), parts[2])
+    first = SEQUENCE.finalize(merged, np.arange(5), {})
+    with pytest.raises(ValueError, match="finalized already"):
+        SEQUENCE.finalize(merged, np.arange(5), {})
+    with pytest.raises(ValueError, match="finalized already"):
+        SEQUENCE.encode(merged)
+    again = SEQUENCE.finalize(SEQUENCE.merge(SEQUENCE.merge(parts[2], parts[0]), parts[1]), np.arange(5), {})
+    assert len(first) == sum(t.num_rows for t in tables)
+    for name in ("a", "b", "score", "weight", "players", "group"):
+        assert np.asarray(getattr(first, name)).tobytes() == np.asarray(getattr(again, name)).tobytes(), name
 
 
 def _drop_positions(store) -> None:
