@@ -372,7 +372,14 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
     reports = ingest(store, board, advance)
     timings["ingest"] = time.perf_counter() - start
     start = time.perf_counter()
-    stats = reduce(store, board, client)
+    try:
+        stats = reduce(store, board, client)
+    except ValueError as exc:
+        if reports and not any(r.rows_accepted for r in reports):  # say why this run's files gave nothing
+            raise ValueError(f"{exc}: " + "; ".join(
+                r.error or f"{r.source}: {r.status}, {r.rows_accepted} of {r.rows_in} rows accepted"
+                for r in reports)) from None
+        raise
     timings["reduce"] = time.perf_counter() - start
     rated = rate(stats, board.methods, client)
     timings |= rated.timings

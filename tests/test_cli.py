@@ -126,6 +126,17 @@ def test_when_every_method_refuses_the_run_reports_it_and_writes_an_empty_board(
     assert json.loads((out / "ratings.json").read_text()) == [] and "agents" in (out / "index.html").read_text()
 
 
+def test_when_no_file_gives_rows_the_error_says_why_for_each_file(tmp_path):
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes("model_a,model_b,winner\nJos\xe9,b,model_a\n".encode("latin-1"))
+    empty = tmp_path / "empty.csv"
+    empty.write_text("model_a,model_b,winner\n")
+    result = runner.invoke(app, ["rate", str(latin), str(empty), "--kind", "battles", "-m", "copeland", "--out", str(tmp_path / "out")])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 1 and "Traceback" not in result.output and "holds no battles" in text
+    assert "not UTF-8 text: byte 0xE9" in text and f"{empty}: ingested, 0 of 0 rows accepted" in text
+
+
 def test_a_spec_given_twice_under_two_spellings_runs_once_and_the_outputs_say_so(tmp_path):
     out = tmp_path / "out"
     result = runner.invoke(app, ["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "-m", "copeland",
