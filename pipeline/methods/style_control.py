@@ -89,7 +89,8 @@ class CovariateFit:
 
 def normalised_differences(side_a: np.ndarray, side_b: np.ndarray) -> np.ndarray:
     """Arena's normalised difference of each feature: (f_a - f_b) / (f_a + f_b + 1)."""
-    return (side_a - side_b) / (side_a + side_b + 1.0)
+    half_a, half_b = side_a / 2, side_b / 2  # halved exactly, so that sums of values near the float maximum stay finite
+    return (half_a - half_b) / (half_a + half_b + 0.5)
 
 
 def parse_covariates(text: str) -> tuple[str, ...]:

@@ -183,3 +183,13 @@ def test_covariates_that_separate_wins_from_losses_are_refused(tmp_path):
         rate(tmp_path, rows, ["m-elo:covariates=len,md,bootstrap=0"])
     ratings, _ = rate(tmp_path, rows, ["m-elo:covariates=len,md,bootstrap=0,prior=0.01"])
     assert np.isfinite(list(ratings["m-elo:covariates=len,md,bootstrap=0,prior=0.01"].info["covariates"].values())).all()
+
+
+def test_normalised_differences_stay_exact_near_the_float_maximum():
+    from fractions import Fraction
+
+    from pipeline.methods.style_control import normalised_differences
+
+    a, b = np.array([1.7e308, 3.0, 0.0]), np.array([1.0e308, 5.0, 0.0])
+    exact = [float((Fraction(x) - Fraction(y)) / (Fraction(x) + Fraction(y) + 1)) for x, y in zip(a, b)]
+    assert np.allclose(normalised_differences(a, b), exact, rtol=1e-15, atol=0)
