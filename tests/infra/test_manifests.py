@@ -178,6 +178,19 @@ def as_pod(name: str, spec: dict) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "vase"}, "spec": spec}
 
 
+def test_compiled_code_caches_where_read_only_containers_can_write():
+    """numba refuses a cached function it cannot store: its cache must be a folder every container writes."""
+    dockerfile = (INFRA / "Dockerfile").read_text()
+    cache = re.search(r"NUMBA_CACHE_DIR=(\S+)", dockerfile).group(1)
+    assert cache.startswith("/tmp/")
+    services = load("compose.yaml")["services"]
+    assert all("/tmp" in service["tmpfs"] for service in services.values() if "build" in service)
+    cluster = dask_cluster()["spec"]
+    for role in ("worker", "scheduler"):
+        [container] = cluster[role]["spec"]["containers"]
+        assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"], role
+
+
 def test_kubernetes_manifests_are_valid_against_kubernetes_schemas():
     """Core kinds whole; the operator's DaskCluster through the pod templates and Service it holds."""
     core = [d for d in manifests() if not d["apiVersion"].startswith("kubernetes.dask.org/")]
