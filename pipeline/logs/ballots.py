@@ -40,29 +40,41 @@ SCHEMA = pa.schema(
 
 
 def parse_rankings(frame: pl.DataFrame, column: str) -> pl.DataFrame:
-    """Per row of `frame` (keyed by LINE): parsed names and levels, canonical text and a problem, if any."""
-    groups = (
-        frame.select(LINE, pl.col(column).str.split(">").alias("group"))
-        .explode("group")
-        .with_columns(pl.int_range(pl.len()).over(LINE).alias("level"))
-    )
-    names = groups.with_columns(pl.col("group").str.split("=")).explode("group").with_columns(
-        pl.col("group").str.strip_chars().alias("name")
-    )
-    problem = (
-        pl.when(pl.col("name").is_null().any() | (pl.col("name") == "").any())
-        .then(pl.lit("malformed ranking (an empty name)"))
-        .when(pl.col("name").is_duplicated().any())
-        .then(pl.lit("ranking names a player twice: ") + pl.col("name").filter(pl.col("name").is_duplicated()).first())
-        .otherwise(None)
+    """Per row of `frame` (keyed by LINE): parsed names and levels, canonical text and a problem, if any.
+
+    Row-level expressions only: a per-group expression (a join or a duplicate test inside
+    `group_by().agg`) runs once per ballot and per level, ~100 times slower on a million ballots.
+    """
+    def exploded(table: pl.DataFrame, by: str, name: str) -> pl.DataFrame:
+        # explode keeps one (null) row for a null or empty list, hence a count of at least 1
+        count = pl.col(name).list.len().fill_null(1).clip(lower_bound=1)
+        return (table.with_columns((count.cum_sum() - count).alias("~start"))
+                .explode(name)
+                .with_columns((pl.int_range(pl.len()) - pl.col("~start")).alias(by))
+                .drop("~start"))
+
+    groups = exploded(frame.select(LINE, pl.col(column).str.split(">").alias("name")), "level", "name")
+    names = groups.with_columns(pl.col("name").str.split("=")).explode("name").with_columns(
+        pl.col("name").str.strip_chars()
     )
     ordered = names.sort(LINE, "level", "name")
-    text_groups = ordered.group_by(LINE, "level", maintain_order=True).agg(pl.col("name").str.join("="))
-    canonical = text_groups.group_by(LINE, maintain_order=True).agg(pl.col("name").str.join(">").alias("~ranking"))
-    parsed = ordered.group_by(LINE, maintain_order=True).agg(
-        pl.col("name").alias("~agents"), pl.col("level").cast(pl.Int16).alias("~levels"), problem.alias("~problem")
-    )
-    return parsed.join(canonical, on=LINE)
+    empty = ordered.filter(pl.col("name").is_null() | (pl.col("name") == "")).select(
+        LINE, pl.lit("malformed ranking (an empty name)").alias("~empty")).unique(LINE)
+    by_name = names.sort(LINE, "name")
+    twice = by_name.filter((pl.col(LINE) == pl.col(LINE).shift(1)) & (pl.col("name") == pl.col("name").shift(1)))
+    repeated = ordered.join(twice.select(LINE).unique(), on=LINE, how="semi").group_by(LINE).agg(
+        (pl.lit("ranking names a player twice: ")
+         + pl.col("name").filter(pl.col("name").is_duplicated()).first()).alias("~repeated"))
+    separator = (pl.when(pl.col(LINE) != pl.col(LINE).shift(1, fill_value=-1)).then(pl.lit(""))
+                 .when(pl.col("level") != pl.col("level").shift(1)).then(pl.lit(">"))
+                 .otherwise(pl.lit("=")))
+    parsed = (ordered.with_columns((separator + pl.col("name").fill_null("")).alias("~piece"))
+              .group_by(LINE, maintain_order=True)
+              .agg(pl.col("name").alias("~agents"), pl.col("level").cast(pl.Int16).alias("~levels"), pl.col("~piece"))
+              .with_columns(pl.col("~piece").list.join("").alias("~ranking"))
+              .drop("~piece"))
+    problems = parsed.join(empty, on=LINE, how="left").join(repeated, on=LINE, how="left")
+    return problems.with_columns(pl.coalesce("~empty", "~repeated").alias("~problem")).drop("~empty", "~repeated")
 
 
 def read_ballots(raw: RawRecords, source: str) -> ReadResult:
@@ -104,8 +116,14 @@ def members_by_level(table: pa.Table) -> pa.Table:
     agents, levels = table.column("agents").combine_chunks(), table.column("levels").combine_chunks()
     ids, lv = agents.flatten().to_numpy(), levels.flatten().to_numpy()
     offsets = pc.subtract(agents.offsets, agents.offsets[0]).to_numpy()
-    parent = np.repeat(np.arange(len(agents)), np.diff(offsets))
-    order = np.lexsort((ids, lv, parent))
+    group = np.repeat(np.arange(len(agents), dtype=np.int64), np.diff(offsets)) * (int(lv.max(initial=0)) + 1) + lv
+    span = int(ids.max(initial=0)) + 1
+    if int(group.max(initial=0)) < np.iinfo(np.int64).max // span:
+        # one key: parsed members come grouped by ballot and level already, runs a stable sort
+        # merges several times faster than a three-key lexsort
+        order = np.argsort(group * span + ids, kind="stable")
+    else:
+        order = np.lexsort((ids, group))
     offsets_arrow = pa.array(offsets, pa.int32())
     table = table.set_column(table.schema.get_field_index("agents"), "agents",
                              pa.ListArray.from_arrays(offsets_arrow, pa.array(ids[order], pa.int32())))

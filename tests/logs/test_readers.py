@@ -206,8 +206,11 @@ def test_ballots_weak_orders_canonical_text(tmp_path):
 
 BAD_BALLOTS = [
     ("a>b>a", "ranking", "ranking names a player twice: a"),
+    ("c>b=a>b=a", "ranking", "ranking names a player twice: a"),  # the first repeat by level, then name
+    ("q = q", "ranking", "ranking names a player twice: q"),
     ("", "ranking", "empty ranking"),
     ("a>>b", "ranking", "malformed ranking (an empty name)"),
+    ("a>a>", "ranking", "malformed ranking (an empty name)"),  # an empty name before a repeat
 ]
 
 
