@@ -55,6 +55,7 @@ from pipeline.paths import UnsafePath, below
 from pipeline.store.dictionary import IdMap
 from pipeline.store.files import digest_file, exclusive_lock, remove_temporary, sync_files, write_json
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
+from pipeline.store.overlap import Behind, read_ahead
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 
 MANIFEST = "manifest.json"
@@ -245,9 +246,10 @@ class Store:
         writer = PartitionWriter(self.root, kind.name, sha[:16], kind.dated, TIMESTAMP,
                                  distinct=kind.record_id if kind.unit_column is None else ())
         quarantine = QuarantineWriter(self.root, kind.name, sha[:16])
+        behind = Behind(writer.add)  # partitions written while the next batches are read and encoded
         try:
             rows_in = rows_accepted = 0
-            for result in read_batches(source, kind.name, start=start):
+            for result in read_ahead(read_batches(source, kind.name, start=start)):
                 if file_ids is not None and result.keyed:
                     result = drop_seen(result, kind.record_id, file_ids, file_ids.file,
                                        lambda ordinal: names.get(index.files[ordinal], index.files[ordinal]),
@@ -255,16 +257,18 @@ class Store:
                 table = encode(kind, result.table, maps)
                 if file_ids is not None:
                     table = table.append_column(INGEST_POSITION, ingest_positions(file_ids.file, result.lines))
-                writer.add(table)
+                behind.put(table)
                 quarantine.add(result.quarantined)
                 rows_in += result.rows_in
                 rows_accepted += result.rows_accepted
             if _version(source) != before or digest.size != before[0]:  # a log being written to: what was read is
                 raise OSError(f"{source} changed while it was read; ingest it again")  # not what was hashed
+            behind.finish()
             written = writer.finish()
             quarantined = quarantine.finish()
         except (Exception, pl.exceptions.PanicException) as exc:  # noqa: BLE001 (one file never stops the others;
             # a panic inside polars is a BaseException)
+            behind.cancel()
             writer.discard()
             quarantine.discard()
             if file_ids is not None:
