@@ -39,7 +39,6 @@ NOT_FOUND = np.uint64(2**64 - 1)
 LINE_BITS = 40
 INGEST_POSITION = "ingest_position"  # the stored column of `where` (int64): file ordinal << 40 | line
 MAX_RUN = 1 << 24
-MERGE_BLOCK = 1 << 20
 KEY_SEPARATOR = "\x1f"
 
 
@@ -125,16 +124,12 @@ class Run:
 
 def merge(older: Run, newer: Run, out: np.ndarray | None = None) -> Run:
     """One run of the ids of two, ordered as a stable sort of their concatenation would order
-    them: each entry goes straight to its place (its rank in its own run plus the entries of the
-    other run before it), `MERGE_BLOCK` entries at a time, into `out` (shape (3, n): a
-    memory-mapped file keeps a big merge out of memory) or a new array. Memory beyond the output
-    is one block, not a concatenation, a sort order and a gathered copy."""
-    left, right = older.data, newer.data
-    data = np.empty((3, left.shape[1] + right.shape[1]), np.uint64) if out is None else out
-    for part, other, side in ((left, right, "left"), (right, left, "right")):
-        for start in range(0, part.shape[1], MERGE_BLOCK):
-            block = np.asarray(part[:, start: start + MERGE_BLOCK])
-            data[:, start + np.arange(block.shape[1]) + np.searchsorted(other[0], block[0], side=side)] = block
+    them, into `out` (shape (3, n): a memory-mapped file keeps a big merge out of memory) or a new
+    array: one compiled pass, no memory beyond the output (`pipeline.sorted_merge`)."""
+    from pipeline.sorted_merge import merge_sorted  # numba is imported on first use only
+
+    data = np.empty((3, len(older) + len(newer)), np.uint64) if out is None else out
+    merge_sorted(older.data, newer.data, data)
     return Run(data)
 
 

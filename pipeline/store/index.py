@@ -126,8 +126,7 @@ class FileIds(SeenIds):
                 target = self._temporary()
                 merged = np.lib.format.open_memmap(target, mode="w+", dtype=np.uint64, shape=(3, len(older) + len(newer)))
                 merge(older, newer, merged)
-                merged.flush()
-                del merged
+                del merged  # no flush: the run is read back through the page cache; the commit fsyncs it
                 self.runs[-2:], self.paths[-2:] = [_load(target)], [str(target.relative_to(self.index.root))]
             else:
                 self.runs[-2:], self.paths[-2:] = [merge(older, newer)], [None]
