@@ -152,6 +152,14 @@ def encode(kind: LogKind, table: pa.Table, maps: Mapping[str, IdMap]) -> pa.Tabl
     return kind.canonical(table) if kind.canonical is not None else table
 
 
+def distinct_columns(kind: LogKind) -> tuple[str, ...]:
+    """The stored columns whose values are (nearly) all different, written without a Parquet
+    dictionary: the ingest position always; the record id and the timestamp where each row is a
+    record of its own (a game's rows share both)."""
+    per_row = kind.record_id + ((TIMESTAMP,) if kind.dated else ()) if kind.unit_column is None else ()
+    return (INGEST_POSITION, *per_row) if kind.record_id else per_row
+
+
 class Store:
     """A folder of partitioned Parquet logs with a manifest and id dictionaries."""
 
@@ -244,7 +252,7 @@ class Store:
         sizes = {name: len(idmap) for name, idmap in maps.items()}
         file_ids = FileIds(index, index.ordinal(sha[:16])) if index is not None else None
         writer = PartitionWriter(self.root, kind.name, sha[:16], kind.dated, TIMESTAMP,
-                                 distinct=kind.record_id if kind.unit_column is None else ())
+                                 distinct=distinct_columns(kind))
         quarantine = QuarantineWriter(self.root, kind.name, sha[:16])
         behind = Behind(writer.add)  # partitions written while the next batches are read and encoded
         try:

@@ -34,6 +34,15 @@ def test_ingest_partitions_by_date_and_by_source(tmp_path, battles_file):
     assert [(q["line"], q["reason"]) for q in quarantined] == [(5, "a model against itself")]
 
 
+def test_columns_of_distinct_values_are_stored_without_a_dictionary(tmp_path, battles_file):
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    metadata = pq.ParquetFile(store.path(store.partitions("battles")[0])).metadata
+    columns = {metadata.schema.column(i).path: metadata.row_group(0).column(i) for i in range(metadata.num_columns)}
+    plain = {name for name, column in columns.items() if not column.has_dictionary_page and "." not in name}  # (features: empty)
+    assert plain == {"battle_id", "timestamp", "ingest_position"}, plain
+
+
 def test_names_become_dense_ids_and_winner_a_code(tmp_path, battles_file):
     store = Store(tmp_path / "store")
     store.ingest([battles_file], "battles")
