@@ -112,19 +112,13 @@ def _replace(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
     return table.set_column(table.schema.get_field_index(name), name, values)
 
 
-def _names(values: pa.ChunkedArray) -> pa.Array:
-    """The names in a column, list columns flattened."""
-    values = values.combine_chunks()
-    return values.flatten() if pa.types.is_list(values.type) else values
-
-
-def _ids(values: pa.ChunkedArray, idmap: IdMap) -> pa.Array:
-    """Ids of a column of names already in the dictionary (a list column element-wise)."""
+def _distinct_names(values: pa.ChunkedArray) -> tuple[pa.DictionaryArray, pa.Array | None]:
+    """A column of names dictionary-encoded (hashed once: its distinct names are the dictionary,
+    its ids a take from them), with the offsets of a list column (None for a flat one)."""
     values = values.combine_chunks()
     if not pa.types.is_list(values.type):
-        return idmap.lookup(values)
-    offsets = pc.subtract(values.offsets, values.offsets[0])
-    return pa.ListArray.from_arrays(offsets, idmap.lookup(values.flatten()))
+        return pc.dictionary_encode(values), None
+    return pc.dictionary_encode(values.flatten()), pc.subtract(values.offsets, values.offsets[0])
 
 
 def label_codes(values: pa.ChunkedArray | pa.Array, labels: tuple[str, ...]) -> pa.Array:
@@ -143,10 +137,13 @@ def encode(kind: LogKind, table: pa.Table, maps: Mapping[str, IdMap]) -> pa.Tabl
     Names new to the table get the next ids in sorted order, all the columns of one dictionary at
     once, so the ids do not depend on the order of rows or of columns.
     """
+    encoded = {column: _distinct_names(table.column(column)) for column in kind.ids}
     for dictionary in sorted(set(kind.ids.values())):
-        maps[dictionary].add(pa.concat_arrays([_names(table.column(c)) for c, d in kind.ids.items() if d == dictionary]))
+        maps[dictionary].add(pa.concat_arrays([encoded[c][0].dictionary for c, d in kind.ids.items() if d == dictionary]))
     for column, dictionary in kind.ids.items():
-        table = _replace(table, column, _ids(table.column(column), maps[dictionary]))
+        names, offsets = encoded[column]
+        ids = maps[dictionary].lookup_encoded(names)
+        table = _replace(table, column, ids if offsets is None else pa.ListArray.from_arrays(offsets, ids))
     for column, labels in kind.codes.items():
         table = _replace(table, column, label_codes(table.column(column), labels))
     return kind.canonical(table) if kind.canonical is not None else table
