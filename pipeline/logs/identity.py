@@ -39,7 +39,6 @@ NOT_FOUND = np.uint64(2**64 - 1)
 LINE_BITS = 40
 INGEST_POSITION = "ingest_position"  # the stored column of `where` (int64): file ordinal << 40 | line
 MAX_RUN = 1 << 24
-MERGE_BLOCK = 1 << 20
 KEY_SEPARATOR = "\x1f"
 
 
@@ -100,41 +99,17 @@ class Run:
 
     def find(self, high: np.ndarray, low: np.ndarray) -> np.ndarray:
         """`where` of each (high, low) in this run, NOT_FOUND if absent."""
-        hs, ls = self.data[0], self.data[1]
-        found = np.full(len(high), NOT_FOUND, np.uint64)
-        order = sort_order(high)  # sorted needles walk the run in order: far fewer cache misses
-        if order is None:
-            pos = np.searchsorted(hs, high).astype(np.int64, copy=False)
-        else:
-            pos = np.empty(len(high), np.int64)
-            pos[order] = np.searchsorted(hs, high[order])
-        step = 0
-        open_ = np.flatnonzero(pos < len(hs))
-        while len(open_):  # almost always one step: equal high hashes with different low ones are rare
-            at = pos[open_] + step
-            ok = at < len(hs)
-            open_, at = open_[ok], at[ok]
-            same_high = hs[at] == high[open_]
-            open_, at = open_[same_high], at[same_high]
-            hit = ls[at] == low[open_]
-            found[open_[hit]] = self.data[2][at[hit]]
-            open_ = open_[~hit]
-            step += 1
-        return found
+        return SeenIds([self]).find(high, low)
 
 
 def merge(older: Run, newer: Run, out: np.ndarray | None = None) -> Run:
     """One run of the ids of two, ordered as a stable sort of their concatenation would order
-    them: each entry goes straight to its place (its rank in its own run plus the entries of the
-    other run before it), `MERGE_BLOCK` entries at a time, into `out` (shape (3, n): a
-    memory-mapped file keeps a big merge out of memory) or a new array. Memory beyond the output
-    is one block, not a concatenation, a sort order and a gathered copy."""
-    left, right = older.data, newer.data
-    data = np.empty((3, left.shape[1] + right.shape[1]), np.uint64) if out is None else out
-    for part, other, side in ((left, right, "left"), (right, left, "right")):
-        for start in range(0, part.shape[1], MERGE_BLOCK):
-            block = np.asarray(part[:, start: start + MERGE_BLOCK])
-            data[:, start + np.arange(block.shape[1]) + np.searchsorted(other[0], block[0], side=side)] = block
+    them, into `out` (shape (3, n): a memory-mapped file keeps a big merge out of memory) or a new
+    array: one compiled pass, no memory beyond the output (`pipeline.sorted_merge`)."""
+    from pipeline.sorted_merge import merge_sorted  # numba is imported on first use only
+
+    data = np.empty((3, len(older) + len(newer)), np.uint64) if out is None else out
+    merge_sorted(older.data, newer.data, data)
     return Run(data)
 
 
@@ -146,12 +121,20 @@ class SeenIds:
     max_run: ClassVar[int] = MAX_RUN
 
     def find(self, high: np.ndarray, low: np.ndarray) -> np.ndarray:
+        """`where` of each (high, low) among the runs, NOT_FOUND if absent. The needles are
+        searched in sorted order (a walk through each run, compiled: `pipeline.sorted_merge`)."""
+        from pipeline.sorted_merge import find_sorted  # numba is imported on first use only
+
         found = np.full(len(high), NOT_FOUND, np.uint64)
+        if not len(high) or not self.runs:
+            return found
+        order = sort_order(high)
+        sorted_high, sorted_low = (high, low) if order is None else (high[order], low[order])
+        sorted_high, sorted_low = np.ascontiguousarray(sorted_high, np.uint64), np.ascontiguousarray(sorted_low, np.uint64)
         for run in self.runs:
-            missing = np.flatnonzero(found == NOT_FOUND)
-            if not len(missing):
-                break
-            found[missing] = run.find(high[missing], low[missing])
+            find_sorted(run.data, sorted_high, sorted_low, found, NOT_FOUND)
+        if order is not None:
+            found[order] = found.copy()
         return found
 
     def add(self, high: np.ndarray, low: np.ndarray, where_: np.ndarray) -> None:

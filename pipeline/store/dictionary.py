@@ -60,9 +60,12 @@ class IdMap:
         is looked up once, so the cost follows the names in `values`, not the dictionary's size."""
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
-        encoded = pc.dictionary_encode(values)
-        ids = pa.array([self._index.get(name) for name in encoded.dictionary.to_pylist()], pa.int32())
-        return pc.take(ids, encoded.indices)
+        return self.lookup_encoded(pc.dictionary_encode(values))
+
+    def lookup_encoded(self, values: pa.DictionaryArray) -> pa.Array:
+        """`lookup` of dictionary-encoded names: each name of the dictionary looked up once."""
+        ids = pa.array([self._index.get(name) for name in values.dictionary.to_pylist()], pa.int32())
+        return pc.take(ids, values.indices)
 
     def encode(self, values: pa.Array | pa.ChunkedArray) -> pa.Array:
         """Ids of `values` (nulls stay null), adding unseen names."""

@@ -5,7 +5,10 @@ earlier file is quarantined as a duplicate without scanning the store (`pipeline
 <root>/ids/<kind>/run-<32 hex>.npy    a sorted run: uint64 rows (hash high, hash low, file << 40 | line)
 ```
 The manifest lists, per kind, the hasher, the files (sha256 prefixes, by ordinal) and the runs.
-Runs are `.npy` files (never pickles), memory-mapped for lookups. Ingest adds a file's ids as new
+Runs are `.npy` files (never pickles), memory-mapped for lookups; a lookup touches every page of
+the runs' first rows, so once the mapped runs pass `RESIDENT` bytes their pages are handed back
+to the page cache after each batch's lookup (read again from it, not from disk), and the memory
+of a big ingest stays flat instead of growing by 8 bytes per id stored. Ingest adds a file's ids as new
 runs (its own ids are checked against its earlier batches as it goes, in runs that spill to disk
 past `SPILL` ids, merged straight into files from then on); the commit writes them, merges runs of similar size (at most `MAX_RUN` ids per
 run, so memory stays bounded), and lists them in the manifest; runs no longer listed are deleted
@@ -15,6 +18,7 @@ from before the index), is rebuilt from the stored partitions.
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import uuid
@@ -32,11 +36,21 @@ from pipeline.store.files import temporary_path
 
 FOLDER = "ids"
 SPILL = 1 << 20  # ids of one file kept in memory before its runs go to disk
+RESIDENT = 256 << 20  # bytes of memory-mapped runs past which their pages are released after a lookup
 _RUN = re.compile(r"^run-[0-9a-f]{32}\.npy$")
 
 
 def _load(path: Path) -> Run:
     return Run(np.load(path, mmap_mode="r", allow_pickle=False))
+
+
+def release_mapped(runs: list[Run]) -> None:
+    """Hand the pages of memory-mapped runs back to the page cache when together they pass
+    `RESIDENT` bytes (they stay cached: the next lookup faults them in without reading the disk)."""
+    mappings = [run.data.base for run in runs if isinstance(run.data.base, mmap.mmap)]
+    if sum(len(m) for m in mappings) > RESIDENT:
+        for mapping in mappings:
+            mapping.madvise(mmap.MADV_DONTNEED)
 
 
 @dataclass
@@ -107,6 +121,7 @@ class FileIds(SeenIds):
         missing = np.flatnonzero(found == NOT_FOUND)
         if len(missing):
             found[missing] = self.index.find(high[missing], low[missing])
+        release_mapped(self.runs + self.index.runs)
         return found
 
     def add(self, high: np.ndarray, low: np.ndarray, where_: np.ndarray) -> None:
@@ -126,8 +141,7 @@ class FileIds(SeenIds):
                 target = self._temporary()
                 merged = np.lib.format.open_memmap(target, mode="w+", dtype=np.uint64, shape=(3, len(older) + len(newer)))
                 merge(older, newer, merged)
-                merged.flush()
-                del merged
+                del merged  # no flush: the run is read back through the page cache; the commit fsyncs it
                 self.runs[-2:], self.paths[-2:] = [_load(target)], [str(target.relative_to(self.index.root))]
             else:
                 self.runs[-2:], self.paths[-2:] = [merge(older, newer)], [None]

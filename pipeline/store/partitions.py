@@ -8,8 +8,10 @@ partition file to a temporary name that the commit renames (`PartitionWriter.fin
 `MAX_OPEN` files are open at once: a partition whose writer had to close continues in a second
 file, `<sha>-1.parquet`. The date is the day number of the timestamp (microseconds floor-divided),
 so no row is ever formatted as text. Columns whose values are all different (a kind's record id,
-one per row) are written without a dictionary: a dictionary of distinct values only costs time
-(half the writing time of a year of daily partitions).
+one per row; the ingest position; a battle's timestamp) are written without a dictionary: a
+dictionary of distinct values only costs time (half the writing time of a year of daily
+partitions) and, in a small partition where Parquet never falls back to plain pages, space
+(a year of daily partitions of 2e6 battles: 17% smaller without the last two).
 """
 
 from __future__ import annotations

@@ -55,6 +55,7 @@ from pipeline.paths import UnsafePath, below
 from pipeline.store.dictionary import IdMap
 from pipeline.store.files import digest_file, exclusive_lock, remove_temporary, sync_files, write_json
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
+from pipeline.store.overlap import Behind, read_ahead
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 
 MANIFEST = "manifest.json"
@@ -111,19 +112,13 @@ def _replace(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
     return table.set_column(table.schema.get_field_index(name), name, values)
 
 
-def _names(values: pa.ChunkedArray) -> pa.Array:
-    """The names in a column, list columns flattened."""
-    values = values.combine_chunks()
-    return values.flatten() if pa.types.is_list(values.type) else values
-
-
-def _ids(values: pa.ChunkedArray, idmap: IdMap) -> pa.Array:
-    """Ids of a column of names already in the dictionary (a list column element-wise)."""
+def _distinct_names(values: pa.ChunkedArray) -> tuple[pa.DictionaryArray, pa.Array | None]:
+    """A column of names dictionary-encoded (hashed once: its distinct names are the dictionary,
+    its ids a take from them), with the offsets of a list column (None for a flat one)."""
     values = values.combine_chunks()
     if not pa.types.is_list(values.type):
-        return idmap.lookup(values)
-    offsets = pc.subtract(values.offsets, values.offsets[0])
-    return pa.ListArray.from_arrays(offsets, idmap.lookup(values.flatten()))
+        return pc.dictionary_encode(values), None
+    return pc.dictionary_encode(values.flatten()), pc.subtract(values.offsets, values.offsets[0])
 
 
 def label_codes(values: pa.ChunkedArray | pa.Array, labels: tuple[str, ...]) -> pa.Array:
@@ -142,13 +137,24 @@ def encode(kind: LogKind, table: pa.Table, maps: Mapping[str, IdMap]) -> pa.Tabl
     Names new to the table get the next ids in sorted order, all the columns of one dictionary at
     once, so the ids do not depend on the order of rows or of columns.
     """
+    encoded = {column: _distinct_names(table.column(column)) for column in kind.ids}
     for dictionary in sorted(set(kind.ids.values())):
-        maps[dictionary].add(pa.concat_arrays([_names(table.column(c)) for c, d in kind.ids.items() if d == dictionary]))
+        maps[dictionary].add(pa.concat_arrays([encoded[c][0].dictionary for c, d in kind.ids.items() if d == dictionary]))
     for column, dictionary in kind.ids.items():
-        table = _replace(table, column, _ids(table.column(column), maps[dictionary]))
+        names, offsets = encoded[column]
+        ids = maps[dictionary].lookup_encoded(names)
+        table = _replace(table, column, ids if offsets is None else pa.ListArray.from_arrays(offsets, ids))
     for column, labels in kind.codes.items():
         table = _replace(table, column, label_codes(table.column(column), labels))
     return kind.canonical(table) if kind.canonical is not None else table
+
+
+def distinct_columns(kind: LogKind) -> tuple[str, ...]:
+    """The stored columns whose values are (nearly) all different, written without a Parquet
+    dictionary: the ingest position always; the record id and the timestamp where each row is a
+    record of its own (a game's rows share both)."""
+    per_row = kind.record_id + ((TIMESTAMP,) if kind.dated else ()) if kind.unit_column is None else ()
+    return (INGEST_POSITION, *per_row) if kind.record_id else per_row
 
 
 class Store:
@@ -243,11 +249,12 @@ class Store:
         sizes = {name: len(idmap) for name, idmap in maps.items()}
         file_ids = FileIds(index, index.ordinal(sha[:16])) if index is not None else None
         writer = PartitionWriter(self.root, kind.name, sha[:16], kind.dated, TIMESTAMP,
-                                 distinct=kind.record_id if kind.unit_column is None else ())
+                                 distinct=distinct_columns(kind))
         quarantine = QuarantineWriter(self.root, kind.name, sha[:16])
+        behind = Behind(writer.add)  # partitions written while the next batches are read and encoded
         try:
             rows_in = rows_accepted = 0
-            for result in read_batches(source, kind.name, start=start):
+            for result in read_ahead(read_batches(source, kind.name, start=start)):
                 if file_ids is not None and result.keyed:
                     result = drop_seen(result, kind.record_id, file_ids, file_ids.file,
                                        lambda ordinal: names.get(index.files[ordinal], index.files[ordinal]),
@@ -255,16 +262,18 @@ class Store:
                 table = encode(kind, result.table, maps)
                 if file_ids is not None:
                     table = table.append_column(INGEST_POSITION, ingest_positions(file_ids.file, result.lines))
-                writer.add(table)
+                behind.put(table)
                 quarantine.add(result.quarantined)
                 rows_in += result.rows_in
                 rows_accepted += result.rows_accepted
             if _version(source) != before or digest.size != before[0]:  # a log being written to: what was read is
                 raise OSError(f"{source} changed while it was read; ingest it again")  # not what was hashed
+            behind.finish()
             written = writer.finish()
             quarantined = quarantine.finish()
         except (Exception, pl.exceptions.PanicException) as exc:  # noqa: BLE001 (one file never stops the others;
             # a panic inside polars is a BaseException)
+            behind.cancel()
             writer.discard()
             quarantine.discard()
             if file_ids is not None:

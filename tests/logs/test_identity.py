@@ -53,11 +53,14 @@ def test_drop_seen_quarantines_ids_of_earlier_batches_naming_their_line():
     assert third.rows_accepted == 1 and sum(len(run) for run in seen.runs) == 6
 
 
-def test_merged_runs_are_the_stable_sort_of_their_concatenation(monkeypatch):
+def test_merged_runs_are_the_stable_sort_of_their_concatenation(tmp_path):
     rng = np.random.default_rng(4)
-    monkeypatch.setattr(identity, "MERGE_BLOCK", 7)  # many blocks
     runs = [Run.of(rng.integers(0, 40, n).astype(np.uint64), rng.integers(0, 2**63, n).astype(np.uint64), where(i, np.arange(n)))
             for i, n in enumerate((300, 1, 0, 250))]
     for older, newer in [(runs[0], runs[3]), (runs[3], runs[0]), (runs[1], runs[0]), (runs[2], runs[3]), (runs[0], runs[2])]:
         data = np.concatenate([older.data, newer.data], axis=1)
-        assert np.array_equal(merge(older, newer).data, data[:, np.argsort(data[0], kind="stable")])
+        expected = data[:, np.argsort(data[0], kind="stable")]
+        assert np.array_equal(merge(older, newer).data, expected)
+        mapped = np.lib.format.open_memmap(tmp_path / "run.npy", mode="w+", dtype=np.uint64, shape=data.shape)
+        merge(older, newer, mapped)  # straight into a file, as a spilled run is
+        assert np.array_equal(np.load(tmp_path / "run.npy", mmap_mode="r"), expected)

@@ -264,6 +264,26 @@ def test_the_index_spills_merges_and_collects_its_runs(tmp_path, monkeypatch):
     assert spilled and not list(store.root.rglob(".*tmp-*"))
 
 
+def test_mapped_runs_released_after_each_lookup_still_find_every_duplicate(tmp_path, monkeypatch):
+    from pipeline.logs import delimited
+    from pipeline.store import index
+
+    monkeypatch.setattr(index, "SPILL", 8)  # runs go to disk, memory-mapped
+    monkeypatch.setattr(index, "RESIDENT", 0)  # and their pages are released after every lookup
+    monkeypatch.setattr(delimited, "CHUNK_BYTES", 300)
+    released = []
+    release = index.release_mapped
+    monkeypatch.setattr(index, "release_mapped", lambda runs: released.append(
+        sum(isinstance(r.data.base, index.mmap.mmap) for r in runs)) or release(runs))
+    store = Store(tmp_path / "store")
+    first, again = tmp_path / "first.csv", tmp_path / "again.csv"
+    first.write_text(HEADER + battles(range(60)) + battles(range(0, 60, 7)))  # repeats within the file
+    again.write_text(HEADER + battles(range(50, 90)))  # and across files
+    reports = store.ingest([first], "battles") + store.ingest([again], "battles")
+    assert [(r.rows_accepted, r.rows_quarantined) for r in reports] == [(60, 9), (30, 10)]
+    assert max(released) > 0  # mapped runs were released, and read back for the next lookups
+
+
 def test_a_log_written_to_while_it_is_read_is_not_half_ingested(tmp_path, good, monkeypatch):
     store = Store(tmp_path / "store")
     real = store_module.read_batches

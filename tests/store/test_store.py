@@ -34,6 +34,15 @@ def test_ingest_partitions_by_date_and_by_source(tmp_path, battles_file):
     assert [(q["line"], q["reason"]) for q in quarantined] == [(5, "a model against itself")]
 
 
+def test_columns_of_distinct_values_are_stored_without_a_dictionary(tmp_path, battles_file):
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    metadata = pq.ParquetFile(store.path(store.partitions("battles")[0])).metadata
+    columns = {metadata.schema.column(i).path: metadata.row_group(0).column(i) for i in range(metadata.num_columns)}
+    plain = {name for name, column in columns.items() if not column.has_dictionary_page and "." not in name}  # (features: empty)
+    assert plain == {"battle_id", "timestamp", "ingest_position"}, plain
+
+
 def test_names_become_dense_ids_and_winner_a_code(tmp_path, battles_file):
     store = Store(tmp_path / "store")
     store.ingest([battles_file], "battles")
@@ -134,3 +143,40 @@ def test_new_names_of_a_file_get_ids_in_sorted_order_across_columns(tmp_path):
 def test_name_order_sorts_by_code_point():
     ids = IdMap(["b", "B", "a", "é", "Z"])
     assert ids.name_order().tolist() == [3, 0, 2, 4, 1]  # "B" < "Z" < "a" < "b" < "é": code points, not a locale
+
+
+class _Sequential:
+    """Partition writes in the caller's thread: ingest as it ran before its stages overlapped."""
+
+    def __init__(self, consume):
+        self.put = consume
+
+    def finish(self) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
+
+
+def test_overlapped_ingest_stores_the_bytes_of_a_sequential_one_whatever_the_batches(tmp_path, monkeypatch):
+    from pipeline.logs import delimited
+    from pipeline.store import partitions
+
+    monkeypatch.setattr(partitions, "BUFFER_ROWS", 700)  # partition buffers flushed many times
+    lines = [f"b{i},m{i % 7},m{(i + 1 + i % 5) % 7},{('model_a', 'model_b', 'tie')[i % 3]},{1_700_000_000 + 3_613 * i}\n"
+             for i in range(6_000)]
+    log = tmp_path / "battles.csv"
+    log.write_text("battle_id,model_a,model_b,winner,timestamp\n" + "".join(lines) + lines[10])  # one duplicate
+    stored = []
+    for name, sequential in (("overlapped", False), ("sequential", True)):
+        with monkeypatch.context() as patch:
+            patch.setattr(delimited, "CHUNK_BYTES", 4_096)  # many small batches
+            if sequential:
+                patch.setattr(store_module, "read_ahead", lambda batches: batches)
+                patch.setattr(store_module, "Behind", _Sequential)
+            store = Store(tmp_path / name)
+            [report] = store.ingest([log], "battles")
+        assert (report.rows_accepted, report.rows_quarantined) == (6_000, 1)
+        files = sorted(p for p in store.root.rglob("*.parquet") if "dictionaries" not in p.parts)
+        stored.append({str(p.relative_to(store.root)): p.read_bytes() for p in files})
+    assert len(stored[0]) > 50 and stored[0] == stored[1]
