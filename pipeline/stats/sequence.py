@@ -265,6 +265,14 @@ class _Columns:
                 self.ids = None
             else:
                 del self.columns[name]
+        return_freed_memory()
+
+
+def return_freed_memory() -> None:
+    """Hand Arrow's freed pages back to the OS. Its allocator keeps them for Arrow's next
+    allocations, but the finalized sequence is allocated by numpy: without this, the released runs
+    and the reduction's temporaries stay resident beside it (peak RSS 54 -> 31 bytes a battle)."""
+    pa.default_memory_pool().release_unused()
 
 
 def _table(columns: _Columns, rows: np.ndarray) -> pa.Table:
@@ -323,6 +331,7 @@ def _finalize(runs: Runs, present: np.ndarray, name_orders: Mapping[str, np.ndar
     from pipeline.stats.sorted_runs import merge_order  # numba is imported on first use only
 
     columns = _Columns([run for run in runs.take() if run.num_rows] or [_compact(SCHEMA.empty_table())])
+    return_freed_memory()  # what reducing the runs left behind
     m = columns.rows
     index = np.int32 if m < 2**31 else np.int64
     order, tied = np.empty(m, index), np.zeros(m, bool)
