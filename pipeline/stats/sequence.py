@@ -90,6 +90,17 @@ class ComparisonSequence:
     def __len__(self) -> int:
         return len(self.a)
 
+    def __reduce__(self):
+        """Pickled (sent from a Dask worker) with each `uniform` column as its one value: numpy
+        would pickle a view of one value as a copy as long as the log."""
+        columns = (self.a, self.b, self.score, self.weight, self.players, self.group)
+        return _sequence, (self.agents, *((x[:1].copy(), len(x)) if is_uniform(x) else (x, None) for x in columns))
+
+
+def _sequence(agents: np.ndarray, *columns: tuple[np.ndarray, int | None]) -> ComparisonSequence:
+    """The inverse of `ComparisonSequence.__reduce__`."""
+    return ComparisonSequence(agents, *(x if length is None else uniform(x[0], length) for x, length in columns))
+
 
 def _timestamps(table: pa.Table) -> pa.Array:
     return pc.cast(table.column("timestamp").combine_chunks(), pa.int64())
