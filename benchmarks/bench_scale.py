@@ -18,7 +18,7 @@ back as Parquet (`bench_ingest` has the whole-table anchor, which does not fit a
     python -m benchmarks.bench_scale [--rows 1000000] [--workers 2] [--folder DIR]
     python -m benchmarks.bench_scale --rows 100000000 --folder /big/disk   # the issue's size: ~10 GB of peak memory in all
 
-Writes benchmarks/results/scale.json; the generated file and the store are deleted at the end.
+Writes benchmarks/results/scale-<rows>.json; the generated file and the store are deleted at the end.
 """
 
 from __future__ import annotations
@@ -208,7 +208,7 @@ def main() -> None:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     results["load_average_after"] = os.getloadavg()[0]
-    print(f"written {save('scale', results)}")
+    print(f"written {save(f'scale-{args.rows}', results)}")
 
 
 if __name__ == "__main__":
