@@ -236,29 +236,18 @@ def _decode(arrays: Arrays) -> Runs:
 
 class _Columns:
     """The runs' columns as the compiled loops read them (`pipeline.stats.sorted_runs`): per name,
-    one numpy array per run (one value where the run does not store the column), rows numbered
-    across the runs by `starts`; `release` drops a column for good. `tables` is emptied as each run
-    is copied into numpy's memory, so that no buffer outlives its columns: a view would keep the
-    run's whole buffer alive, or under Dask the whole message that brought several runs from
-    another worker, until the last of its columns is released."""
+    one numpy array per run (zero-copy where Arrow allows; one value where the run does not store
+    the column), rows numbered across the runs by `starts`; `release` drops a column for good."""
 
     def __init__(self, tables: list[pa.Table]) -> None:
         from pipeline.stats.sorted_runs import run_columns  # numba is imported on first use only
 
         self.starts = np.r_[0, np.cumsum([table.num_rows for table in tables])].astype(np.int64)
         self.rows = int(self.starts[-1])
-        names = [name for name in SCHEMA.names if name != "group_id"]
-        values: dict[str, list[np.ndarray]] = {name: [] for name in names}
-        stored_ids = []
-        while tables:  # a run at a time, copied into numpy's memory and released
-            table = tables.pop(0)
-            for name in names:
-                values[name].append(self._values(table, name))
-            stored_ids.append(table.column("group_id") if "group_id" in table.column_names else pa.nulls(table.num_rows, pa.string()))
-            del table
-            return_freed_memory()
-        self.columns = {name: run_columns(values.pop(name)) for name in names}
-        self.ids = None if all(ids.null_count == len(ids) for ids in stored_ids) else pa.chunked_array(stored_ids, pa.string())
+        self.columns = {name: run_columns([self._values(table, name) for table in tables]) for name in SCHEMA.names if name != "group_id"}
+        stored_ids = [table.column("group_id") if "group_id" in table.column_names else None for table in tables]
+        self.ids = None if all(ids is None for ids in stored_ids) else pa.chunked_array(
+            [pa.nulls(table.num_rows, pa.string()) if ids is None else ids for ids, table in zip(stored_ids, tables)], pa.string())
 
     @staticmethod
     def _values(table: pa.Table, name: str) -> np.ndarray:
@@ -270,7 +259,7 @@ class _Columns:
         column = table.column(name)
         if column.null_count and name in ("timestamp", "position"):  # filling copies: only where some value is missing
             column = column.fill_null(UNKNOWN)
-        return np.array(column.to_numpy(), dtype)  # a copy: a view would keep the run's whole buffer alive
+        return np.asarray(column.to_numpy(), dtype)
 
     def at(self, name: str, rows: np.ndarray, lookup: np.ndarray | None = None, dtype=None) -> np.ndarray:
         """The column's values of `rows`, mapped by `lookup` if given."""
