@@ -169,7 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--models", type=int, default=200)
-    parser.add_argument("--chunk", type=int, default=5_000_000, help="rows generated and written at a time")
+    parser.add_argument("--chunk", type=int, default=1_000_000, help="rows generated and written at a time")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--method", action="append", help="method spec (repeatable; default: elo and m-elo)")
     parser.add_argument("--check-rows", type=int, default=10_000_000, help="rate on local threads too, up to this size")
