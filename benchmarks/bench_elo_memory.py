@@ -1,6 +1,6 @@
 """Benchmark: online Elo's time and peak memory at 10^6 to 10^7 battles, against the first implementation.
 
-Each measurement runs in a fresh process (peak RSS from `resource`), on the same synthetic
+Each measurement runs in a fresh process, on the same synthetic
 input: `--partials` sorted partials of the `sequence` statistic (one per file: ingest positions
 file << 40 | line, 200 models), either with timestamps to the second over a year (`stamped`) or
 without (`unstamped`: the order is the ingest order), merged by a balanced tree as the Dask
@@ -14,8 +14,9 @@ reduction does, finalized, and rated by online Elo.
   log (`baseline_run_elo`): an independent check of the order and of the update.
 
 Both give the same ratings, bit for bit (checked). Reported per size and input: seconds for the
-merge tree (+ finalize) and for Elo, the process's peak RSS (input included), and the fitted
-bytes of peak RSS per row of the new implementation over the sizes run.
+merge tree (+ finalize) and for Elo, the peak RSS of that work with its input resident (the peak
+is reset once the input is generated: the generator's transients are not the work's), the
+process's peak while generating, and the fitted bytes of peak RSS per row over the sizes run.
 
 Run: `python -m benchmarks.bench_elo_memory [--sizes 1000000 3000000 10000000]`; writes benchmarks/results/elo_memory.json.
 """
@@ -106,6 +107,8 @@ def measure(rows: int, parts: int, stamped: bool, implementation: str) -> dict:
     if implementation == "new":  # load the compiled loops: not timed
         run(kept(partials(2, 2, stamped)))[1]()
     inputs = kept(partials(rows, parts, stamped))  # generated one partial at a time, kept as the implementation keeps them
+    input_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    reset_peak_rss()
     start = time.perf_counter()
     seq, rate = run(inputs)
     del inputs
@@ -113,8 +116,21 @@ def measure(rows: int, parts: int, stamped: bool, implementation: str) -> dict:
     start = time.perf_counter()
     ratings = rate()
     t_loop = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"merge_and_finalize_s": t_merge, "elo_s": t_loop, "peak_rss_mb": peak, "ratings": ratings.tolist()}
+    return {"merge_and_finalize_s": t_merge, "elo_s": t_loop, "peak_rss_mb": peak_rss_mb(), "input_peak_rss_mb": input_peak,
+            "ratings": ratings.tolist()}
+
+
+def reset_peak_rss() -> None:
+    """Start the process's peak RSS afresh from its current RSS (Linux), so that the peak measured
+    is the work's with the inputs resident, not the generator's transient."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def peak_rss_mb() -> float:
+    """The process's peak RSS since the last `reset_peak_rss` (VmHWM), in MB."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
 
 
 def main() -> None:
@@ -136,7 +152,8 @@ def main() -> None:
             results[f"{rows}-{label}"] = runs | {"same_ratings": same}
             for implementation, run in runs.items():
                 print(f"{rows:>11,} rows {label:9s} {implementation:9s}: merge tree + finalize {run['merge_and_finalize_s']:6.2f} s, "
-                      f"Elo {run['elo_s']:6.2f} s, peak RSS {run['peak_rss_mb']:7.0f} MB", flush=True)
+                      f"Elo {run['elo_s']:6.2f} s, peak RSS {run['peak_rss_mb']:7.0f} MB (generating the input: "
+                      f"{run['input_peak_rss_mb']:.0f} MB)", flush=True)
             print(f"{'':>17}same ratings (bits): {same}", flush=True)
     for label in ("stamped", "unstamped"):
         for implementation in IMPLEMENTATIONS:

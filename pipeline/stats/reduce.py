@@ -188,5 +188,8 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     slots = sum(client.nthreads().values()) if client is not None else (os.cpu_count() or 1)
     batches = [list(b) for b in np.array_split(np.array(units, dtype=object), min(len(units), 2 * slots))]
     total = tree_sum([dask.delayed(reduce_batch)(batch, kind, n, statistics, dense, root) for batch in batches])
-    partial = client.compute(total).result() if client is not None else total.compute(scheduler="threads")
-    return finalize(kind, partial, statistics, {space: store.dictionary(space).name_order() for space in DICTIONARIES})
+    # finalized where the sum is: the partial can be larger than the statistics (the sequence's runs
+    # against its finalized columns) and would otherwise be copied to the client and held twice
+    names = {space: store.dictionary(space).name_order() for space in DICTIONARIES}
+    finalized = dask.delayed(finalize)(kind, total, statistics, names)
+    return client.compute(finalized).result() if client is not None else finalized.compute(scheduler="threads")

@@ -114,6 +114,29 @@ def test_finalizing_takes_the_runs_out_and_leaves_the_merged_partials_usable():
         assert np.asarray(getattr(first, name)).tobytes() == np.asarray(getattr(again, name)).tobytes(), name
 
 
+def test_a_pickled_sequence_keeps_its_uniform_columns_as_one_value():
+    """Dask pickles the sequence from the worker that finalized it: a column of one value stays one
+    value (numpy alone would copy its view to the log's length), the others are the same bytes."""
+    import pickle
+
+    from pipeline.arrays import is_uniform, uniform
+    from pipeline.stats.sequence import ComparisonSequence
+
+    m = 100_000
+    rng = np.random.default_rng(3)
+    seq = ComparisonSequence(np.arange(4), rng.integers(0, 4, m).astype(np.int32), rng.integers(0, 4, m).astype(np.int32),
+                             rng.choice(np.array([0, 0.5, 1], np.float32), m), uniform(np.float64(2.5), m),
+                             uniform(np.int32(2), m), np.arange(m, dtype=np.int32))
+    data = pickle.dumps(seq, protocol=5)
+    assert len(data) < 17 * m  # a, b, score and group: 4 bytes a row each; weight and players nothing (copied: 12 more)
+    back = pickle.loads(data)
+    assert is_uniform(back.weight) and is_uniform(back.players) and not is_uniform(back.a)
+    for name in ("agents", "a", "b", "score", "weight", "players", "group"):
+        assert getattr(back, name).dtype == getattr(seq, name).dtype, name
+        assert np.asarray(getattr(back, name)).tobytes() == np.asarray(getattr(seq, name)).tobytes(), name
+    assert pickle.loads(pickle.dumps(ComparisonSequence(*(np.zeros(0, np.int32) for _ in range(7))))).a.shape == (0,)
+
+
 def _drop_positions(store) -> None:
     """Rewrite the store's partitions as they were written before rows carried ingest positions."""
     import pyarrow.parquet as pq
