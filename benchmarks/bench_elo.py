@@ -7,19 +7,16 @@
 2. Bootstrap: vase's 1000 Poisson rounds (Dask, local threads; chunks fitted together by the
    chord method) against FastChat-style 100 rounds (multinomial weights on the unique rows, one
    L-BFGS fit each), and against vase's plain path (one Newton fit per round), per round.
-3. End to end (`--e2e`): 10^8 battle rows written as Parquet files of 10^7 rows, `Store.ingest`
-   (timed separately), then `reduce_store` and `m-elo` with 1000 bootstrap rounds.
+The end to end run at 10^8 rows (ingest, reduce, elo and m-elo with 1000 rounds, peak memory of
+every process) is `benchmarks.bench_scale`.
 
-Run: `python -m benchmarks.bench_elo [--e2e]`; prints a table and writes benchmarks/results/elo.json.
+Run: `python -m benchmarks.bench_elo`; prints a table and writes benchmarks/results/elo.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -120,53 +117,14 @@ def bench_bootstrap(results: dict) -> None:
                             "plain_over_chord_per_round": t_plain * 10 / t_vase}
 
 
-def bench_end_to_end(results: dict, rows: int = 100_000_000, per_file: int = 10_000_000) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from pipeline.stats import reduce_store
-    from pipeline.store import Store
-
-    names = np.array([f"model-{i:03d}" for i in range(MODELS)], dtype=object)
-    labels = np.array(["model_a", "model_b", "tie"], dtype=object)
-    per_file = min(per_file, rows)
-    with tempfile.TemporaryDirectory(dir=Path(__file__).parent / "results") as tmp:
-        tmp = Path(tmp)
-        paths, t_write = [], 0.0
-        for part in range(rows // per_file):
-            start = time.perf_counter()
-            a, b, outcome = battles(MODELS, per_file, SEED + part)
-            path = tmp / f"battles-{part:02d}.parquet"
-            pq.write_table(pa.table({"model_a": pa.array(names[a], pa.string()), "model_b": pa.array(names[b], pa.string()),
-                                     "winner": pa.array(labels[outcome], pa.string())}), path)
-            paths.append(path)
-            t_write += time.perf_counter() - start
-        print(f"  generated {rows} rows in {t_write:.1f} s", flush=True)
-        store, t_ingest = Store(tmp / "store"), 0.0
-        for path in paths:
-            t_file, _ = best_of(lambda: store.ingest([path], "battles"), 1)
-            t_ingest += t_file
-            print(f"  ingested {path.name} in {t_file:.1f} s", flush=True)
-        t_reduce, stats = best_of(lambda: reduce_store(store, "battles", {"pairwise", "pairwise_per_game"}), 1)
-        print(f"  reduced in {t_reduce:.1f} s", flush=True)
-        t_rate, ratings = best_of(lambda: m_elo(stats.pairwise, stats.extra["pairwise_per_game"], stats.agent_keys, bootstrap=1000, seed=1), 1)
-    results["end_to_end"] = {"rows": rows, "files": len(paths), "generate_s": t_write, "ingest_s": t_ingest,
-                             "reduce_s": t_reduce, "m_elo_1000_bootstrap_s": t_rate,
-                             "store_to_ratings_s": t_reduce + t_rate, "agents": int(len(ratings.agents))}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--e2e", action="store_true", help="also run the 10^8-row end-to-end benchmark")
-    parser.add_argument("--e2e-only", action="store_true")
-    parser.add_argument("--e2e-rows", type=int, default=100_000_000, help="rows of the end-to-end benchmark (10^7 per file)")
-    args = parser.parse_args()
+    parser.parse_args()
     results: dict = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    steps = [] if args.e2e_only else [bench_fit, bench_bootstrap]
-    steps += [functools.partial(bench_end_to_end, rows=args.e2e_rows)] if args.e2e or args.e2e_only else []
+    steps = [bench_fit, bench_bootstrap]
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     for step in steps:
-        print(f"running {getattr(step, 'func', step).__name__}", flush=True)
+        print(f"running {step.__name__}", flush=True)
         step(results)
         RESULTS.write_text(json.dumps(results, indent=1) + "\n")  # each section as soon as it is done
     for section, values in results.items():
