@@ -1,17 +1,17 @@
 """Split x method evaluation, fanned out on Dask [VasE] section 4.3.
 
-For each split, the training statistics are computed once in memory on a worker (the same
-partial/merge/finalize code as the store reduction, `pipeline.stats.partials`, and the extras a
-method declares through `pipeline.stats.extras`; sparse pair counts beyond `DENSE_MAX_AGENTS`
-agents). A random split holds out about a tenth of the log, so its integer counts (pairs,
+Each split is one task (`evaluate_split`), on a worker: its training statistics are computed once
+in memory (the same partial/merge/finalize code as the store reduction, `pipeline.stats.partials`,
+and the extras a method declares through `pipeline.stats.extras`; sparse pair counts beyond
+`DENSE_MAX_AGENTS` agents), then every method rates them and is scored on the test units
+(`pipeline.backtest.kendall`, and `pipeline.backtest.predictive` when the ratings give win
+probabilities). A random split holds out about a tenth of the log, so its integer counts (pairs,
 positions, per-game pairs) are the whole log's, counted once per backtest, minus the held-out
-units': the same integers at a tenth of the cost. Then each split x method is its own task: rate the training statistics, and score every
-test unit (`pipeline.backtest.kendall`, and `pipeline.backtest.predictive` when the ratings give
-win probabilities). A method with a `seed` parameter that the spec leaves unset gets the task's
-own seed, spawned from the split's seed and a checksum of the spec's canonical spelling
-(`task_label`), so every number depends only on (seed, split, spec): results are identical
-whatever the number of workers, the order or the spelling of the specs. Methods run on the
-worker's threads: the registry gets no client here.
+units': the same integers at a tenth of the cost. A method with a `seed` parameter that the spec
+leaves unset gets the split x method task's own seed, spawned from the split's seed and a
+checksum of the spec's canonical spelling (`task_label`), so every number depends only on
+(seed, split, spec): results are identical whatever the number of workers, the order or the
+spelling of the specs. Methods run on the worker's threads: the registry gets no client here.
 """
 
 from __future__ import annotations
@@ -159,34 +159,33 @@ def results_table(rows: list[dict[str, object]], specs: Sequence[Spec]) -> pa.Ta
     return pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
 
 
+def evaluate_split(log: UnitLog, split: Split, specs: Sequence[Spec], statistics: frozenset[str],
+                   whole: Partial | None = None, unseen: str = "tie") -> list[dict[str, object]]:
+    """The training statistics of one split, then one task per method on them (`evaluate`)."""
+    stats = training_statistics(log, split, statistics, whole)
+    return [evaluate(log, split, stats, spec, unseen) for spec in specs]
+
+
 def run_backtest(log: UnitLog, splits: Sequence[Split], specs: Sequence[str | Spec], *, client=None, unseen: str = "tie") -> pa.Table:
-    """Per split x method results; on `client` (a distributed Client) when given, else in this process."""
+    """Per split x method results; on `client` (a distributed Client) when given, else in this process.
+
+    A split is one Dask task: its statistics (tens of MB at Diplomacy scale) never leave the
+    worker that counted them, and a worker holds one split's at a time. The log and the whole
+    log's counts are sent to each worker once.
+    """
     specs = list(unique_specs(specs, key=task_label)[0])
     statistics = needed_statistics(specs)
     whole_counts = any(counts_by_difference(log, split) for split in splits)
     if client is None:
         whole = log_counts(log, statistics) if whole_counts else None
-        rows = []
-        for split in splits:
-            stats = training_statistics(log, split, statistics, whole)
-            rows += [evaluate(log, split, stats, spec, unseen) for spec in specs]
+        rows = [row for split in splits for row in evaluate_split(log, split, specs, statistics, whole, unseen)]
         return results_table(rows, specs)
     from distributed import as_completed
 
     shared = client.scatter(log, broadcast=True, hash=False)
     whole = client.submit(log_counts, shared, statistics, pure=False) if whole_counts else None
-    futures, stats_of, pending = [], {}, {}
-    placed = client.scatter(list(splits), hash=False)  # each split's index arrays are sent once, not once per task
-    for split, where in zip(splits, placed):  # split by split, so a split's methods run before more statistics pile up
-        stats = client.submit(training_statistics, shared, where, statistics, whole, pure=False)
-        stats_of[split.index], pending[split.index] = stats, len(specs)
-        futures += [client.submit(evaluate, shared, where, stats, spec, unseen, pure=False) for spec in specs]
-    rows = []
-    for future in as_completed(futures):
-        row = future.result()
-        rows.append(row)
-        pending[row["split"]] -= 1
-        if not pending[row["split"]]:
-            del stats_of[row["split"]]  # release the split's statistics on the workers
+    placed = client.scatter(list(splits), hash=False)  # each split's index arrays are sent once
+    futures = [client.submit(evaluate_split, shared, where, specs, statistics, whole, unseen, pure=False) for where in placed]
+    rows = [row for future in as_completed(futures) for row in future.result()]
     del futures, whole
     return results_table(rows, specs)
