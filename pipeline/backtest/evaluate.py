@@ -1,15 +1,17 @@
 """Split x method evaluation, fanned out on Dask [VasE] section 4.3.
 
-For each split, the training statistics are computed once in memory on a worker (the same
-partial/merge/finalize code as the store reduction, `pipeline.stats.partials`, and the extras a
-method declares through `pipeline.stats.extras`; sparse pair counts beyond `DENSE_MAX_AGENTS`
-agents). Then each split x method is its own task: rate the training statistics, and score every
-test unit (`pipeline.backtest.kendall`, and `pipeline.backtest.predictive` when the ratings give
-win probabilities). A method with a `seed` parameter that the spec leaves unset gets the task's
-own seed, spawned from the split's seed and a checksum of the spec's canonical spelling
-(`task_label`), so every number depends only on (seed, split, spec): results are identical
-whatever the number of workers, the order or the spelling of the specs. Methods run on the
-worker's threads: the registry gets no client here.
+Each split is one task (`evaluate_split`), on a worker: its training statistics are computed once
+in memory (the same partial/merge/finalize code as the store reduction, `pipeline.stats.partials`,
+and the extras a method declares through `pipeline.stats.extras`; sparse pair counts beyond
+`DENSE_MAX_AGENTS` agents), then every method rates them and is scored on the test units
+(`pipeline.backtest.kendall`, and `pipeline.backtest.predictive` when the ratings give win
+probabilities). A random split holds out about a tenth of the log, so its integer counts (pairs,
+positions, per-game pairs) are the whole log's, counted once per backtest, minus the held-out
+units': the same integers at a tenth of the cost. A method with a `seed` parameter that the spec
+leaves unset gets the split x method task's own seed, spawned from the split's seed and a
+checksum of the spec's canonical spelling (`task_label`), so every number depends only on
+(seed, split, spec): results are identical whatever the number of workers, the order or the
+spelling of the specs. Methods run on the worker's threads: the registry gets no client here.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from pipeline.logs import log_kind
 from pipeline.methods import Ratings, Spec, needed_statistics, run
 from pipeline.methods.ratings import spec_text
 from pipeline.methods.registry import unique_specs
-from pipeline.stats.counts import Statistics
+from pipeline.stats.counts import CORE_STATISTICS, Statistics
 from pipeline.stats.extras import EXTRAS, extra_partials
-from pipeline.stats.partials import DENSE_MAX_AGENTS, comparison_partial, finalize, weak_order_partial
+from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, comparison_partial, finalize, weak_order_partial
+from pipeline.weights import to_units
 
 RESULT_SCHEMA = pa.schema([
     ("split", pa.int32()), ("label", pa.string()), ("method", pa.string()), ("seed", pa.int64()),
@@ -57,16 +60,64 @@ def task_seed(split: Split, spec: Spec) -> int:
     return int(state[0] >> np.uint64(1))
 
 
-def training_statistics(log: UnitLog, split: Split, statistics: frozenset[str]) -> Statistics:
-    """The named statistics of the split's training units."""
+def subtractable(kind: str, statistics: frozenset[str]) -> frozenset[str]:
+    """The `statistics` that a training set can count as the whole log's counts minus the held-out
+    units': integer counts (the pair counts of comparisons, from which their positions and histogram
+    follow; the pair and position counts of weak orders) and the extras with `Extra.subtract`."""
+    core = CORE_STATISTICS if log_kind(kind).comparisons is not None else frozenset({"pairwise", "positions"})
+    return frozenset(s for s in statistics if s in core or (s in EXTRAS and EXTRAS[s].subtract is not None))
+
+
+def units_partial(log: UnitLog, units: np.ndarray | None, statistics: frozenset[str]) -> Partial:
+    """The partial of the named statistics over the given units (None: every unit of the log)."""
     dense = log.n <= DENSE_MAX_AGENTS
     kind = log_kind(log.kind)
-    rows = log.rows_of(split.train) if kind.comparisons is not None or statistics & EXTRAS.keys() else None
-    if kind.comparisons is not None:  # counted as pairs, as the store reduction does
+    core = bool(statistics & CORE_STATISTICS)
+    needs_rows = (kind.comparisons is not None and core) or bool(statistics & EXTRAS.keys())
+    rows = (log.table if units is None else log.rows_of(units)) if needs_rows else None
+    orders = log.orders if units is None else log.orders.select(units)
+    if kind.comparisons is not None and core:  # counted as pairs, as the store reduction does
         partial = comparison_partial(kind.comparisons(rows), log.n, dense)
+    elif core:
+        partial = weak_order_partial(orders, log.n, statistics, dense)
     else:
-        partial = weak_order_partial(log.orders.select(split.train), log.n, statistics, dense)
+        partial = Partial(log.n, np.bincount(orders.agents, minlength=log.n).astype(np.int64))
     partial.extra = extra_partials(rows, log.kind, log.n, statistics)
+    return partial
+
+
+def log_counts(log: UnitLog, statistics: frozenset[str]) -> Partial | None:
+    """The whole log's partial of the statistics that training sets count by difference
+    (`subtractable`), or None where none can: no such statistic, or a unit of weight 0 (a position
+    group of such units only would be lost, see `PositionCounter.__sub__`)."""
+    chosen = subtractable(log.kind, statistics)
+    if not chosen or not np.all(to_units(log.orders.weights) > 0):
+        return None
+    return units_partial(log, None, chosen)
+
+
+def counts_by_difference(log: UnitLog, split: Split) -> bool:
+    """Whether the split's training counts are cheaper as the whole log's minus the held-out units'."""
+    return 2 * len(split.train) > log.units
+
+
+def training_statistics(log: UnitLog, split: Split, statistics: frozenset[str], whole: Partial | None = None) -> Statistics:
+    """The named statistics of the split's training units.
+
+    Given the whole log's counts (`log_counts`) and a split that holds out fewer units than it
+    trains on (a random split holds out about a tenth), the subtractable counts are the whole
+    log's minus the held-out units': the same integers as counting the training units (every
+    count is exact, `pipeline.stats.partials`), so the same statistics, for the cost of counting
+    the held-out units. The others (the `sequence` of online Elo) are computed from the training rows.
+    """
+    by_difference = subtractable(log.kind, statistics) if whole is not None and counts_by_difference(log, split) else frozenset()
+    if not by_difference:
+        return finalize(log.kind, units_partial(log, split.train, statistics), statistics, log.name_orders)
+    held_out = np.setdiff1d(np.arange(log.units), split.train, assume_unique=True)
+    partial = whole - units_partial(log, held_out, by_difference)
+    if statistics - by_difference:
+        direct = units_partial(log, split.train, statistics - by_difference)
+        partial.histogram, partial.extra = direct.histogram, partial.extra | direct.extra
     return finalize(log.kind, partial, statistics, log.name_orders)
 
 
@@ -108,31 +159,33 @@ def results_table(rows: list[dict[str, object]], specs: Sequence[Spec]) -> pa.Ta
     return pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
 
 
+def evaluate_split(log: UnitLog, split: Split, specs: Sequence[Spec], statistics: frozenset[str],
+                   whole: Partial | None = None, unseen: str = "tie") -> list[dict[str, object]]:
+    """The training statistics of one split, then one task per method on them (`evaluate`)."""
+    stats = training_statistics(log, split, statistics, whole)
+    return [evaluate(log, split, stats, spec, unseen) for spec in specs]
+
+
 def run_backtest(log: UnitLog, splits: Sequence[Split], specs: Sequence[str | Spec], *, client=None, unseen: str = "tie") -> pa.Table:
-    """Per split x method results; on `client` (a distributed Client) when given, else in this process."""
+    """Per split x method results; on `client` (a distributed Client) when given, else in this process.
+
+    A split is one Dask task: its statistics (tens of MB at Diplomacy scale) never leave the
+    worker that counted them, and a worker holds one split's at a time. The log and the whole
+    log's counts are sent to each worker once.
+    """
     specs = list(unique_specs(specs, key=task_label)[0])
     statistics = needed_statistics(specs)
+    whole_counts = any(counts_by_difference(log, split) for split in splits)
     if client is None:
-        rows = []
-        for split in splits:
-            stats = training_statistics(log, split, statistics)
-            rows += [evaluate(log, split, stats, spec, unseen) for spec in specs]
+        whole = log_counts(log, statistics) if whole_counts else None
+        rows = [row for split in splits for row in evaluate_split(log, split, specs, statistics, whole, unseen)]
         return results_table(rows, specs)
     from distributed import as_completed
 
     shared = client.scatter(log, broadcast=True, hash=False)
-    futures, stats_of, pending = [], {}, {}
-    placed = client.scatter(list(splits), hash=False)  # each split's index arrays are sent once, not once per task
-    for split, where in zip(splits, placed):  # split by split, so a split's methods run before more statistics pile up
-        stats = client.submit(training_statistics, shared, where, statistics, pure=False)
-        stats_of[split.index], pending[split.index] = stats, len(specs)
-        futures += [client.submit(evaluate, shared, where, stats, spec, unseen, pure=False) for spec in specs]
-    rows = []
-    for future in as_completed(futures):
-        row = future.result()
-        rows.append(row)
-        pending[row["split"]] -= 1
-        if not pending[row["split"]]:
-            del stats_of[row["split"]]  # release the split's statistics on the workers
-    del futures
+    whole = client.submit(log_counts, shared, statistics, pure=False) if whole_counts else None
+    placed = client.scatter(list(splits), hash=False)  # each split's index arrays are sent once
+    futures = [client.submit(evaluate_split, shared, where, specs, statistics, whole, unseen, pure=False) for where in placed]
+    rows = [row for future in as_completed(futures) for row in future.result()]
+    del futures, whole
     return results_table(rows, specs)

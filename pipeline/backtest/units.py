@@ -77,7 +77,7 @@ def load_units(store: Store, kind: str, statistics: frozenset[str] = frozenset()
         names = pq.read_schema(path).names
         table = pq.read_table(path, columns=[c for c in columns if c in names])
         tables.append(table.append_column(SOURCE, pa.array(np.full(table.num_rows, i, np.int32))))
-    table = pa.concat_tables(tables, promote_options="default")
+    table = pa.concat_tables(tables, promote_options="default").combine_chunks()  # one chunk: a split filters it 50 times
     row_unit, orders = chosen.unit_orders(table)
     agents = store.dictionary("agents")
     return UnitLog(kind, len(agents), {space: store.dictionary(space).name_order() for space in DICTIONARIES}, table, row_unit, orders, _unit_times(table, row_unit, len(orders)))

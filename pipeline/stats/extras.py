@@ -42,6 +42,8 @@ class Extra:
     encode: Callable[[Any], Arrays]  # a partial value as named arrays (no objects: read with allow_pickle=False)
     decode: Callable[[Arrays], Any]  # the inverse of `encode`
     fallbacks: Mapping[str, str] = field(default_factory=dict)  # a column -> the column it stands in for: read only from files without that one
+    subtract: Callable[[Any, Any], Any] | None = None  # (x, y): the partial of x's units that y (of a subset of them) lacks;
+    # None where a partial cannot be subtracted. Backtests count a training set as the whole log minus the held-out units.
 
     def __post_init__(self) -> None:
         for kind in self.columns:

@@ -56,6 +56,10 @@ def _merge(x: PairCounter | None, y: PairCounter | None) -> PairCounter | None:
     return None if x is None else x + y
 
 
+def _subtract(x: PairCounter | None, y: PairCounter | None) -> PairCounter | None:
+    return None if x is None else x - y
+
+
 def _finalize(counter: PairCounter | None, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> PerGameCounts:
     return PerGameCounts(None if counter is None else counter.finalize(present))
 
@@ -68,4 +72,5 @@ def _decode(arrays: Arrays) -> PairCounter | None:
     return PairCounter.from_arrays(arrays) if arrays else None
 
 
-PAIRWISE_PER_GAME = register_extra(Extra("pairwise_per_game", {EVERY_KIND: ()}, _partial, _merge, _finalize, _encode, _decode))
+PAIRWISE_PER_GAME = register_extra(Extra("pairwise_per_game", {EVERY_KIND: ()}, _partial, _merge, _finalize, _encode, _decode,
+                                         subtract=_subtract))

@@ -77,6 +77,22 @@ class PairCounter:
         )
         return PairCounter(self.n, False, keys, values[:, 0].copy(), values[:, 1].copy())
 
+    def __sub__(self, other: PairCounter) -> PairCounter:
+        """The counts of `self` without those of `other`, which counted a subset of the same records;
+        sparse cells left with no weight are dropped (as `finalize` drops them)."""
+        if (self.n, self.dense) != (other.n, other.dense):
+            raise ValueError("cannot subtract pair counts over different id spaces")
+        if self.dense:
+            return PairCounter(self.n, True, None, _sub_units(self.wins, other.wins), _sub_units(self.ties, other.ties))
+        cells = np.searchsorted(self.keys, other.keys)
+        if np.any(cells >= len(self.keys)) or np.any(self.keys[np.minimum(cells, len(self.keys) - 1)] != other.keys):
+            raise ValueError("pair counts to subtract hold a pair the others do not")
+        wins, ties = self.wins.copy(), self.ties.copy()
+        wins[cells] = _sub_units(wins[cells], other.wins)
+        ties[cells] = _sub_units(ties[cells], other.ties)
+        kept = (wins != 0) | (ties != 0)
+        return PairCounter(self.n, False, self.keys[kept], wins[kept], ties[kept])
+
     def resized(self, n: int) -> PairCounter:
         """The same counts in a larger id space (dictionary ids only grow)."""
         if self.dense:
@@ -128,6 +144,17 @@ class PositionCounter:
         for key, units in other.groups.items():
             merged[key] = merged[key] + units if key in merged else units
         return PositionCounter(self.n, merged)
+
+    def __sub__(self, other: PositionCounter) -> PositionCounter:
+        """The counts of `self` without those of `other`, which counted a subset of the same ballots.
+        A group left with no weight is dropped: exact when every ballot weighs more than 0 (else a
+        group of ballots of weight 0 only would be counted, with zeros, and is dropped here)."""
+        left = dict(self.groups)
+        for key, units in other.groups.items():
+            if key not in left:
+                raise ValueError(f"position counts to subtract hold a group {key} the others do not")
+            left[key] = _sub_units(left[key], units)
+        return PositionCounter(self.n, {key: units for key, units in left.items() if units.any()})
 
     def to_arrays(self) -> Arrays:
         keys = sorted(self.groups)
@@ -192,6 +219,14 @@ def ballot_tuples(rows: np.ndarray, length: int, local: np.ndarray) -> list[tupl
     return out
 
 
+def _sub_units(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a - b for unit counts where b counted a subset of a's records: never negative."""
+    left = a - b
+    if left.size and left.min() < 0:
+        raise ValueError("counts to subtract exceed the counts they are subtracted from")
+    return left
+
+
 def _unique_rows(rows: np.ndarray, units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
     order = np.argsort(inverse.ravel(), kind="stable")
@@ -243,6 +278,22 @@ class Partial:
         extra = {name: EXTRAS[name].merge(value, other.extra[name]) for name, value in self.extra.items()}
         return Partial(self.n, self.appearances + other.appearances, add(self.pairs, other.pairs),
                        add(self.positions, other.positions), add(self.histogram, other.histogram), extra)
+
+    def __sub__(self, other: Partial) -> Partial:
+        """The partial of the records of `self` that `other` did not count (`other` counted a subset
+        of them, with the same fields): a backtest's training set as the whole log minus the held-out
+        units. The histogram and extras without `Extra.subtract` cannot be subtracted."""
+        if self.histogram is not None or other.histogram is not None:
+            raise ValueError("a ballot histogram cannot be subtracted")
+        if self.extra.keys() != other.extra.keys():
+            raise ValueError("partials to subtract hold different extra statistics")
+        fixed = [name for name in self.extra if EXTRAS[name].subtract is None]
+        if fixed:
+            raise ValueError(f"statistic {fixed[0]!r} cannot be subtracted")
+        sub = lambda x, y: None if x is None else x - y  # noqa: E731
+        extra = {name: EXTRAS[name].subtract(value, other.extra[name]) for name, value in self.extra.items()}
+        return Partial(self.n, _sub_units(self.appearances, other.appearances), sub(self.pairs, other.pairs),
+                       sub(self.positions, other.positions), None, extra)
 
 
 def ballot_blocks(orders: WeakOrders) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:

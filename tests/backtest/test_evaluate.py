@@ -2,9 +2,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline.backtest.evaluate import run_backtest, score_split, task_label, task_seed, training_statistics
-from pipeline.backtest.units import load_units
-from pipeline.backtest.splits import random_splits
+from pipeline.backtest.evaluate import log_counts, run_backtest, score_split, task_label, task_seed, training_statistics
+from pipeline.backtest.units import UnitLog, load_units
+from pipeline.backtest.splits import random_splits, temporal_splits
+from pipeline.logs.orders import WeakOrders
 from pipeline.methods import REGISTRY, Method, Ratings, Spec
 from pipeline.stats.extras import EXTRAS, Extra
 
@@ -55,6 +56,66 @@ def test_results_do_not_depend_on_the_workers(small_games, dask_client, dask_clu
     reordered = run_backtest(log, splits, list(reversed(SPECS)))  # the order of the specs changes no number
     assert reordered.sort_by(by_key).equals(local.sort_by(by_key))
     assert local.column("method").to_pylist()[:4] == [task_label(Spec.parse(s)) for s in SPECS]  # canonical spellings
+
+
+def assert_same(x, y, where="statistics"):
+    """The same values, types and layout, field by field (sparse matrices by their CSR arrays)."""
+    import dataclasses
+
+    import scipy.sparse as sp
+
+    assert type(x) is type(y), where
+    if isinstance(x, np.ndarray):
+        assert x.dtype == y.dtype and np.array_equal(x, y), where
+    elif sp.issparse(x):
+        assert x.format == y.format and x.data.dtype == y.data.dtype, where
+        for part in ("indptr", "indices", "data"):
+            assert np.array_equal(getattr(x, part), getattr(y, part)), f"{where}.{part}"
+    elif dataclasses.is_dataclass(x):
+        for f in dataclasses.fields(x):
+            assert_same(getattr(x, f.name), getattr(y, f.name), f"{where}.{f.name}")
+    elif isinstance(x, dict):
+        assert list(x) == list(y), where
+        for key in x:
+            assert_same(x[key], y[key], f"{where}[{key}]")
+    else:
+        assert x == y, where
+
+
+EVERY_STATISTIC = frozenset({"pairwise", "positions", "histogram", "pairwise_per_game", "sequence"})
+
+
+@pytest.mark.parametrize("fixture", ["small_games", "crowd_battles", "f1_races"])
+def test_training_counts_by_difference_equal_counting_the_training_units(fixture, request):
+    store = request.getfixturevalue(fixture)
+    store = store[0] if isinstance(store, tuple) else store
+    kind = "battles" if fixture == "crowd_battles" else "games"
+    log = load_units(store, kind, EVERY_STATISTIC)
+    whole = log_counts(log, EVERY_STATISTIC)
+    assert whole is not None and whole.pairs is not None and "sequence" not in whole.extra
+    splits = random_splits(log.units, 2, max(1, log.units // 5), seed=8) + random_splits(log.units, 1, log.units - 2, seed=9)
+    for split in splits:  # the last split trains on two units only: counted directly
+        assert_same(training_statistics(log, split, EVERY_STATISTIC, whole), training_statistics(log, split, EVERY_STATISTIC))
+
+
+def test_a_unit_of_weight_zero_turns_the_difference_off(small_games):
+    store, _ = small_games
+    log = load_units(store, "games")
+    weights = log.orders.weights.copy()
+    weights[7] = 0.0  # its position groups would be dropped if subtracted: counted directly
+    light = UnitLog(log.kind, log.n, log.name_orders, log.table, log.row_unit,
+                    WeakOrders(log.orders.offsets, log.orders.agents, log.orders.levels, weights), log.times)
+    assert log_counts(log, frozenset({"positions"})) is not None
+    assert log_counts(light, frozenset({"positions"})) is None
+    assert log_counts(log, frozenset({"sequence"})) is None  # nothing to subtract
+
+
+def test_late_temporal_splits_count_by_difference(f1_races):
+    log = load_units(f1_races, "games", EVERY_STATISTIC)
+    whole = log_counts(log, EVERY_STATISTIC)
+    for split in temporal_splits(log.times, 3, 60 * 86_400 * 1_000_000, seed=0):  # the last windows of the races
+        assert 2 * len(split.train) > log.units
+        assert_same(training_statistics(log, split, EVERY_STATISTIC, whole), training_statistics(log, split, EVERY_STATISTIC))
 
 
 @pytest.fixture
