@@ -19,12 +19,13 @@ not import numba; the compiled code is cached on disk by numba.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import sqrt
 
 import numpy as np
 from numba import njit
 
-from pipeline.methods.bradley_terry import ARMIJO, FLOOR, MIN_STEP_SHARE, Adjacency, forcing
+from pipeline.methods.bradley_terry import ARMIJO, FLOOR, MIN_STEP_SHARE, Adjacency, SolveLog, forcing
 
 RELAX_SWEEPS = 5  # nonlinear Jacobi sweeps that warm-start each round before Newton
 RELAX_STEP = 2.0  # largest move of one agent in one sweep, natural units (a factor e^2 in odds)
@@ -199,10 +200,27 @@ class Round:
             _relax_sweep(beta, self.x, self.y, self.d, self.e, self.wx, self.cc, self.prior, RELAX_STEP, grad, curvature)
 
 
-def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int) -> tuple[bool, int]:
+@dataclass(frozen=True, eq=False)
+class Outcome:
+    """How `newton` stopped: "converged", "precision floor" (as `Fit.stopped`), "no gain" (the line
+    search gave up) or "iterations" (`max_iter` steps); with the steps taken, the last step and its
+    largest entry, its predicted gain and the log-likelihood before it (for `fit`'s messages)."""
+
+    stopped: str
+    iterations: int
+    step: np.ndarray
+    last_step: float
+    gain: float
+    log_likelihood: float
+
+    @property
+    def fitted(self) -> bool:
+        return self.stopped in ("converged", "precision floor")
+
+
+def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: SolveLog | None = None) -> Outcome:
     """Fit one round from `beta` (changed in place): `Round.relax`, then Newton with `fit`'s steps and
-    stopping rules. Returns whether it converged (not: the line search found no gain, or `max_iter`
-    steps) and the Newton steps taken."""
+    stopping rules. `solves` collects conjugate-gradient shortfalls."""
     prior, adjacency = round_.prior, round_.adjacency
     n, m = len(beta), len(round_.x)
     round_.relax(beta)
@@ -210,23 +228,28 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int) -> tuple[
     grad, curvature, diagonal, weight = np.empty(n), np.empty(m), np.empty(n), np.empty(len(adjacency.cell))
     loglik, magnitude = round_.evaluate(beta, p)
     first, previous = -1.0, np.inf
+    step, size, decrement = np.zeros(n), np.inf, 0.0
     for iteration in range(1, max_iter + 1):
         _gradient(beta, round_.x, round_.y, round_.wx, round_.cc, p, prior, grad, curvature)
-        gradient_size = float(np.abs(grad).max())
+        gradient_size = float(np.abs(grad).max(initial=0.0))
         if first < 0:
             first = gradient_size if gradient_size > 0 else 1.0
         rtol = float(forcing(gradient_size / first, previous, tol))
         rhs = grad - grad.mean() if prior == 0 else grad
         _diagonal(adjacency.start, adjacency.cell, curvature, prior, weight, diagonal)
-        step, _ = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, rtol, 10 * n)
+        step, reached = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, rtol,
+                                            10 * n)
+        if solves is not None and reached > rtol:
+            solves.shortfalls += 1
+            solves.worst_residual = max(solves.worst_residual, reached)
         if prior == 0:
             step -= step.mean()
         decrement = _dot(grad, step)
-        size = float(np.abs(step).max())
+        size = float(np.abs(step).max(initial=0.0))
         at_floor = decrement / 2 <= FLOOR * magnitude
         if size <= tol or (at_floor and size > previous / 2):
             beta += step
-            return True, iteration
+            return Outcome("converged" if size <= tol else "precision floor", iteration, step, size, decrement / 2, loglik)
         share = 1.0
         while True:
             trial = beta + share * step
@@ -235,8 +258,8 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int) -> tuple[
                 break
             share /= 2
             if share < MIN_STEP_SHARE:
-                return False, iteration
+                return Outcome("no gain", iteration, step, size, decrement / 2, loglik)
         beta[:] = trial
         p, trial_p = trial_p, p
         loglik, magnitude, previous = trial_loglik, trial_magnitude, size
-    return False, max_iter
+    return Outcome("iterations", max_iter, step, size, decrement / 2, loglik)

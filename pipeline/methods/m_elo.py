@@ -196,9 +196,8 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
     wx, wy = np.ascontiguousarray(wx.T), np.ascontiguousarray(wy.T)  # a round's cells contiguous
     for k in np.flatnonzero(out[:, -1] == FITTED):
         beta = job.full.beta.copy()
-        converged, _ = newton(Round(cells.x, cells.y, job.adjacency, wx[k], wy[k], options["prior"]), beta, options["tol"],
-                              options["max_iter"])
-        if converged:
+        if newton(Round(cells.x, cells.y, job.adjacency, wx[k], wy[k], options["prior"]), beta, options["tol"],
+                  options["max_iter"]).fitted:
             out[k, :-1] = beta - beta.mean() if options["prior"] == 0 else beta
         else:
             out[k, -1] = UNCONVERGED

@@ -59,8 +59,8 @@ def test_a_round_reaches_the_plain_fit_from_a_start_far_away(prior):
     resampled = cells.with_weights(wx, wy, np.zeros(len(cells.x)))
     plain = fit(resampled, prior=prior, tol=1e-7)
     beta = fit(cells, prior=prior).beta + rng.normal(0, 1, cells.n)  # far from the resample's answer
-    converged, steps = newton(Round(cells.x, cells.y, Adjacency.of(cells), wx, wy, prior), beta, 1e-7, 100)
-    assert converged and steps <= plain.iterations + 3
+    outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells), wx, wy, prior), beta, 1e-7, 100)
+    assert outcome.stopped == "converged" and outcome.iterations <= plain.iterations + 3
     if prior == 0:
         beta -= beta.mean()
     assert np.abs(beta - plain.beta).max() < 1e-9  # natural units: 6e-8 Elo points
@@ -69,8 +69,8 @@ def test_a_round_reaches_the_plain_fit_from_a_start_far_away(prior):
 def test_a_round_out_of_iterations_says_so():
     cells = heavy_tailed_cells(seed=5)
     beta = np.zeros(cells.n)
-    converged, steps = newton(Round(cells.x, cells.y, Adjacency.of(cells), *cells.half(), 0.01), beta, 1e-7, 1)
-    assert not converged and steps == 1
+    outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells), *cells.half(), 0.01), beta, 1e-7, 1)
+    assert not outcome.fitted and outcome.stopped == "iterations" and outcome.iterations == 1
 
 
 @pytest.mark.parametrize("prior", [0.0, 0.01])
