@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse.linalg as spla
 
 from pipeline.methods.bradley_terry import Adjacency, Cells, fit
+from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.bradley_terry_newton import Round, conjugate_gradients, newton
 from pipeline.methods.m_elo import bootstrap_intervals
 from tests.methods.test_bradley_terry import laplacian, random_cells
@@ -57,7 +58,7 @@ def test_a_round_reaches_the_plain_fit_from_a_start_far_away(prior):
     rng = np.random.default_rng(4)
     wx, wy = rng.poisson(1.0, len(cells.x)) * 1.0 + cells.x_wins, rng.poisson(1.0, len(cells.x)) * 1.0 + cells.y_wins
     resampled = cells.with_weights(wx, wy, np.zeros(len(cells.x)))
-    plain = fit(resampled, prior=prior, tol=1e-7)
+    plain = fit(resampled, prior=prior, tol=1e-7)  # dense Cholesky: at most 256 agents, or few pairs
     beta = fit(cells, prior=prior).beta + rng.normal(0, 1, cells.n)  # far from the resample's answer
     outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells), wx, wy, prior), beta, 1e-7, 100)
     assert outcome.stopped == "converged" and outcome.iterations <= plain.iterations + 3
@@ -80,6 +81,7 @@ def test_bootstrap_rounds_by_compiled_newton_agree_with_a_plain_fit_per_round(mo
     # without a prior: a graph where the MLE exists (rounds without one: test_m_elo)
     cells = heavy_tailed_cells(seed=6) if prior else random_cells(150, 600, seed=6)
     monkeypatch.setattr("pipeline.methods.m_elo.chord_is_cheaper", lambda cells: False)
+    monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_ALWAYS", cells.n)  # the plain fits by dense Cholesky
     options = {"davidson": False, "prior": prior, "tol": 1e-7, "max_iter": 100}
     full = fit(cells, prior=prior)
     compiled, compiled_info = bootstrap_intervals(cells, full, options, 60, 8, 400.0, 1000.0, algorithm="chord")
@@ -87,3 +89,22 @@ def test_bootstrap_rounds_by_compiled_newton_agree_with_a_plain_fit_per_round(mo
     assert compiled_info == plain_info and compiled_info["bootstrap_unconverged"] == 0
     for key in ("ci_low", "ci_high"):
         assert np.abs(compiled[key] - plain[key]).max() < 1e-6
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.01])
+def test_a_sparse_fit_is_compiled_and_gives_the_dense_answer(monkeypatch, prior):
+    cells = heavy_tailed_cells(seed=9) if prior else random_cells(400, 1600, seed=9)
+    sparse = fit(cells, prior=prior)
+    calls = []
+    monkeypatch.setattr("pipeline.methods.bradley_terry._compiled_fit", lambda *args: calls.append(args))
+    monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_ALWAYS", cells.n)
+    dense = fit(cells, prior=prior)
+    assert not calls and sparse.stopped == dense.stopped == "converged"
+    assert np.abs(sparse.beta - dense.beta).max() < 1e-9
+    assert sparse.log_likelihood == pytest.approx(dense.log_likelihood, rel=1e-12)
+
+
+def test_a_sparse_fit_out_of_iterations_names_the_agents():
+    cells = heavy_tailed_cells(seed=10)
+    with pytest.raises(ConvergenceError, match=r"did not converge in 1 iterations \(largest step [0-9.e+-]+ > tol=1e-07\)"):
+        fit(cells, prior=0.01, max_iter=1, agents=np.arange(cells.n) * 3)
