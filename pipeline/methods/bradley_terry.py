@@ -13,9 +13,11 @@ battles give the same bits whatever the numbering.
 
 Newton's method (`fit`) with a backtracking line search on the concave log-likelihood; the
 Hessian is a weighted graph Laplacian (`laplacian_solve`: dense Cholesky where that is cheaper,
-`dense_is_cheaper`, a cost model with a memory bound; otherwise Jacobi-preconditioned conjugate
-gradients, work proportional to the nonzeros, solved loosely while the gradient is large and never
-tighter than the step needs, `forcing` [EW96]). Its stopping rules are
+`dense_is_cheaper`, a cost model with a memory bound; otherwise conjugate gradients, work
+proportional to the nonzeros, solved loosely while the gradient is large and never tighter than
+the step needs, `forcing` [EW96]: with ties as half wins compiled and preconditioned by symmetric
+Gauss-Seidel, `pipeline.methods.bradley_terry_newton`; with Davidson ties Jacobi-preconditioned
+over arrays). Its stopping rules are
 scale-aware, so multiplying every weight by a constant gives the same ratings and no decision
 rests on the last bits of a sum:
 - converged when the largest Newton step, in natural units (a ratio of gradient to curvature,

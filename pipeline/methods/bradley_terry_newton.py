@@ -1,20 +1,20 @@
 """Newton's method for one Bradley-Terry fit with ties as half wins, compiled [BT52]; [AmElo, 4.1].
 
 The same method and stopping rules as `pipeline.methods.bradley_terry.fit` (ties=half): Newton
-steps on the penalised log-likelihood, each system solved by Jacobi-preconditioned conjugate
-gradients to the forcing term `bradley_terry.forcing` [EW96], an Armijo line search, converged
-when the largest step is at most `tol`, or at the precision floor; started by `RELAX_SWEEPS`
-nonlinear Jacobi sweeps (`relax`). It serves the bootstrap's rounds on sparse graphs
-(`pipeline.methods.m_elo`), one round per call: written over arrays, the same steps cost a
-pass over the cells each with a dozen temporaries of cells x rounds, and the time went to
-memory traffic (measured 38 ms a round on the WTA-like graph at 43k cells, of which the
-log-likelihood's evaluations 25%, laying out the Hessian 16%, the products 25%). Here a
-Hessian product is one pass over the agents' adjacency lists, each row summed in a fixed
-order, and every reduction is a plain loop: the bits depend on the inputs only (no BLAS, no
-threads, no fast-math reassociation).
+steps on the penalised log-likelihood, each system solved by conjugate gradients to the forcing
+term `bradley_terry.forcing` [EW96], preconditioned by symmetric Gauss-Seidel on the system's
+own Hessian with Eisenstat's trick [Eis81], an Armijo line search, converged when the largest
+step is at most `tol`, or at the precision floor; started by `RELAX_SWEEPS` nonlinear Jacobi
+sweeps (`Round.relax`). It serves m-Elo's bootstrap rounds on sparse graphs
+(`pipeline.methods.m_elo`), one round per call, and `fit`'s sparse fits. Written over arrays of
+cells x rounds, the same steps spent their time on memory traffic (38 ms a round on the
+WTA-like graph at 43k cells: the log-likelihood's evaluations 25%, laying out the Hessian 16%,
+the products 25%); here a substitution is one pass over the agents' adjacency lists, each row
+summed in a fixed order, and every reduction a plain loop: the bits depend on the inputs only
+(no BLAS, no threads, no fast-math reassociation).
 
-`pipeline.methods.m_elo` imports this module on first use, so that importing the methods does
-not import numba; the compiled code is cached on disk by numba.
+`pipeline.methods.m_elo` and `bradley_terry.fit` import this module on first use, so that importing
+the methods does not import numba; the compiled code is cached on disk by numba.
 """
 
 from __future__ import annotations
