@@ -60,6 +60,7 @@ DENSE_ALWAYS = 256  # below this many agents a dense factorisation costs less th
 DENSE_BYTES = 1 << 28  # memory bound of a dense Hessian (and of its factor or inverse): 5,792 agents
 DENSE_SPEEDUP = 10  # a dense (BLAS-3) flop costs about a tenth of a sparse, memory-bound one
 CG_STEPS = 50  # Jacobi-preconditioned CG iterations of a typical Newton solve
+COMPILED = True  # sparse fits with ties=half by `bradley_terry_newton` (False: Newton over arrays, as Davidson's)
 
 
 @dataclass(frozen=True, eq=False)
@@ -347,7 +348,7 @@ def fit(cells: Cells, *, davidson: bool = False, prior: float = 0.0, tol: float 
     `agents[i]` is the store id of agent i of the cells, for error messages; `solves` collects
     conjugate-gradient shortfalls. With ties as half wins on a sparse graph (`dense_is_cheaper`
     says no), compiled (`_compiled_fit`)."""
-    if not davidson and not dense_is_cheaper(cells.n, len(cells.x)):
+    if COMPILED and not davidson and not dense_is_cheaper(cells.n, len(cells.x)):
         return _compiled_fit(cells, prior, tol, max_iter, start, method, agents, solves)
     beta = np.zeros(cells.n) if start is None else start.beta.copy()
     log_nu = None

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse.linalg as spla
 
+from pipeline.methods import bradley_terry
 from pipeline.methods.bradley_terry import Adjacency, Cells, fit
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.bradley_terry_newton import Round, conjugate_gradients, newton
@@ -92,16 +93,21 @@ def test_bootstrap_rounds_by_compiled_newton_agree_with_a_plain_fit_per_round(mo
 
 
 @pytest.mark.parametrize("prior", [0.0, 0.01])
-def test_a_sparse_fit_is_compiled_and_gives_the_dense_answer(monkeypatch, prior):
+def test_a_sparse_fit_is_compiled_and_gives_the_answer_of_dense_cholesky_and_of_newton_over_arrays(monkeypatch, prior):
     cells = heavy_tailed_cells(seed=9) if prior else random_cells(400, 1600, seed=9)
-    sparse = fit(cells, prior=prior)
     calls = []
-    monkeypatch.setattr("pipeline.methods.bradley_terry._compiled_fit", lambda *args: calls.append(args))
+    compiled_fit = bradley_terry._compiled_fit
+    monkeypatch.setattr("pipeline.methods.bradley_terry._compiled_fit", lambda *args: calls.append(1) or compiled_fit(*args))
+    compiled = fit(cells, prior=prior)
+    assert calls == [1]
+    monkeypatch.setattr("pipeline.methods.bradley_terry.COMPILED", False)
+    arrays = fit(cells, prior=prior)
     monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_ALWAYS", cells.n)
     dense = fit(cells, prior=prior)
-    assert not calls and sparse.stopped == dense.stopped == "converged"
-    assert np.abs(sparse.beta - dense.beta).max() < 1e-9
-    assert sparse.log_likelihood == pytest.approx(dense.log_likelihood, rel=1e-12)
+    assert calls == [1] and compiled.stopped == arrays.stopped == dense.stopped == "converged"
+    for other in (arrays, dense):
+        assert np.abs(compiled.beta - other.beta).max() < 1e-9
+        assert compiled.log_likelihood == pytest.approx(other.log_likelihood, rel=1e-12)
 
 
 def test_a_sparse_fit_out_of_iterations_names_the_agents():
