@@ -97,6 +97,7 @@ def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, work
     degree = np.bincount(np.r_[cells.x, cells.y], minlength=cells.n)
     print(f"{name}: {cells.n} players, {len(cells.x)} compared pairs, pairs per player median "
           f"{np.median(degree):.0f}, max {degree.max()}", flush=True)
+    fit(wta_like(players=300, matches=1_000), prior=PRIOR)  # numba's compiled code loaded before the clock starts
     start = time.perf_counter()
     full = fit(cells, prior=PRIOR)
     t_fit = time.perf_counter() - start
