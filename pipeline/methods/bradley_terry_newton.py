@@ -11,7 +11,8 @@ cells x rounds, the same steps spent their time on memory traffic (38 ms a round
 WTA-like graph at 43k cells: the log-likelihood's evaluations 25%, laying out the Hessian 16%,
 the products 25%); here a substitution is one pass over the agents' adjacency lists, each row
 summed in a fixed order, and every reduction a plain loop: the bits depend on the inputs only
-(no BLAS, no threads, no fast-math reassociation).
+(no BLAS, no threads, no fast-math reassociation). The loops release the GIL, so the chunks
+run in parallel on local threads as well as on Dask workers.
 
 `pipeline.methods.m_elo` and `bradley_terry.fit` import this module on first use, so that importing
 the methods does not import numba; the compiled code is cached on disk by numba.
@@ -31,13 +32,13 @@ RELAX_SWEEPS = 5  # nonlinear Jacobi sweeps that warm-start each round before Ne
 RELAX_STEP = 2.0  # largest move of one agent in one sweep, natural units (a factor e^2 in odds)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _differences(beta, x, y, d):
     for c in range(len(x)):
         d[c] = beta[x[c]] - beta[y[c]]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _combine(d, e, log1p_e, wy, cc, p):
     """P(x beats y) per cell into `p` from d and e = exp(-|d|); returns the data log-likelihood."""
     data = 0.0
@@ -47,7 +48,7 @@ def _combine(d, e, log1p_e, wy, cc, p):
     return data
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _gradient(beta, x, y, wx, cc, p, prior, grad, curvature):
     """The gradient per agent and the curvature cc p (1 - p) per cell."""
     for i in range(len(beta)):
@@ -59,7 +60,7 @@ def _gradient(beta, x, y, wx, cc, p, prior, grad, curvature):
         curvature[c] = cc[c] * p[c] * (1.0 - p[c])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _relax_sweep(beta, x, y, d, e, wx, cc, prior, longest, grad, curvature):
     """One nonlinear Jacobi sweep on `beta` in place, from d and e = exp(-|d|) at `beta`."""
     for i in range(len(beta)):
@@ -78,7 +79,7 @@ def _relax_sweep(beta, x, y, d, e, wx, cc, prior, longest, grad, curvature):
             beta[i] += min(max(grad[i] / curvature[i], -longest), longest)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _diagonal(start, cell, curvature, prior, weight, diagonal):
     """The Hessian's entries agent by agent (`weight`) and its diagonal."""
     for i in range(len(diagonal)):
@@ -89,7 +90,7 @@ def _diagonal(start, cell, curvature, prior, weight, diagonal):
         diagonal[i] = s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dot(u, v):
     s = 0.0
     for i in range(len(u)):
@@ -97,7 +98,7 @@ def _dot(u, v):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _forward(start, split, other, weight, diagonal, v, out):
     """out = (D - W_lower)^-1 v: forward substitution with the lower triangle of D - W."""
     for i in range(len(v)):
@@ -107,7 +108,7 @@ def _forward(start, split, other, weight, diagonal, v, out):
         out[i] = s / diagonal[i]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _backward(start, split, other, weight, diagonal, v, out):
     """out = (D - W_upper)^-1 v: back substitution with the upper triangle of D - W."""
     for i in range(len(v) - 1, -1, -1):
@@ -117,7 +118,7 @@ def _backward(start, split, other, weight, diagonal, v, out):
         out[i] = s / diagonal[i]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def conjugate_gradients(start, split, other, weight, diagonal, rhs, rtol, maxiter):
     """Conjugate gradients on A s = rhs, A = D - W (the Laplacian with the entries `weight`,
     agent-major, and the diagonal `diagonal`), preconditioned by symmetric Gauss-Seidel,
