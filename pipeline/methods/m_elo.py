@@ -70,7 +70,7 @@ from pipeline.stats.game_pairs import PerGameCounts
 
 TIES = ("half", "davidson")
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
-ROUND_BLOCK = 1 << 22  # cells x rounds fitted together (32 MB per array)
+ROUND_BLOCK = 1 << 22  # cells x rounds taken together from the draws (32 MB per array)
 CHORD_SHARE = 1e-2  # the chord method stops at steps of CHORD_SHARE * tol: its error is then below that
 CHORD_SPREAD = 3.0  # the chord's worst error factor per step: this many relative standard deviations of a
 #                     resampled agent's total weight (Poisson: 1 / sqrt(weight)); at 1/2 or more it is not tried
