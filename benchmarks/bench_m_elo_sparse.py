@@ -8,8 +8,9 @@
    52,958 players), fitted on the 21 pairs of each game (`games=pairs`), prior 0.01.
 
 The baseline, measured in the same run, is the code path before rounds were fitted together on
-sparse graphs: one Newton fit per round, each Newton system solved by scipy's Jacobi-
-preconditioned `cg` (`baseline_laplacian_solve`, a copy kept only here). It costs seconds per
+sparse graphs: one Newton fit per round over arrays (`bradley_terry.COMPILED` off), each Newton
+system solved by scipy's Jacobi-preconditioned `cg` (`baseline_laplacian_solve`, a copy kept only
+here). It costs seconds per
 round, so it runs `--baseline-rounds` rounds and is quoted per round and scaled to the rounds.
 The new path runs every round on a loopback LocalCluster of `--workers` single-threaded workers;
 100 rounds are checked for the same bytes there and in one process. CPU seconds per round of both
@@ -96,10 +97,12 @@ def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, work
     degree = np.bincount(np.r_[cells.x, cells.y], minlength=cells.n)
     print(f"{name}: {cells.n} players, {len(cells.x)} compared pairs, pairs per player median "
           f"{np.median(degree):.0f}, max {degree.max()}", flush=True)
+    fit(wta_like(players=300, matches=1_000), prior=PRIOR)  # numba's compiled code loaded before the clock starts
     start = time.perf_counter()
     full = fit(cells, prior=PRIOR)
     t_fit = time.perf_counter() - start
-    with mock.patch.object(bradley_terry, "laplacian_solve", baseline_laplacian_solve):
+    with mock.patch.object(bradley_terry, "laplacian_solve", baseline_laplacian_solve), \
+            mock.patch.object(bradley_terry, "COMPILED", False):
         start = time.perf_counter()
         baseline_full = fit(cells, prior=PRIOR)
         t_fit_baseline = time.perf_counter() - start

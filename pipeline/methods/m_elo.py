@@ -30,15 +30,16 @@ percentiles as `ci_low`, `ci_high`, and `rank_ci` = 1 + the number of agents who
 is above the agent's upper bound. Rounds run in seeded chunks (`pipeline.methods.fanout`) on
 the Dask client the registry passes (local threads without one); rounds whose resample has no
 MLE are dropped and counted in `info["bootstrap_dropped"]`, rounds whose fit did not converge in
-`info["bootstrap_unconverged"]`. With ties=half the rounds of a chunk are fitted together, by
-the path a model of their cost picks (`chord_is_cheaper`, with a memory bound): the chord method
-[OR70, 10.1], Newton steps that reuse the full-data Hessian's dense inverse, stopping when the
-largest step is at most `tol` / 100 (while the steps at least halve, so the error is then below
-that), with vectorised Newton as the fallback, where every agent has enough comparisons for the
-resamples' Hessians to stay close to the full-data one; otherwise Newton vectorised over the
-rounds (`_newton_rounds`: the same steps and stopping rules as a plain fit, warm-started by a few
-nonlinear Jacobi sweeps, `relax`, all rounds' systems solved by one block of conjugate gradients
-on a block-diagonal Hessian, `bradley_terry.LaplacianPattern`).
+`info["bootstrap_unconverged"]`. With ties=half the rounds of a chunk are fitted by the path a
+model of their cost picks (`chord_is_cheaper`, with a memory bound): the chord method [OR70,
+10.1], all rounds of a chunk at once by Newton steps that reuse the full-data Hessian's dense
+inverse, stopping when the largest step is at most `tol` / 100 (while the steps at least halve,
+so the error is then below that), with Newton as the fallback, where every agent has enough
+comparisons for the resamples' Hessians to stay close to the full-data one; otherwise Newton
+round by round (`_newton_rounds`, compiled in `pipeline.methods.bradley_terry_newton`: the same
+steps and stopping rules as a plain fit, warm-started by a few nonlinear Jacobi sweeps, each
+system solved by conjugate gradients preconditioned by symmetric Gauss-Seidel on the round's own
+Hessian [Eis81]).
 
 Style control (`covariates=len,md`, battles whose files give those features): ratings and
 coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.style_control`.
@@ -54,10 +55,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from pipeline.methods.bradley_terry import (ARMIJO, CG_STEPS, DENSE_SPEEDUP, FLOOR, MIN_STEP_SHARE, STEP_TOL,
-                                            Cells, Fit, LaplacianPattern, SolveLog, block_cg, dense_fits, dense_hessian,
-                                            dense_solve, elo_points, evaluate, existence_problems, fit, fit_or_refuse, forcing,
-                                            incidence)
+from pipeline.methods.bradley_terry import (CG_STEPS, DENSE_SPEEDUP, STEP_TOL, Adjacency, Cells, Fit, SolveLog,
+                                            dense_fits, dense_hessian, dense_solve, elo_points, evaluate, existence_problems,
+                                            fit, fit_or_refuse, incidence)
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
@@ -70,10 +70,8 @@ from pipeline.stats.game_pairs import PerGameCounts
 
 TIES = ("half", "davidson")
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
-ROUND_BLOCK = 1 << 22  # cells x rounds fitted together (32 MB per array)
+ROUND_BLOCK = 1 << 22  # cells x rounds taken together from the draws (32 MB per array)
 CHORD_SHARE = 1e-2  # the chord method stops at steps of CHORD_SHARE * tol: its error is then below that
-RELAX_SWEEPS = 5  # nonlinear Jacobi sweeps that warm-start each sparse round before Newton
-RELAX_STEP = 2.0  # largest move of one agent in one sweep, natural units (a factor e^2 in odds)
 CHORD_SPREAD = 3.0  # the chord's worst error factor per step: this many relative standard deviations of a
 #                     resampled agent's total weight (Poisson: 1 / sqrt(weight)); at 1/2 or more it is not tried
 NEWTON_STEPS = 6  # Newton steps of a relaxed sparse round (measured 6 on the WTA-like graph)
@@ -88,7 +86,7 @@ class Resample:
     options: dict
     path: str  # "chord" (`_chord_rounds`), "rounds" (`_newton_rounds`) or "plain" (`_fit_round` per round)
     chord: tuple[np.ndarray, np.ndarray] | None  # `chord_operator` on the chord path
-    pattern: LaplacianPattern  # the Hessian's pattern (vectorised Newton, and the chord's fallback)
+    adjacency: Adjacency  # the Hessian's pattern (Newton per round, and the chord's fallback)
 
 
 def _draw(cells: Cells, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -178,102 +176,32 @@ def _existence(job: Resample, wx: np.ndarray, wy: np.ndarray) -> np.ndarray:
 
 
 def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> np.ndarray:
-    """All rounds of a chunk at once by Newton's method (ties=half, sparse graphs): `fit`, vectorised over rounds.
-
-    Each round starts at the full-data estimate and takes `fit`'s steps with `fit`'s stopping
-    rules (largest step at most `tol`, or the precision floor; Armijo line search), each round
-    with its own step share; the Newton systems of all rounds are solved together by
-    Jacobi-preconditioned conjugate gradients (`block_cg`), so a step costs the nonzeros times
-    the rounds, not a Python loop per round. The full-data Hessian is no use here: on sparse
-    graphs an agent with one or two comparisons has a resampled curvature anywhere from 0 to
-    several times its full-data one, so the chord method diverges and the full-data Hessian as a
-    preconditioner needs more iterations than Jacobi's. Rounds whose line search fails or that
-    run out of iterations are counted unconverged, as in `_fit_round`.
+    """The rounds of a chunk by Newton's method (ties=half), one round at a time, compiled
+    (`pipeline.methods.bradley_terry_newton.newton`): `fit`'s steps and stopping rules (largest step
+    at most `tol`, or the precision floor; Armijo line search) from the full-data estimate, after a
+    few nonlinear Jacobi sweeps; each Newton system solved by conjugate gradients with a symmetric
+    Gauss-Seidel preconditioner built from the round's own Hessian, so every round converges to its
+    own answer. The full-data Hessian is no use here: on sparse graphs an agent with one or two
+    comparisons has a resampled curvature anywhere from 0 to several times its full-data one, so
+    the chord method diverges, and as a preconditioner (even exactly factorised, or scaled to the
+    round's diagonal) it needs more iterations than Gauss-Seidel on the round's own Hessian. Rounds
+    whose line search fails or that run out of iterations are counted unconverged, as in `_fit_round`.
     """
-    cells, full, options = job.cells, job.full, job.options
-    prior, tol, max_iter = options["prior"], options["tol"], options["max_iter"]
+    from pipeline.methods.bradley_terry_newton import Round, newton  # numba is imported on first use only
+
+    cells, options = job.cells, job.options
     wx, wy = x_wins + ties / 2, y_wins + ties / 2
-    rounds = wx.shape[1]
-    out = np.full((rounds, cells.n + 1), np.nan)
+    out = np.full((wx.shape[1], cells.n + 1), np.nan)
     out[:, -1] = _existence(job, wx, wy)
-    edges, pattern = incidence(cells), job.pattern
-    active = np.flatnonzero(out[:, -1] == FITTED)
-    wx, wy, cc = wx[:, active], wy[:, active], wx[:, active] + wy[:, active]
-    beta = relax(cells, edges, pattern.magnitude, np.repeat(full.beta[:, None], len(active), axis=1), wx, cc, prior)
-
-    def evaluate_rounds(b: np.ndarray, keep: np.ndarray):
-        """Log-likelihood, its magnitude and P(x beats y) per cell: one exp and one log1p per cell and round."""
-        d = b[cells.x] - b[cells.y]
-        e = np.exp(-np.abs(d))
-        softplus = np.maximum(-d, 0.0) + np.log1p(e)  # log(1 + exp(-d)); log(1 + exp(d)) = softplus + d
-        data = -(np.sum(cc[:, keep] * softplus, axis=0) + np.sum(wy[:, keep] * d, axis=0))
-        penalty = prior / 2 * np.sum(b * b, axis=0)
-        return data - penalty, penalty - data, np.where(d >= 0, 1.0, e) / (1.0 + e)
-
-    loglik, magnitude, p = evaluate_rounds(beta, slice(None))
-    first, previous = None, np.full(len(active), np.inf)
-    for iteration in range(1, max_iter + 1):
-        if len(active) == 0:
-            break
-        grad = edges @ (wx - cc * p) - prior * beta
-        curvature = cc * p * (1 - p)
-        gradient_size = np.abs(grad).max(axis=0)
-        first = np.where(gradient_size > 0, gradient_size, 1.0) if first is None else first
-        rtol = forcing(gradient_size / first, previous, tol)
-        rhs = grad - grad.mean(axis=0) if prior == 0 else grad
-        diagonal = pattern.degree(curvature, prior)
-        step, _ = block_cg(pattern.apply(curvature, prior, diagonal), diagonal, rhs, rtol, 10 * cells.n)
-        if prior == 0:
-            step -= step.mean(axis=0)
-        decrement = np.sum(grad * step, axis=0)
-        size = np.abs(step).max(axis=0)
-        at_floor = decrement / 2 <= FLOOR * magnitude
-        done = (size <= tol) | (at_floor & (size > previous / 2))
-        share = np.ones(len(active))
-        searching = ~done & ~at_floor
-        trial_loglik, trial_magnitude, trial_p = evaluate_rounds(beta + step, slice(None))
-        failed = np.zeros(len(active), dtype=bool)
-        while (short := searching & (trial_loglik - loglik < ARMIJO * share * decrement)).any():
-            share[short] /= 2
-            failed |= short & (share < MIN_STEP_SHARE)
-            redo = np.flatnonzero(short & ~failed)
-            if len(redo) == 0:
-                break
-            trial_loglik[redo], trial_magnitude[redo], trial_p[:, redo] = evaluate_rounds(
-                beta[:, redo] + share[redo] * step[:, redo], redo)
-            searching &= ~failed
-        beta += share * step
-        loglik, magnitude, p, previous = trial_loglik, trial_magnitude, trial_p, size
-        if (finished := done | failed).any():
-            out[active[done], :-1] = beta[:, done].T
-            out[active[failed], -1] = UNCONVERGED
-            keep = ~finished
-            active, beta, wx, wy, cc = active[keep], beta[:, keep], wx[:, keep], wy[:, keep], cc[:, keep]
-            loglik, magnitude, p, first, previous = loglik[keep], magnitude[keep], p[:, keep], first[keep], previous[keep]
-    out[active, -1] = UNCONVERGED
-    if prior == 0:
-        out[:, :-1] -= out[:, :-1].mean(axis=1, keepdims=True)
+    wx, wy = np.ascontiguousarray(wx.T), np.ascontiguousarray(wy.T)  # a round's cells contiguous
+    for k in np.flatnonzero(out[:, -1] == FITTED):
+        beta = job.full.beta.copy()
+        if newton(Round(cells.x, cells.y, job.adjacency, wx[k], wy[k], options["prior"]), beta, options["tol"],
+                  options["max_iter"]).fitted:
+            out[k, :-1] = beta - beta.mean() if options["prior"] == 0 else beta
+        else:
+            out[k, -1] = UNCONVERGED
     return out
-
-
-def relax(cells: Cells, edges, magnitude, beta: np.ndarray, wx: np.ndarray, cc: np.ndarray, prior: float) -> np.ndarray:
-    """`RELAX_SWEEPS` nonlinear Jacobi sweeps from `beta` (agents x rounds): every agent takes its own
-    one-dimensional Newton step with its opponents held, at most `RELAX_STEP` long.
-
-    A resample moves the agents with few comparisons far (one that lost its only win drops by
-    several natural units), along a log-likelihood that bends; Newton on the whole graph then
-    needs many damped steps, each a full conjugate-gradient solve. These sweeps cost one pass
-    over the cells each and take those agents most of the way, so Newton starts where it
-    converges quadratically (WTA-like graph: 15 Newton steps to 6). Only the start changes:
-    Newton's own stopping rules decide the answer. `edges` is `incidence(cells)`, `magnitude` its
-    absolute value."""
-    for _ in range(RELAX_SWEEPS):
-        p = 0.5 + 0.5 * np.tanh((beta[cells.x] - beta[cells.y]) / 2)  # expit, 2x faster
-        grad = edges @ (wx - cc * p) - prior * beta
-        curvature = magnitude @ (cc * p * (1 - p)) + prior
-        move = np.divide(grad, curvature, out=np.zeros_like(grad), where=curvature > 0)
-        beta += np.clip(move, -RELAX_STEP, RELAX_STEP)
-    return beta
 
 
 def chord_operator(cells: Cells, full: Fit, prior: float) -> tuple[np.ndarray, np.ndarray]:
@@ -322,8 +250,8 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
         path = "chord" if chord_is_cheaper(cells) else "rounds"
     if path == "chord":
         chord = chord_operator(cells, full, options["prior"])
-    pattern = LaplacianPattern(cells)
-    rows = fan_out(_bootstrap_chunk, Resample(cells, full, options, path, chord, pattern), rounds, seed, client=client)
+    rows = fan_out(_bootstrap_chunk, Resample(cells, full, options, path, chord, Adjacency.of(cells)), rounds, seed,
+                   client=client)
     status, beta = rows[:, -1], rows[:, :-1]
     kept = elo_points(beta[status == FITTED], scale, anchor)
     summary = {"bootstrap_rounds": rounds, "bootstrap_dropped": int(np.sum(status == NO_ESTIMATE)),

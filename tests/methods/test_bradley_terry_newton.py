@@ -1,0 +1,116 @@
+"""One Bradley-Terry round by compiled Newton: Gauss-Seidel conjugate gradients, and the fit against `fit`'s."""
+
+import numpy as np
+import pytest
+import scipy.sparse.linalg as spla
+
+from pipeline.methods import bradley_terry
+from pipeline.methods.bradley_terry import Adjacency, Cells, fit
+from pipeline.methods.convergence import ConvergenceError
+from pipeline.methods.bradley_terry_newton import Round, conjugate_gradients, newton
+from pipeline.methods.m_elo import bootstrap_intervals
+from tests.methods.test_bradley_terry import laplacian, random_cells
+
+
+def heavy_tailed_cells(n: int = 300, matches: int = 1500, seed: int = 0) -> Cells:
+    """A sparse graph whose players meet a heavy-tailed number of opponents (many once or twice), as a tour's."""
+    rng = np.random.default_rng(seed)
+    skill = rng.normal(0, 1, n)
+    activity = rng.lognormal(0, 1.5, n)
+    a = rng.choice(n, matches, p=activity / activity.sum())
+    b = (a + rng.integers(1, n, matches)) % n
+    a_won = rng.random(matches) < 1 / (1 + np.exp(skill[b] - skill[a]))
+    winner, loser = np.where(a_won, a, b), np.where(a_won, b, a)
+    columns = np.column_stack([winner < loser, winner > loser, np.zeros(matches)]).astype(float)
+    return Cells.summed(n, np.minimum(a, b), np.maximum(a, b), columns)
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.05])
+def test_gauss_seidel_conjugate_gradients_solve_to_the_asked_residual(prior):
+    cells = random_cells(400, 1200, seed=1)
+    rng = np.random.default_rng(2)
+    h = rng.uniform(0.01, 2.0, len(cells.x))
+    a = laplacian(cells, h, prior)
+    rhs = rng.normal(size=cells.n)
+    if prior == 0:
+        rhs -= rhs.mean()
+    adjacency = Adjacency.of(cells)
+    weight = h[adjacency.cell]
+    diagonal = a.diagonal()
+    exact = spla.spsolve(a.tocsc(), rhs) if prior else spla.lsqr(a, rhs, atol=1e-14, btol=1e-14)[0]
+    errors = []
+    for rtol in (1e-2, 1e-6, 1e-10):
+        s, reached = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, rtol,
+                                         10 * cells.n)
+        assert reached <= rtol
+        if prior == 0:
+            s, exact = s - s.mean(), exact - exact.mean()
+        errors.append(np.abs(s - exact).max() / np.abs(exact).max())
+    assert errors[0] < 0.1 and errors[2] < 1e-8 and errors[2] < errors[1] < errors[0]
+    again, _ = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, 1e-10,
+                                   10 * cells.n)
+    assert again.tobytes() == conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs,
+                                                  1e-10, 10 * cells.n)[0].tobytes()
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.01])
+def test_a_round_reaches_the_plain_fit_from_a_start_far_away(prior):
+    cells = heavy_tailed_cells(seed=3) if prior else random_cells(200, 800, seed=3)
+    rng = np.random.default_rng(4)
+    wx, wy = rng.poisson(1.0, len(cells.x)) * 1.0 + cells.x_wins, rng.poisson(1.0, len(cells.x)) * 1.0 + cells.y_wins
+    resampled = cells.with_weights(wx, wy, np.zeros(len(cells.x)))
+    plain = fit(resampled, prior=prior, tol=1e-7)  # dense Cholesky: at most 256 agents, or few pairs
+    beta = fit(cells, prior=prior).beta + rng.normal(0, 1, cells.n)  # far from the resample's answer
+    outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells), wx, wy, prior), beta, 1e-7, 100)
+    assert outcome.stopped == "converged" and outcome.iterations <= plain.iterations + 3
+    if prior == 0:
+        beta -= beta.mean()
+    assert np.abs(beta - plain.beta).max() < 1e-9  # natural units: 6e-8 Elo points
+
+
+def test_a_round_out_of_iterations_says_so():
+    cells = heavy_tailed_cells(seed=5)
+    beta = np.zeros(cells.n)
+    outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells), *cells.half(), 0.01), beta, 1e-7, 1)
+    assert not outcome.fitted and outcome.stopped == "iterations" and outcome.iterations == 1
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.01])
+def test_bootstrap_rounds_by_compiled_newton_agree_with_a_plain_fit_per_round(monkeypatch, prior):
+    """A sparse heavy-tailed graph (players met once move far in a resample): every round's answer
+    to 1e-6 Elo points of `fit` on the same resample, and the same rounds dropped."""
+    # without a prior: a graph where the MLE exists (rounds without one: test_m_elo)
+    cells = heavy_tailed_cells(seed=6) if prior else random_cells(150, 600, seed=6)
+    monkeypatch.setattr("pipeline.methods.m_elo.chord_is_cheaper", lambda cells: False)
+    monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_ALWAYS", cells.n)  # the plain fits by dense Cholesky
+    options = {"davidson": False, "prior": prior, "tol": 1e-7, "max_iter": 100}
+    full = fit(cells, prior=prior)
+    compiled, compiled_info = bootstrap_intervals(cells, full, options, 60, 8, 400.0, 1000.0, algorithm="chord")
+    plain, plain_info = bootstrap_intervals(cells, full, options, 60, 8, 400.0, 1000.0, algorithm="newton")
+    assert compiled_info == plain_info and compiled_info["bootstrap_unconverged"] == 0
+    for key in ("ci_low", "ci_high"):
+        assert np.abs(compiled[key] - plain[key]).max() < 1e-6
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.01])
+def test_a_sparse_fit_is_compiled_and_gives_the_answer_of_dense_cholesky_and_of_newton_over_arrays(monkeypatch, prior):
+    cells = heavy_tailed_cells(seed=9) if prior else random_cells(400, 1600, seed=9)
+    calls = []
+    compiled_fit = bradley_terry._compiled_fit
+    monkeypatch.setattr("pipeline.methods.bradley_terry._compiled_fit", lambda *args: calls.append(1) or compiled_fit(*args))
+    compiled = fit(cells, prior=prior)
+    assert calls == [1]
+    monkeypatch.setattr("pipeline.methods.bradley_terry.COMPILED", False)
+    arrays = fit(cells, prior=prior)
+    monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_ALWAYS", cells.n)
+    dense = fit(cells, prior=prior)
+    assert calls == [1] and compiled.stopped == arrays.stopped == dense.stopped == "converged"
+    for other in (arrays, dense):
+        assert np.abs(compiled.beta - other.beta).max() < 1e-9
+        assert compiled.log_likelihood == pytest.approx(other.log_likelihood, rel=1e-12)
+
+
+def test_a_sparse_fit_out_of_iterations_names_the_agents():
+    cells = heavy_tailed_cells(seed=10)
+    with pytest.raises(ConvergenceError, match=r"did not converge in 1 iterations \(largest step [0-9.e+-]+ > tol=1e-07\)"):
+        fit(cells, prior=0.01, max_iter=1, agents=np.arange(cells.n) * 3)
