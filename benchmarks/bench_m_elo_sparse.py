@@ -35,6 +35,7 @@ import scipy.sparse.linalg as spla
 from benchmarks.common import save
 from pipeline.methods import bradley_terry
 from pipeline.methods.bradley_terry import Cells, fit
+from pipeline.methods.newton_steps import CG_FORCING
 from pipeline.methods.m_elo import bootstrap_intervals
 
 SEED, PRIOR = 20250101, 0.01
@@ -76,7 +77,7 @@ def diplomacy_like(seed: int = 0) -> Cells:
     return Cells.summed(len(games.names), x, y, columns)
 
 
-def baseline_laplacian_solve(cells, h, prior, rhs, rtol=bradley_terry.CG_FORCING[1], log=None):
+def baseline_laplacian_solve(cells, h, prior, rhs, rtol=CG_FORCING[1], log=None):
     """The sparse solve before this benchmark's change: scipy `cg` per column, Jacobi preconditioner."""
     n = cells.n
     degree = np.bincount(cells.x, h, minlength=n) + np.bincount(cells.y, h, minlength=n) + prior

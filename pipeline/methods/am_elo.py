@@ -61,9 +61,9 @@ import scipy.sparse as sp
 from scipy.special import expit
 
 from pipeline.methods import bradley_terry
-from pipeline.methods.bradley_terry import (ARMIJO, FLOOR, MIN_STEP_SHARE, Cells, dense_fits, elo_points, fit_or_refuse,
-                                            spread)
+from pipeline.methods.bradley_terry import Cells, dense_fits, elo_points, fit_or_refuse, spread
 from pipeline.methods.convergence import SHOWN, ConvergenceError, NoEstimate, RatingError
+from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 from pipeline.stats.annotators import AnnotatorCounts

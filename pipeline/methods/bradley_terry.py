@@ -47,15 +47,11 @@ from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
+from pipeline.methods.newton_steps import ARMIJO, CG_FORCING, FLOOR, MIN_STEP_SHARE, Adjacency, SolveLog, forcing
 from pipeline.stats.counts import PairwiseCounts
 
 LN10 = float(np.log(10.0))
 STEP_TOL = 1e-7  # natural units: 1.7e-5 Elo points, and the step after it is ~tol^2
-FLOOR = 1e-12  # relative size of a gain the log-likelihood, a sum of many terms, can still resolve
-ARMIJO = 1e-4  # share of the predicted gain a step must achieve
-MIN_STEP_SHARE = 2.0**-30  # the line search gives up below this share of the Newton step
-CG_FORCING = (1e-1, 1e-9)  # loosest and tightest relative residual of the inexact Newton solves
-STEP_ACCURACY = 1e-2  # a Newton step is solved no closer than to an error of about this share of `tol`
 DENSE_ALWAYS = 256  # below this many agents a dense factorisation costs less than sparse bookkeeping
 DENSE_BYTES = 1 << 28  # memory bound of a dense Hessian (and of its factor or inverse): 5,792 agents
 DENSE_SPEEDUP = 10  # a dense (BLAS-3) flop costs about a tenth of a sparse, memory-bound one
@@ -188,14 +184,6 @@ def spread(cells: Cells, per_cell: np.ndarray) -> np.ndarray:
     return np.bincount(cells.x, per_cell, minlength=cells.n) - np.bincount(cells.y, per_cell, minlength=cells.n)
 
 
-@dataclass
-class SolveLog:
-    """Conjugate-gradient solves that stopped short of their relative residual (sparse systems)."""
-
-    shortfalls: int = 0
-    worst_residual: float = 0.0
-
-
 def dense_fits(n: int) -> bool:
     """Whether a dense n x n Hessian stays within the memory bound `DENSE_BYTES`."""
     return 8 * n * n <= DENSE_BYTES
@@ -278,30 +266,6 @@ def block_cg(apply, diagonal: np.ndarray, rhs: np.ndarray, rtol: np.ndarray | fl
     return x, residual / np.maximum(size, np.finfo(float).tiny)
 
 
-@dataclass(frozen=True, eq=False)
-class Adjacency:
-    """Each agent's cells and opponents, agent by agent (CSR), opponents in increasing order: row i
-    lists the cells `cell[start[i]:start[i + 1]]` of agent i and their other agent `other[...]`,
-    those with a lower agent before `split[i]`, those with a higher one from there: the lower and
-    upper triangles of the Laplacian, for Gauss-Seidel sweeps (`pipeline.methods.bradley_terry_newton`)."""
-
-    start: np.ndarray
-    split: np.ndarray
-    cell: np.ndarray
-    other: np.ndarray
-
-    @classmethod
-    def of(cls, cells: Cells) -> Adjacency:
-        n, x, y, m = cells.n, cells.x, cells.y, len(cells.x)
-        rows, others = np.r_[x, y], np.r_[y, x]
-        order = np.lexsort((others, rows))
-        start = np.r_[0, np.cumsum(np.bincount(rows, minlength=n))].astype(np.int64)
-        split = start[:-1] + np.bincount(y, minlength=n)  # agent i is the higher one (y) of its lower opponents' cells
-        index = np.int32 if 2 * m < 2**31 else np.int64  # int32: measured 15% faster substitutions at 648k cells
-        return cls(start, split.astype(np.int64), np.r_[np.arange(m), np.arange(m)][order].astype(index),
-                   others[order].astype(index))
-
-
 def laplacian_solve(cells: Cells, h: np.ndarray, prior: float, rhs: np.ndarray, rtol: float = CG_FORCING[1],
                     log: SolveLog | None = None) -> np.ndarray:
     """Solve (L_h + prior I) X = rhs, L_h the Laplacian with edge weights h; rhs columns sum to 0 if prior = 0.
@@ -321,17 +285,6 @@ def laplacian_solve(cells: Cells, h: np.ndarray, prior: float, rhs: np.ndarray, 
         log.shortfalls += int(short.sum())
         log.worst_residual = max(log.worst_residual, float(residual.max()))
     return out - out.mean(axis=0) if prior == 0 else out
-
-
-def forcing(gradient_share, previous_step, tol: float):
-    """Relative residual of an inexact Newton solve [EW96], per system: loose while the gradient is a large
-    share of the first one (the step is far from the answer anyway), tightening as it shrinks, but never
-    tighter than the step needs. With steps no longer than the previous one, a residual of
-    STEP_ACCURACY * tol / previous_step leaves an error of about STEP_ACCURACY * tol in the step,
-    so the last, confirming step (~1e-12 long) is not solved to 1e-9 (30 CG products on the WTA-like
-    graph) only to move the ratings by nothing. Between CG_FORCING's bounds: never at machine precision."""
-    needed = STEP_ACCURACY * tol / np.asarray(previous_step, dtype=float)
-    return np.clip(np.maximum(gradient_share, needed), CG_FORCING[1], CG_FORCING[0])
 
 
 def _largest(values: np.ndarray, agents: np.ndarray | None) -> list[int]:
@@ -417,7 +370,8 @@ def _compiled_fit(cells: Cells, prior: float, tol: float, max_iter: int, start: 
     from pipeline.methods.bradley_terry_newton import Round, newton  # numba is imported on first use only
 
     beta = np.zeros(cells.n) if start is None else start.beta.copy()
-    outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells), *cells.half(), prior), beta, tol, max_iter, solves)
+    adjacency = Adjacency.of(cells.n, cells.x, cells.y)
+    outcome = newton(Round(cells.x, cells.y, adjacency, *cells.half(), prior), beta, tol, max_iter, solves)
     if outcome.stopped == "no gain":
         raise no_gain(method, outcome.iterations, outcome.step, outcome.gain, outcome.log_likelihood, agents)
     if outcome.stopped == "iterations":

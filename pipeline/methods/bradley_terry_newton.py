@@ -2,7 +2,7 @@
 
 The same method and stopping rules as `pipeline.methods.bradley_terry.fit` (ties=half): Newton
 steps on the penalised log-likelihood, each system solved by conjugate gradients to the forcing
-term `bradley_terry.forcing` [EW96], preconditioned by symmetric Gauss-Seidel on the system's
+term `newton_steps.forcing` [EW96], preconditioned by symmetric Gauss-Seidel on the system's
 own Hessian with Eisenstat's trick [Eis81], an Armijo line search, converged when the largest
 step is at most `tol`, or at the precision floor; started by `RELAX_SWEEPS` nonlinear Jacobi
 sweeps (`Round.relax`). It serves m-Elo's bootstrap rounds on sparse graphs
@@ -26,7 +26,7 @@ from math import sqrt
 import numpy as np
 from numba import njit
 
-from pipeline.methods.bradley_terry import ARMIJO, FLOOR, MIN_STEP_SHARE, Adjacency, SolveLog, forcing
+from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE, Adjacency, SolveLog, forcing
 
 RELAX_SWEEPS = 5  # nonlinear Jacobi sweeps that warm-start each round before Newton
 RELAX_STEP = 2.0  # largest move of one agent in one sweep, natural units (a factor e^2 in odds)

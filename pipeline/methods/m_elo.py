@@ -55,9 +55,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from pipeline.methods.bradley_terry import (CG_STEPS, DENSE_SPEEDUP, STEP_TOL, Adjacency, Cells, Fit, SolveLog,
-                                            dense_fits, dense_hessian, dense_solve, elo_points, evaluate, existence_problems,
+from pipeline.methods.bradley_terry import (CG_STEPS, DENSE_SPEEDUP, STEP_TOL, Cells, Fit, dense_fits, dense_hessian, dense_solve, elo_points, evaluate, existence_problems,
                                             fit, fit_or_refuse, incidence)
+from pipeline.methods.newton_steps import Adjacency, SolveLog
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
@@ -250,7 +250,7 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
         path = "chord" if chord_is_cheaper(cells) else "rounds"
     if path == "chord":
         chord = chord_operator(cells, full, options["prior"])
-    rows = fan_out(_bootstrap_chunk, Resample(cells, full, options, path, chord, Adjacency.of(cells)), rounds, seed,
+    rows = fan_out(_bootstrap_chunk, Resample(cells, full, options, path, chord, Adjacency.of(cells.n, cells.x, cells.y)), rounds, seed,
                    client=client)
     status, beta = rows[:, -1], rows[:, :-1]
     kept = elo_points(beta[status == FITTED], scale, anchor)

@@ -41,9 +41,9 @@ import pyarrow as pa
 from scipy.special import expit
 
 from pipeline.logs.orders import A_WINS, B_WINS, TIE
-from pipeline.methods.bradley_terry import (ARMIJO, FLOOR, LN10, MIN_STEP_SHARE, STEP_TOL, Cells, elo_points,
-                                            existence_problems, laplacian_solve)
+from pipeline.methods.bradley_terry import LN10, STEP_TOL, Cells, elo_points, existence_problems, laplacian_solve
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
+from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
 from pipeline.methods.resample import interval_columns, poisson_draws

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from pipeline.methods.bradley_terry import (CG_FORCING, Adjacency, Cells, block_cg, dense_is_cheaper, forcing, incidence,
-                                            laplacian_solve)
+from pipeline.methods.bradley_terry import Cells, block_cg, dense_is_cheaper, incidence, laplacian_solve
+from pipeline.methods.newton_steps import CG_FORCING, Adjacency, forcing
 
 
 def test_dense_or_sparse_is_chosen_by_the_nonzeros_not_the_agent_count():
@@ -36,7 +36,7 @@ def laplacian(cells: Cells, h: np.ndarray, prior: float) -> sp.csr_array:
 
 def test_the_adjacency_lists_every_cell_under_both_agents_lower_opponents_first():
     cells = random_cells(50, 200, seed=7)
-    adjacency = Adjacency.of(cells)
+    adjacency = Adjacency.of(cells.n, cells.x, cells.y)
     for i in range(cells.n):
         row = slice(adjacency.start[i], adjacency.start[i + 1])
         others, row_cells = adjacency.other[row], adjacency.cell[row]

@@ -5,9 +5,10 @@ import pytest
 import scipy.sparse.linalg as spla
 
 from pipeline.methods import bradley_terry
-from pipeline.methods.bradley_terry import Adjacency, Cells, fit
+from pipeline.methods.bradley_terry import Cells, fit
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.bradley_terry_newton import Round, conjugate_gradients, newton
+from pipeline.methods.newton_steps import Adjacency
 from pipeline.methods.m_elo import bootstrap_intervals
 from tests.methods.test_bradley_terry import laplacian, random_cells
 
@@ -34,7 +35,7 @@ def test_gauss_seidel_conjugate_gradients_solve_to_the_asked_residual(prior):
     rhs = rng.normal(size=cells.n)
     if prior == 0:
         rhs -= rhs.mean()
-    adjacency = Adjacency.of(cells)
+    adjacency = Adjacency.of(cells.n, cells.x, cells.y)
     weight = h[adjacency.cell]
     diagonal = a.diagonal()
     exact = spla.spsolve(a.tocsc(), rhs) if prior else spla.lsqr(a, rhs, atol=1e-14, btol=1e-14)[0]
@@ -61,7 +62,7 @@ def test_a_round_reaches_the_plain_fit_from_a_start_far_away(prior):
     resampled = cells.with_weights(wx, wy, np.zeros(len(cells.x)))
     plain = fit(resampled, prior=prior, tol=1e-7)  # dense Cholesky: at most 256 agents, or few pairs
     beta = fit(cells, prior=prior).beta + rng.normal(0, 1, cells.n)  # far from the resample's answer
-    outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells), wx, wy, prior), beta, 1e-7, 100)
+    outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells.n, cells.x, cells.y), wx, wy, prior), beta, 1e-7, 100)
     assert outcome.stopped == "converged" and outcome.iterations <= plain.iterations + 3
     if prior == 0:
         beta -= beta.mean()
@@ -71,7 +72,7 @@ def test_a_round_reaches_the_plain_fit_from_a_start_far_away(prior):
 def test_a_round_out_of_iterations_says_so():
     cells = heavy_tailed_cells(seed=5)
     beta = np.zeros(cells.n)
-    outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells), *cells.half(), 0.01), beta, 1e-7, 1)
+    outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells.n, cells.x, cells.y), *cells.half(), 0.01), beta, 1e-7, 1)
     assert not outcome.fitted and outcome.stopped == "iterations" and outcome.iterations == 1
 
 
