@@ -5,15 +5,19 @@ earlier file is quarantined as a duplicate without scanning the store (`pipeline
 <root>/ids/<kind>/run-<32 hex>.npy    a sorted run: uint64 rows (hash high, hash low, file << 40 | line)
 ```
 The manifest lists, per kind, the hasher, the files (sha256 prefixes, by ordinal) and the runs.
-Runs are `.npy` files (never pickles), memory-mapped for lookups; a lookup touches every page of
-the runs' first rows, so once the mapped runs pass `RESIDENT` bytes their pages are handed back
-to the page cache after each batch's lookup (read again from it, not from disk), and the memory
-of a big ingest stays flat instead of growing by 8 bytes per id stored. Ingest adds a file's ids as new
-runs (its own ids are checked against its earlier batches as it goes, in runs that spill to disk
-past `SPILL` ids, merged straight into files from then on); the commit writes them, merges runs of similar size (at most `MAX_RUN` ids per
-run, so memory stays bounded), and lists them in the manifest; runs no longer listed are deleted
-after the commit. An index built by another hasher (another polars version), or missing (a store
-from before the index), is rebuilt from the stored partitions.
+Runs are `.npy` files (never pickles), memory-mapped for lookups. A lookup asks the id filter
+first (`pipeline.logs.identity`: built from the runs on the first lookup, not stored; 10 to 20
+bits per id in memory, and as much again for the file being ingested), so that only duplicates
+and the filter's ~1% false positives walk the runs, and a batch of new ids touches few of their
+pages. Still, a long ingest would keep every page it ever touched, so once the mapped runs pass
+`RESIDENT` bytes their pages are handed back to the page cache after each batch's lookup (read
+again from it, not from disk), and the memory of a big ingest stays flat instead of growing by 8
+bytes per id stored. Ingest adds a file's ids as new runs (its own ids are checked against its
+earlier batches as it goes, in runs that spill to disk past `SPILL` ids, merged straight into
+files from then on); the commit writes them, merges runs of similar size (at most `MAX_RUN` ids
+per run, so memory stays bounded), and lists them in the manifest; runs no longer listed are
+deleted after the commit. An index built by another hasher (another polars version), or missing
+(a store from before the index), is rebuilt from the stored partitions.
 """
 
 from __future__ import annotations
