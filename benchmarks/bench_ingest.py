@@ -161,13 +161,16 @@ def duplicate_check(ids: int, folder: Path, batch: int = 1_000_000, seed: int = 
             high[: len(again)], low[: len(again)] = kept_high[again], kept_low[again]
         order = np.argsort(high, kind="stable")
         high, low = high[order], low[order]
+        timed = {}
+        for name in ("find", "search") if start // batch % 2 else ("search", "find"):  # each first on every other batch:
+            cpu = time.process_time()  # the first faults in the pages of the newest run
+            timed[name] = seen.find(high, low) if name == "find" else seen.search(high, low)
+            if name == "search":
+                release_mapped(seen.runs)  # as `find` does
+            timed[f"{name}_s"] = time.process_time() - cpu
+        found, find_s, search_s = timed["find"], timed["find_s"], timed["search_s"]
+        assert np.array_equal(found, timed["search"])
         cpu = time.process_time()
-        found = seen.find(high, low)
-        find_s, cpu = time.process_time() - cpu, time.process_time()
-        searched = seen.search(high, low)
-        release_mapped(seen.runs)
-        search_s, cpu = time.process_time() - cpu, time.process_time()
-        assert np.array_equal(found, searched)
         new = found == NOT_FOUND
         seen.add(high[new], low[new], where(0, np.arange(start, start + batch)[new]))
         add_s = time.process_time() - cpu
@@ -180,11 +183,14 @@ def duplicate_check(ids: int, folder: Path, batch: int = 1_000_000, seed: int = 
 
 def report_duplicate_check(ids: int, folder: Path) -> dict:
     rows = duplicate_check(ids, folder)
-    for number, row in enumerate(rows):
-        if number and number & (number - 1) == 0 or row is rows[-1]:  # after 1, 2, 4, 8 ... batches, and the last
-            print(f"duplicate check at {row['seen']:>11,} ids seen: filter + search {row['find_s']:.3f} s CPU, "
-                  f"search alone {row['search_s']:.3f} s ({row['search_s'] / max(row['find_s'], 1e-9):.1f}x), "
-                  f"add {row['add_s']:.3f} s; {row['duplicates']:,} duplicates; filter {row['filter_bytes'] / 2**20:.0f} MB")
+    first = 1
+    while first < len(rows):  # batches 1, 2-3, 4-7, ...: each window has batches of both orders
+        window = rows[first: 2 * first]
+        mean = {name: sum(r[name] for r in window) / len(window) for name in ("find_s", "search_s", "add_s")}
+        print(f"duplicate check of a batch with {window[0]['seen']:>11,} to {window[-1]['seen']:>11,} ids seen: filter + search "
+              f"{mean['find_s']:.3f} s CPU, search alone {mean['search_s']:.3f} s ({mean['search_s'] / mean['find_s']:.1f}x), "
+              f"add {mean['add_s']:.3f} s; filter {window[-1]['filter_bytes'] / 2**20:.0f} MB")
+        first *= 2
     total = {name: sum(r[name] for r in rows) for name in ("find_s", "search_s", "add_s")}
     print(f"duplicate check of {ids:,} ids: filter + search {total['find_s']:.2f} s CPU in all, search alone "
           f"{total['search_s']:.2f} s ({total['search_s'] / total['find_s']:.1f}x); adding {total['add_s']:.2f} s")
