@@ -210,6 +210,7 @@ class SeenIds:
             if self.id_filter.has_room(len(run)):
                 self.id_filter.add(run)
             else:
+                self.id_filter = None  # freed before the one twice as big is built
                 self.id_filter = IdFilter.of(self.runs)
 
     def compact(self) -> None:
