@@ -3,9 +3,12 @@ the same file with pyarrow and writing it as one Parquet file (issue target: at 
 rows); the peak memory of ingest at two file sizes (bounded: it must not grow with the file, so
 that a 1e8-row file ingests; both sizes should pass a few flushes of the partition buffers, 2e6
 rows, for the steady state to show); and the peak memory of ingesting ranked ballots (target: 1e6
-ballots under 2 GB).
+ballots under 2 GB); and the duplicate check alone, per batch of a million ids, against the number
+of ids seen, with the id filter and without it (the galloping search of every run, which touched
+every page of the index each batch).
 
     python -m benchmarks.bench_ingest [--rows 2000000] [--days 365] [--ballots 1000000]
+                                      [--check-ids 10000000] [--only-check]
 
 Battles are generated with a fixed seed (ids, two of 1,000 models, a winner, a timestamp spread
 over `days` days). Every measurement runs in a child process of its own, so that its peak RSS is
@@ -134,13 +137,81 @@ def write_battles(rows: int, days: int, folder: Path) -> list[Path]:
     return sources
 
 
+def duplicate_check(ids: int, folder: Path, batch: int = 1_000_000, seed: int = 0) -> list[dict]:
+    """CPU seconds of the duplicate check of each batch of one file being ingested into a store
+    (random 128-bit hashes, 1% of them seen before; its runs spill to memory-mapped files whose
+    pages are released after each lookup, as ingest does) against the ids seen before it: `find`
+    (the filter, then the search of the candidates), `search` (every needle searched in the runs:
+    no filter) and `add` (the new run, its merges and the filter's update or rebuild), all on the
+    same runs."""
+    from pipeline.logs.identity import NOT_FOUND, where
+    from pipeline.store.index import FileIds, KindIndex, release_mapped
+
+    rng = np.random.default_rng(seed)
+    warm = FileIds(KindIndex(folder, "battles"), 0)  # numba's compiled code loaded outside the measure
+    warm.add(*rng.integers(0, 2**64, (3, 10), np.uint64, endpoint=False))
+    warm.find(*rng.integers(0, 2**64, (2, 10), np.uint64, endpoint=False))
+    warm.discard()
+    seen, rows = FileIds(KindIndex(folder, "battles"), 0), []
+    kept_high = kept_low = np.empty(0, np.uint64)  # every id added, to draw the repeated ones from
+    for start in range(0, ids, batch):
+        high, low = rng.integers(0, 2**64, (2, batch), np.uint64, endpoint=False)
+        if len(kept_high):  # ids of earlier batches again
+            again = rng.integers(0, len(kept_high), batch // 100)
+            high[: len(again)], low[: len(again)] = kept_high[again], kept_low[again]
+        order = np.argsort(high, kind="stable")
+        high, low = high[order], low[order]
+        timed = {}
+        for name in ("find", "search") if start // batch % 2 else ("search", "find"):  # each first on every other batch:
+            cpu = time.process_time()  # the first faults in the pages of the newest run
+            timed[name] = seen.find(high, low) if name == "find" else seen.search(high, low)
+            if name == "search":
+                release_mapped(seen.runs)  # as `find` does
+            timed[f"{name}_s"] = time.process_time() - cpu
+        found, find_s, search_s = timed["find"], timed["find_s"], timed["search_s"]
+        assert np.array_equal(found, timed["search"])
+        cpu = time.process_time()
+        new = found == NOT_FOUND
+        seen.add(high[new], low[new], where(0, np.arange(start, start + batch)[new]))
+        add_s = time.process_time() - cpu
+        kept_high, kept_low = np.concatenate([kept_high, high[new]]), np.concatenate([kept_low, low[new]])
+        rows.append({"seen": start, "find_s": find_s, "search_s": search_s, "add_s": add_s,
+                     "duplicates": int((~new).sum()), "filter_bytes": seen.id_filter.nbytes if seen.id_filter else 0})
+    seen.discard()
+    return rows
+
+
+def report_duplicate_check(ids: int, folder: Path) -> dict:
+    rows = duplicate_check(ids, folder)
+    first = 1
+    while first < len(rows):  # batches 1, 2-3, 4-7, ...: each window has batches of both orders
+        window = rows[first: 2 * first]
+        mean = {name: sum(r[name] for r in window) / len(window) for name in ("find_s", "search_s", "add_s")}
+        print(f"duplicate check of a batch with {window[0]['seen']:>11,} to {window[-1]['seen']:>11,} ids seen: filter + search "
+              f"{mean['find_s']:.3f} s CPU, search alone {mean['search_s']:.3f} s ({mean['search_s'] / mean['find_s']:.1f}x), "
+              f"add {mean['add_s']:.3f} s; filter {window[-1]['filter_bytes'] / 2**20:.0f} MB")
+        first *= 2
+    total = {name: sum(r[name] for r in rows) for name in ("find_s", "search_s", "add_s")}
+    print(f"duplicate check of {ids:,} ids: filter + search {total['find_s']:.2f} s CPU in all, search alone "
+          f"{total['search_s']:.2f} s ({total['search_s'] / total['find_s']:.1f}x); adding {total['add_s']:.2f} s")
+    return {"ids": ids, "by_batch": rows, "total": total}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--ballots", type=int, default=1_000_000)
+    parser.add_argument("--check-ids", type=int, default=10_000_000, help="ids of the duplicate check alone")
+    parser.add_argument("--only-check", action="store_true", help="the duplicate check alone")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
+    if args.only_check:
+        try:
+            save("ingest-check", {"duplicate_check": report_duplicate_check(args.check_ids, folder)})
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
     gb = 2**30
     try:
         results: dict = {"rows": args.rows, "days": args.days}
@@ -179,6 +250,7 @@ def main() -> None:
         results["ballots"] = ballots
         print(f"ballots: {args.ballots:,} in {ballots['wall_s']:.2f} s, peak RSS {ballots['peak_rss_bytes'] / gb:.2f} GB "
               f"(target under 2 GB; anonymous {ballots['peak_anonymous_bytes'] / gb:.2f} GB)")
+        results["duplicate_check"] = report_duplicate_check(args.check_ids, folder)
         save("ingest", results)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

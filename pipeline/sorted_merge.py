@@ -1,4 +1,6 @@
-"""Two sorted runs of rows merged in one compiled pass: the id index's runs (`pipeline.logs.identity`).
+"""Two sorted runs of rows merged in one compiled pass, sorted needles searched in a run, and the
+Bloom filter that spares most needles that search: the id index's compiled passes
+(`pipeline.logs.identity`).
 
 A run is a (k, n) array whose row 0 is sorted; the merge writes the columns of both runs into
 `out` in the order a stable sort of their concatenation by row 0 gives (the left run's column
@@ -94,3 +96,54 @@ def find_sorted(run: np.ndarray, first: np.ndarray, second: np.ndarray, found: n
     and row 1, if there is one."""
     run = np.asarray(run)
     _find(run[0], run[1], run[2], np.asarray(first), np.asarray(second), found, found.dtype.type(missing))
+
+
+# The split block Bloom filter of the Parquet format, a blocked Bloom filter [PSS07]: a 64-bit hash picks one 256-bit block of eight 32-bit
+# words by its high half and sets one bit of each word by its low half, so that a probe reads one
+# cache line. The ids' hashes are uniform already, so they are used as they are.
+SALT = np.array([0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31],
+                np.uint64)
+BLOCK_WORDS = 8
+
+
+@njit(cache=True, nogil=True)
+def _block_of(key, blocks):
+    return (key >> np.uint64(32)) * blocks >> np.uint64(32)
+
+
+@njit(cache=True, nogil=True)
+def _bloom_add(filter_: np.ndarray, keys: np.ndarray, salt: np.ndarray) -> None:
+    blocks = np.uint64(filter_.shape[0])
+    low_half, shift = np.uint64(0xFFFFFFFF), np.uint64(27)
+    for i in range(len(keys)):
+        block = _block_of(keys[i], blocks)
+        low = keys[i] & low_half
+        for w in range(BLOCK_WORDS):
+            filter_[block, w] |= np.uint32(1) << np.uint32((low * salt[w] & low_half) >> shift)
+
+
+@njit(cache=True, nogil=True)
+def _bloom_check(filter_: np.ndarray, keys: np.ndarray, salt: np.ndarray, maybe: np.ndarray) -> None:
+    blocks = np.uint64(filter_.shape[0])
+    low_half, shift = np.uint64(0xFFFFFFFF), np.uint64(27)
+    for i in range(len(keys)):
+        block = _block_of(keys[i], blocks)
+        low = keys[i] & low_half
+        present = True
+        for w in range(BLOCK_WORDS):
+            if not filter_[block, w] & (np.uint32(1) << np.uint32((low * salt[w] & low_half) >> shift)):
+                present = False
+                break
+        maybe[i] = present
+
+
+def bloom_add(filter_: np.ndarray, keys: np.ndarray) -> None:
+    """Set the bits of `keys` (uint64 hashes) in `filter_` (a (blocks, 8) uint32 array)."""
+    _bloom_add(filter_, np.ascontiguousarray(keys, np.uint64), SALT)
+
+
+def bloom_check(filter_: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """For each of `keys`, False if it was never added to `filter_` (certain), True if it may have been."""
+    maybe = np.empty(len(keys), np.bool_)
+    _bloom_check(filter_, np.ascontiguousarray(keys, np.uint64), SALT, maybe)
+    return maybe

@@ -5,15 +5,19 @@ earlier file is quarantined as a duplicate without scanning the store (`pipeline
 <root>/ids/<kind>/run-<32 hex>.npy    a sorted run: uint64 rows (hash high, hash low, file << 40 | line)
 ```
 The manifest lists, per kind, the hasher, the files (sha256 prefixes, by ordinal) and the runs.
-Runs are `.npy` files (never pickles), memory-mapped for lookups; a lookup touches every page of
-the runs' first rows, so once the mapped runs pass `RESIDENT` bytes their pages are handed back
-to the page cache after each batch's lookup (read again from it, not from disk), and the memory
-of a big ingest stays flat instead of growing by 8 bytes per id stored. Ingest adds a file's ids as new
-runs (its own ids are checked against its earlier batches as it goes, in runs that spill to disk
-past `SPILL` ids, merged straight into files from then on); the commit writes them, merges runs of similar size (at most `MAX_RUN` ids per
-run, so memory stays bounded), and lists them in the manifest; runs no longer listed are deleted
-after the commit. An index built by another hasher (another polars version), or missing (a store
-from before the index), is rebuilt from the stored partitions.
+Runs are `.npy` files (never pickles), memory-mapped for lookups. A lookup asks the id filter
+first (`pipeline.logs.identity`: built from the runs on the first lookup, not stored; 10 to 20
+bits per id in memory, and as much again for the file being ingested), so that only duplicates
+and the filter's ~1% false positives walk the runs, and a batch of new ids touches few of their
+pages. Still, a long ingest would keep every page it ever touched, so once the mapped runs pass
+`RESIDENT` bytes their pages are handed back to the page cache after each batch's lookup (read
+again from it, not from disk), and the memory of a big ingest stays flat instead of growing by 8
+bytes per id stored. Ingest adds a file's ids as new runs (its own ids are checked against its
+earlier batches as it goes, in runs that spill to disk past `SPILL` ids, merged straight into
+files from then on); the commit writes them, merges runs of similar size (at most `MAX_RUN` ids
+per run, so memory stays bounded), and lists them in the manifest; runs no longer listed are
+deleted after the commit. An index built by another hasher (another polars version), or missing
+(a store from before the index), is rebuilt from the stored partitions.
 """
 
 from __future__ import annotations
@@ -60,11 +64,19 @@ class KindIndex:
     root: Path
     kind: str
     files: list[str] = field(default_factory=list)  # sha256 prefix of each file ordinal
-    runs: list[Run] = field(default_factory=list)
+    ids: SeenIds = field(default_factory=SeenIds)  # the runs, and the filter over them built on the first lookup
     paths: list[str | None] = field(default_factory=list)  # per run: its file relative to the root, None if not written yet
 
+    @property
+    def runs(self) -> list[Run]:
+        return self.ids.runs
+
     def find(self, high: np.ndarray, low: np.ndarray) -> np.ndarray:
-        return SeenIds(self.runs).find(high, low)
+        return self.ids.find(high, low)
+
+    def append(self, run: Run, path: str | None) -> None:
+        self.ids.append(run)
+        self.paths.append(path)
 
     def ordinal(self, short: str) -> int:
         self.files.append(short)
@@ -73,8 +85,8 @@ class KindIndex:
     def accept(self, seen: FileIds) -> None:
         """Add a file's runs (its ids were new) to the index."""
         for run, path in zip(seen.runs, seen.paths):
-            self.runs.append(run)
-            self.paths.append(path)
+            self.append(run, path)
+        release_mapped(self.runs)  # the filter read the file's runs
 
     def commit(self) -> tuple[dict, list[Path]]:
         """Write new runs, merge runs of similar size; the manifest entry and the files written."""
@@ -89,7 +101,7 @@ class KindIndex:
         for path in set(self.paths) - {path for _, path in merged}:  # merged away: spilled ones go now, the
             if path is not None and Path(path).name.startswith("."):  # committed ones once the manifest no longer lists them
                 (self.root / path).unlink(missing_ok=True)
-        self.runs, self.paths = [], []
+        self.ids.runs, self.paths = [], []  # the same ids in fewer runs: the filter stays
         for run, path in merged:
             if path is None or Path(path).name.startswith("."):  # in memory, or spilled under a temporary name
                 final = f"{FOLDER}/{self.kind}/run-{uuid.uuid4().hex}.npy"
@@ -126,7 +138,7 @@ class FileIds(SeenIds):
 
     def add(self, high: np.ndarray, low: np.ndarray, where_: np.ndarray) -> None:
         if len(high):
-            self.runs.append(Run.of(high, low, where_))
+            self.append(Run.of(high, low, where_))
             self.paths.append(None)
             self.compact()
 
@@ -166,7 +178,7 @@ class FileIds(SeenIds):
         for path in self.paths:
             if path is not None:
                 (self.index.root / path).unlink(missing_ok=True)
-        self.runs, self.paths = [], []
+        self.runs, self.paths, self.id_filter = [], [], None
 
 
 def load_index(root: Path, kind: str, entry: dict | None) -> KindIndex | None:
@@ -175,8 +187,7 @@ def load_index(root: Path, kind: str, entry: dict | None) -> KindIndex | None:
         return None
     index = KindIndex(root, kind, list(entry["files"]))
     for run in entry["runs"]:
-        index.runs.append(_load(root / run["path"]))
-        index.paths.append(run["path"])
+        index.append(_load(root / run["path"]), run["path"])
     return index
 
 
@@ -209,8 +220,7 @@ def rebuild(root: Path, kind: str, reports: list, dictionary: Callable[[str], li
         found = index.find(high, low)
         new = found == NOT_FOUND
         if new.any():
-            index.runs.append(Run.of(high[new], low[new], where(file, np.zeros(int(new.sum()), np.int64))))
-            index.paths.append(None)
+            index.append(Run.of(high[new], low[new], where(file, np.zeros(int(new.sum()), np.int64))), None)
     return index
 
 

@@ -64,3 +64,39 @@ def test_merged_runs_are_the_stable_sort_of_their_concatenation(tmp_path):
         mapped = np.lib.format.open_memmap(tmp_path / "run.npy", mode="w+", dtype=np.uint64, shape=data.shape)
         merge(older, newer, mapped)  # straight into a file, as a spilled run is
         assert np.array_equal(np.load(tmp_path / "run.npy", mmap_mode="r"), expected)
+
+
+def test_the_filter_never_rules_out_an_id_it_holds_and_passes_about_one_percent_of_new_ones():
+    rng = np.random.default_rng(5)
+    held, new = rng.integers(0, 2**64, 200_000, np.uint64), rng.integers(0, 2**64, 200_000, np.uint64)
+    id_filter = identity.IdFilter(len(held))
+    id_filter.add(Run.of(held, held, where(0, np.arange(len(held)))))
+    assert id_filter.may_hold(held).all()
+    passed = id_filter.may_hold(new).mean()
+    assert 0.002 < passed < 0.03, passed  # 10 bits per id: a split block filter's ~1%, never 0 (it is not exact)
+    assert id_filter.nbytes * 8 / id_filter.capacity >= identity.FILTER_BITS_PER_ID
+
+
+def test_find_with_the_filter_equals_the_search_of_the_runs_as_ids_arrive_and_the_filter_grows(monkeypatch):
+    monkeypatch.setattr(identity, "MIN_FILTER_IDS", 64)  # the filter fills and is rebuilt several times
+    rng = np.random.default_rng(6)
+    seen, capacities = SeenIds(), set()
+    pool_high = rng.integers(0, 2**64, 3_000, np.uint64)
+    pool_high[1::50] = pool_high[::50][: len(pool_high[1::50])]  # equal high hashes, different low ones
+    pool_low = rng.integers(0, 2**64, 3_000, np.uint64)
+    stored: dict[tuple[int, int], int] = {}
+    for batch in range(12):
+        take = rng.choice(len(pool_high), 400, replace=False)
+        high, low = pool_high[take], pool_low[take]
+        found = seen.find(high, low)
+        assert np.array_equal(found, seen.search(high, low))
+        expected = [stored.get((h, lo), int(NOT_FOUND)) for h, lo in zip(high.tolist(), low.tolist())]
+        assert found.tolist() == expected
+        new = found == NOT_FOUND
+        at = where(batch, np.flatnonzero(new))
+        seen.add(high[new], low[new], at)
+        stored.update(zip(zip(high[new].tolist(), low[new].tolist()), at.tolist()))
+        if seen.id_filter is not None:  # built on the first lookup with runs to search
+            capacities.add(seen.id_filter.capacity)
+            assert seen.id_filter.ids == len(stored) <= seen.id_filter.capacity
+    assert len(capacities) > 2  # rebuilt as it grew

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
@@ -325,3 +326,43 @@ def test_a_rebuilt_index_keeps_the_file_ordinals_so_ingest_positions_keep_increa
     stored = [positions(r) for r in store.manifest.files.values() if r.status == "ingested" and r.sha256 != reports[0].sha256]
     assert len(stored) == 2
     assert min(positions(reports[0])) > max(max(p) for p in stored)
+
+
+def ingest_three_overlapping_files(root, tmp_path) -> list[tuple]:
+    """Reports, stored rows and quarantined rows of three files ingested into a store at `root`,
+    the last after the store is opened again (its index read back from disk)."""
+    from pipeline.store import index
+
+    first, second, third = (tmp_path / f"{name}.csv" for name in ("first", "second", "third"))
+    first.write_text(HEADER + battles(range(80)) + battles(range(0, 80, 9)))  # duplicates within the file
+    second.write_text(HEADER + battles(range(60, 140)))  # and of the first file
+    third.write_text(HEADER + battles(range(130, 200)) + battles(range(5, 150, 11)))  # of both, read back from disk
+    store = Store(root)
+    reports = store.ingest([first, second], "battles")
+    reports += Store(root).ingest([third], "battles")
+    stored = [pq.read_table(root / p.path).to_pylist() for r in reports for p in r.partitions]
+    runs = sorted(json.loads((root / "manifest.json").read_text())["ids"]["battles"]["runs"], key=lambda r: r["ids"])
+    ids = np.concatenate([index._load(root / r["path"]).data for r in runs], axis=1)
+    return [(r.rows_in, r.rows_accepted, r.rows_quarantined) for r in reports], stored, \
+        [quarantine(store, r) for r in reports], ids[:, np.lexsort(ids[::-1])].tolist()
+
+
+def test_the_filter_changes_no_stored_row_quarantine_reason_or_index_entry(tmp_path, monkeypatch):
+    from pipeline.logs import delimited, identity
+    from pipeline.store import index
+
+    monkeypatch.setattr(delimited, "CHUNK_BYTES", 300)  # many batches
+    monkeypatch.setattr(index, "SPILL", 16)  # runs on disk, memory-mapped
+    monkeypatch.setattr(identity, "MIN_FILTER_IDS", 8)  # the filters fill and are rebuilt
+    passed = []
+    check = identity.IdFilter.may_hold
+    monkeypatch.setattr(identity.IdFilter, "may_hold", lambda self, high: passed.append(check(self, high).mean()) or check(self, high))
+    filtered = ingest_three_overlapping_files(tmp_path / "filtered", tmp_path)
+    assert min(passed) < 1  # the filter ruled ids out
+    monkeypatch.setattr(identity.IdFilter, "may_hold", lambda self, high: np.ones(len(high), bool))  # every id searched
+    unfiltered = ingest_three_overlapping_files(tmp_path / "unfiltered", tmp_path)
+    assert filtered[0] == unfiltered[0] == [(89, 80, 9), (80, 60, 20), (84, 60, 24)]
+    assert filtered == unfiltered
+    reasons = {q["reason"] for q in filtered[2][2]}  # b5 of the first file, b130 of the second, b148 of this one
+    assert {"duplicate battle_id (first in first.csv, line 7)", "duplicate battle_id (first in second.csv, line 72)",
+            "duplicate battle_id (first at line 20)"} <= reasons
