@@ -281,9 +281,8 @@ def laplacian_solve(cells: Cells, h: np.ndarray, prior: float, rhs: np.ndarray, 
     lap = sp.csr_array((np.r_[-h, -h, degree], (np.r_[cells.x, cells.y, np.arange(n)], np.r_[cells.y, cells.x, np.arange(n)])),
                        shape=(n, n))  # one matrix for every column: assembled once, one pass per product
     out, residual = block_cg(lambda v, columns: lap @ v, np.broadcast_to(degree[:, None], rhs.shape), b, rtol, 10 * n)
-    if log is not None and (short := residual > rtol).any():
-        log.shortfalls += int(short.sum())
-        log.worst_residual = max(log.worst_residual, float(residual.max()))
+    if log is not None:
+        log.record(residual, rtol)
     return out - out.mean(axis=0) if prior == 0 else out
 
 

@@ -240,9 +240,8 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: S
         _diagonal(adjacency.start, adjacency.cell, curvature, prior, weight, diagonal)
         step, reached = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, rtol,
                                             10 * n)
-        if solves is not None and reached > rtol:
-            solves.shortfalls += 1
-            solves.worst_residual = max(solves.worst_residual, reached)
+        if solves is not None:
+            solves.record(reached, rtol)
         if prior == 0:
             step -= step.mean()
         decrement = _dot(grad, step)

@@ -27,6 +27,13 @@ class SolveLog:
     shortfalls: int = 0
     worst_residual: float = 0.0
 
+    def record(self, reached: np.ndarray | float, rtol: np.ndarray | float) -> None:
+        """Count the solves whose relative residual `reached` is above the `rtol` asked of them."""
+        short = np.asarray(reached) > rtol
+        if short.any():
+            self.shortfalls += int(short.sum())
+            self.worst_residual = max(self.worst_residual, float(np.max(reached)))
+
 
 def forcing(gradient_share, previous_step, tol: float):
     """Relative residual of an inexact Newton solve [EW96], per system: loose while the gradient is a large
