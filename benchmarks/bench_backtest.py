@@ -15,7 +15,6 @@ scoring), over `--profile` splits after a first one that loads the compiled code
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
