@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import poisson
 
+from pipeline.methods.ratings import competition_ranks
+
 TABLE_MAX = 1 << 21
 PERCENTILES = (2.5, 97.5)  # of the 95% intervals
 
@@ -69,8 +71,32 @@ def tiers(rank: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray) -> np.n
 def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray) -> dict[str, np.ndarray]:
     """`ci_low`, `ci_high`, `rank_low`, `rank_high`, `tier` from per-round scores and ranks (rounds x agents)
     and the full-data ranks."""
-    low, high = np.nanpercentile(scores, PERCENTILES, axis=0) if np.isfinite(scores).any() else (np.full(len(rank), np.nan),) * 2
+    finite = np.isfinite(scores)
+    if finite.all():  # numpy's nanpercentile goes agent by agent (3 s for 1000 rounds of 53k agents)
+        low, high = np.percentile(scores, PERCENTILES, axis=0)
+    elif finite.any():
+        low, high = np.nanpercentile(scores, PERCENTILES, axis=0)
+    else:
+        low, high = (np.full(len(rank), np.nan),) * 2
     rank_low = np.percentile(ranks, PERCENTILES[0], axis=0, method="lower").astype(np.int64)
     rank_high = np.percentile(ranks, PERCENTILES[1], axis=0, method="higher").astype(np.int64)
     return {"ci_low": low, "ci_high": high, "rank_low": rank_low, "rank_high": rank_high,
             "tier": tiers(rank, rank_low, rank_high)}
+
+
+def rank_upper_bounds(ci_low: np.ndarray, ci_high: np.ndarray) -> np.ndarray:
+    """`rank_ci` [Arena]: 1 + the number of agents whose lower bound is above the agent's upper bound
+    (a NaN bound is above nothing). By a search in the sorted lower bounds: the agents x agents
+    comparison took 2.8 GB and 4 s at 53k agents."""
+    lows = np.sort(ci_low[~np.isnan(ci_low)])
+    return (1 + len(lows) - np.searchsorted(lows, ci_high, side="right")).astype(np.int64)
+
+
+def ranks_by_round(scores: np.ndarray) -> np.ndarray:
+    """The competition ranks of each round's scores (rows of rounds x agents), as float64; NaN in a
+    round without scores."""
+    ranks = np.full(scores.shape, np.nan)
+    for r, round_scores in enumerate(scores):
+        if not np.isnan(round_scores).all():
+            ranks[r] = competition_ranks(round_scores)
+    return ranks

@@ -46,7 +46,7 @@ from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
-from pipeline.methods.resample import interval_columns, poisson_draws
+from pipeline.methods.resample import interval_columns, poisson_draws, rank_upper_bounds, ranks_by_round
 from pipeline.stats.features import BattleFeatures, value_bits
 
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
@@ -265,9 +265,8 @@ def style_controlled(features: BattleFeatures, agent_keys: np.ndarray, covariate
             raise NoEstimate(f"m-elo: none of the {bootstrap} bootstrap resamples with covariates could be fitted; use "
                              "m-elo:prior=0.01, or bootstrap=0 for no intervals")
         scores = elo_points(kept[:, :design.n], scale, anchor)
-        ranks = np.array([competition_ranks(s) for s in scores])
-        columns = interval_columns(scores, ranks, competition_ranks(elo_points(full.beta, scale, anchor)))
-        columns["rank_ci"] = (1 + (columns["ci_low"][None, :] > columns["ci_high"][:, None]).sum(axis=1)).astype(np.int64)
+        columns = interval_columns(scores, ranks_by_round(scores), competition_ranks(elo_points(full.beta, scale, anchor)))
+        columns["rank_ci"] = rank_upper_bounds(columns["ci_low"], columns["ci_high"])
         extras = {key: values[agent_keys] for key, values in columns.items()}
         low, high = np.percentile(kept[:, design.n:-1], (2.5, 97.5), axis=0)
         table |= {"ci_low": low, "ci_high": high}

@@ -5,7 +5,8 @@ import pytest
 from scipy.stats import poisson
 
 from pipeline.methods import resample
-from pipeline.methods.resample import poisson_draws
+from pipeline.methods.ratings import competition_ranks
+from pipeline.methods.resample import interval_columns, poisson_draws, rank_upper_bounds, ranks_by_round
 
 
 @pytest.mark.parametrize("weight", [0.0, 0.5, 3.0, 7.25, 400.0])
@@ -38,3 +39,37 @@ def test_each_draw_inverts_the_cdf_at_its_own_uniform_also_among_cells_of_weight
     below = poisson.cdf(draws - 1, weights)
     assert np.all(draws[:, weights == 0] == 0)
     assert np.all((below <= u) & (u < poisson.cdf(draws, weights)))
+
+
+def test_rank_upper_bounds_count_the_intervals_wholly_above():
+    rng = np.random.default_rng(3)
+    low = np.round(rng.normal(0, 5, 300))  # ties between bounds, and a bound equal to another's
+    high = low + np.round(rng.uniform(0, 8, 300))
+    low[[4, 9]], high[[9, 17]] = np.nan, np.nan
+    low[20], high[21] = -np.inf, np.inf
+    brute = 1 + (low[None, :] > high[:, None]).sum(axis=1)  # the definition, agents x agents
+    assert rank_upper_bounds(low, high).tolist() == brute.tolist()
+    assert rank_upper_bounds(np.array([]), np.array([])).tolist() == []
+
+
+def test_interval_columns_take_the_same_percentiles_with_and_without_missing_rounds():
+    rng = np.random.default_rng(4)
+    scores = np.round(rng.normal(1000, 50, (203, 40)), 3)
+    ranks = ranks_by_round(scores)
+    rank = competition_ranks(scores.mean(axis=0))
+    missing = scores.copy()
+    missing[0, 0] = np.nan  # an agent absent from one round
+    finite = interval_columns(scores, ranks, rank)  # no NaN: numpy's percentile over all agents at once
+    agent_by_agent = np.nanpercentile(missing, (2.5, 97.5), axis=0)
+    with_missing = interval_columns(missing, ranks, rank)
+    for low_or_high, column in enumerate(("ci_low", "ci_high")):
+        assert finite[column].tobytes() == np.nanpercentile(scores, (2.5, 97.5), axis=0)[low_or_high].tobytes()
+        assert with_missing[column].tobytes() == agent_by_agent[low_or_high].tobytes()
+    assert np.isnan(interval_columns(np.full((3, 2), np.nan), np.full((3, 2), 1.0), np.array([1, 1]))["ci_low"]).all()
+
+
+def test_ranks_by_round_are_each_rounds_competition_ranks():
+    scores = np.array([[3.0, 1.0, 3.0, 2.0], [np.nan] * 4, [0.0, 0.0, 0.0, 5.0]])
+    ranks = ranks_by_round(scores)
+    assert ranks[0].tolist() == [1, 4, 1, 3] and ranks[2].tolist() == [2, 2, 2, 1]
+    assert np.isnan(ranks[1]).all()
