@@ -27,7 +27,6 @@ from pipeline.methods.bradley_terry import STEP_TOL, Cells, fit
 from pipeline.methods.m_elo import bootstrap_intervals, m_elo
 from pipeline.methods.threads import one_blas_thread
 from pipeline.stats.counts import PairwiseCounts
-from pipeline.stats.game_pairs import PerGameCounts
 
 MODELS, BATTLES, SEED = 200, 1_000_000, 20240901
 RESULTS = Path(__file__).parent / "results" / "elo.json"
@@ -100,7 +99,7 @@ def bench_bootstrap(results: dict) -> None:
     a, b, outcome = battles(MODELS, BATTLES, SEED)
     counts = vase_counts(MODELS, a, b, outcome)
     with one_blas_thread():
-        t_vase, _ = best_of(lambda: m_elo(counts, PerGameCounts(None), np.arange(counts.n), bootstrap=1000, seed=1), 1)
+        t_vase, _ = best_of(lambda: m_elo(counts, np.arange(counts.n), bootstrap=1000, seed=1), 1)
     ra, rb, y, w = fastchat_rows(MODELS, a, b, outcome)
     rng = np.random.default_rng(1)
 

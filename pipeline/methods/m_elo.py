@@ -270,8 +270,9 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     return columns | {"rank_ci": rank_upper_bounds(columns["ci_low"], columns["ci_high"])}, summary
 
 
-@method("m-elo", needs=("pairwise", "pairwise_per_game", "agent_keys"), needs_with={"covariates": ("battle_features",)})
-def m_elo(pairs: PairwiseCounts, per_game: PerGameCounts, agent_keys: np.ndarray, features: BattleFeatures | None = None,
+@method("m-elo", needs=("pairwise", "agent_keys"),
+        needs_with={"games": ("pairwise_per_game",), "covariates": ("battle_features",)})
+def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts | None = None, features: BattleFeatures | None = None,
           *, ties: str = "half", prior: float = 0.0, bootstrap: int = 1000, seed: int = 0, scale: float = 400.0,
           anchor: float = 1000.0, games: str = "pairs", tol: float = STEP_TOL, max_iter: int = 100, covariates: str = "",
           client=None) -> Ratings:
@@ -285,7 +286,7 @@ def m_elo(pairs: PairwiseCounts, per_game: PerGameCounts, agent_keys: np.ndarray
             raise ValueError("m-elo: covariates need ties=half")
         return style_controlled(features, agent_keys, parse_covariates(covariates), prior=prior, bootstrap=bootstrap,
                                 seed=seed, scale=scale, anchor=anchor, tol=tol, max_iter=max_iter, client=client)
-    counts = per_game.choose(pairs, games)
+    counts = (PerGameCounts(None) if per_game is None else per_game).choose(pairs, games)  # None: games=pairs
     cells = Cells.from_counts(counts, agent_keys)  # agent agent_keys[i] of the cells is local agent i
     by_key = np.empty_like(counts.agents)
     by_key[agent_keys] = counts.agents

@@ -19,7 +19,7 @@ NONE = PerGameCounts(None)
 
 def m_elo(pairs, per_game, **options):
     """The method on counts whose ids are in name order."""
-    return m_elo_method(pairs, per_game, np.arange(pairs.n), **options)
+    return m_elo_method(pairs, np.arange(pairs.n), per_game, **options)
 
 
 def counts(wins, ties=None, sparse=False, agents=None):
@@ -148,9 +148,9 @@ def test_the_same_counts_under_other_ids_give_the_same_bytes():
     wins, _ = random_counts(n=9, battles=700, seed=8)
     ties = np.triu(np.ones((9, 9)), 1) * (np.arange(81).reshape(9, 9) % 4 == 0)
     ties = ties + ties.T
-    canonical = m_elo_method(counts(wins, ties), NONE, np.arange(9), bootstrap=100, seed=2)
+    canonical = m_elo_method(counts(wins, ties), np.arange(9), NONE, bootstrap=100, seed=2)
     perm = np.random.default_rng(0).permutation(9)  # local agent i is canonical agent perm[i]
-    shuffled = m_elo_method(counts(wins[np.ix_(perm, perm)], ties[np.ix_(perm, perm)]), NONE, perm, bootstrap=100, seed=2)
+    shuffled = m_elo_method(counts(wins[np.ix_(perm, perm)], ties[np.ix_(perm, perm)]), perm, NONE, bootstrap=100, seed=2)
     assert shuffled.score.tobytes() == canonical.score[perm].tobytes()
     for key in ("ci_low", "ci_high", "rank_ci"):
         assert shuffled.extras[key].tobytes() == canonical.extras[key][perm].tobytes()

@@ -119,7 +119,7 @@ def test_the_client_reaches_methods_that_fan_out_and_is_no_parameter(pentathlon)
     try:
         ratings = run("probe-client", pentathlon[0], client=sentinel)
         assert ratings.info["client"] and ratings.params == {} and ratings.spec == "probe-client"
-        assert needed_statistics(["probe-client", "m-elo"]) == {"pairwise", "pairwise_per_game"}  # agent_keys is no reduction
+        assert needed_statistics(["probe-client", "m-elo:games=player"]) == {"pairwise", "pairwise_per_game"}  # agent_keys is no reduction
         assert GIVEN >= {"agent_keys"}
     finally:
         del REGISTRY["probe-client"]

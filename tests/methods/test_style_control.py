@@ -169,7 +169,7 @@ def test_covariates_are_read_only_when_asked():
     assert "battle_features" in Spec.parse("m-elo:covariates=len").statistics
     with pytest.raises(ValueError, match="ties=half"):
         from pipeline.methods.m_elo import m_elo
-        m_elo(None, None, np.arange(2), None, ties="davidson", covariates="len")
+        m_elo(None, np.arange(2), None, None, ties="davidson", covariates="len")
 
 
 def test_covariates_that_separate_wins_from_losses_are_refused(tmp_path):
