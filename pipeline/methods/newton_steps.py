@@ -46,6 +46,14 @@ def forcing(gradient_share, previous_step, tol: float):
     return np.clip(np.maximum(gradient_share, needed), CG_FORCING[1], CG_FORCING[0])
 
 
+def predicted_step(previous: float, before: float) -> float:
+    """The size of the next Newton step from the last two: Newton's error squares from step to step, so
+    once a step has at least halved, the next is about previous^3 / before^2; else the previous one."""
+    if not (np.isfinite(before) and previous <= before / 2):
+        return previous
+    return previous * (previous / before) ** 2
+
+
 @dataclass(frozen=True, eq=False)
 class Adjacency:
     """Each agent's cells and opponents, agent by agent (CSR), opponents in increasing order: row i
