@@ -2,7 +2,8 @@
 
 The same method and stopping rules as `pipeline.methods.bradley_terry.fit` (ties=half): Newton
 steps on the penalised log-likelihood, each system solved by conjugate gradients to the forcing
-term `newton_steps.forcing` [EW96], preconditioned by symmetric Gauss-Seidel on the system's
+term `newton_steps.forcing` [EW96] (for the step's size predicted by `newton_steps.predicted_step`;
+a last step shorter than predicted is solved again closer), preconditioned by symmetric Gauss-Seidel on the system's
 own Hessian with Eisenstat's trick [Eis81], an Armijo line search, converged when the largest
 step is at most `tol`, or at the precision floor; started by `RELAX_SWEEPS` nonlinear Jacobi
 sweeps (`Round.relax`). It serves m-Elo's bootstrap rounds on sparse graphs

@@ -181,7 +181,8 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
     at most `tol`, or the precision floor; Armijo line search) from the full-data estimate, after a
     few nonlinear Jacobi sweeps; each Newton system solved by conjugate gradients with a symmetric
     Gauss-Seidel preconditioner built from the round's own Hessian, so every round converges to its
-    own answer. The full-data Hessian is no use here: on sparse graphs an agent with one or two
+    own answer; the agents numbered by reverse Cuthill-McKee (`Banded`, for memory locality), the
+    ratings returned in the cells' order. The full-data Hessian is no use here: on sparse graphs an agent with one or two
     comparisons has a resampled curvature anywhere from 0 to several times its full-data one, so
     the chord method diverges, and as a preconditioner (even exactly factorised, or scaled to the
     round's diagonal) it needs more iterations than Gauss-Seidel on the round's own Hessian. Rounds
