@@ -2,7 +2,8 @@
 
 The same method and stopping rules as `pipeline.methods.bradley_terry.fit` (ties=half): Newton
 steps on the penalised log-likelihood, each system solved by conjugate gradients to the forcing
-term `newton_steps.forcing` [EW96], preconditioned by symmetric Gauss-Seidel on the system's
+term `newton_steps.forcing` [EW96] (for the step's size predicted by `newton_steps.predicted_step`;
+a last step shorter than predicted is solved again closer), preconditioned by symmetric Gauss-Seidel on the system's
 own Hessian with Eisenstat's trick [Eis81], an Armijo line search, converged when the largest
 step is at most `tol`, or at the precision floor; started by `RELAX_SWEEPS` nonlinear Jacobi
 sweeps (`Round.relax`). It serves m-Elo's bootstrap rounds on sparse graphs
@@ -26,7 +27,7 @@ from math import sqrt
 import numpy as np
 from numba import njit
 
-from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE, Adjacency, SolveLog, forcing
+from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE, STEP_ACCURACY, Adjacency, SolveLog, forcing, predicted_step
 
 RELAX_SWEEPS = 5  # nonlinear Jacobi sweeps that warm-start each round before Newton
 RELAX_STEP = 2.0  # largest move of one agent in one sweep, natural units (a factor e^2 in odds)
@@ -126,7 +127,8 @@ def conjugate_gradients(start, split, other, weight, diagonal, rhs, rtol, maxite
     (D - W_lower)^-1 A (D - W_upper)^-1, whose product is one forward and one back substitution,
     so an iteration costs about one product with A (and half the iterations of Jacobi's on the
     WTA-like graph). Stops when the residual's M^-1 norm is at most `rtol` times the right-hand
-    side's (the preconditioned norm, as PETSc's CG by default); returns s and that ratio."""
+    side's (the preconditioned norm, as PETSc's CG by default); returns s, that ratio and the
+    iterations taken."""
     n = len(rhs)
     r, t, u, q = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     _forward(start, split, other, weight, diagonal, rhs, r)
@@ -134,9 +136,11 @@ def conjugate_gradients(start, split, other, weight, diagonal, rhs, rtol, maxite
     rz = _dot(r, z)
     goal = rtol * rtol * rz
     if rz <= goal:
-        return solution, 0.0
+        return solution, 0.0, 0
     first, d = rz, z.copy()
+    iterations = 0
     for _ in range(maxiter):
+        iterations += 1
         _backward(start, split, other, weight, diagonal, d, t)
         for i in range(n):
             u[i] = d[i] - diagonal[i] * t[i]
@@ -157,7 +161,7 @@ def conjugate_gradients(start, split, other, weight, diagonal, rhs, rtol, maxite
             d[i] = z[i] + beta * d[i]
         rz = rz_next
     _backward(start, split, other, weight, diagonal, solution, t)
-    return t, sqrt(max(rz, 0.0) / first)
+    return t, sqrt(max(rz, 0.0) / first), iterations
 
 
 class Round:
@@ -204,11 +208,13 @@ class Round:
 @dataclass(frozen=True, eq=False)
 class Outcome:
     """How `newton` stopped: "converged", "precision floor" (as `Fit.stopped`), "no gain" (the line
-    search gave up) or "iterations" (`max_iter` steps); with the steps taken, the last step and its
+    search gave up) or "iterations" (`max_iter` steps); with the steps taken, their conjugate-gradient
+    iterations, the last step and its
     largest entry, its predicted gain and the log-likelihood before it (for `fit`'s messages)."""
 
     stopped: str
     iterations: int
+    products: int  # conjugate-gradient iterations of all its solves, each about one product with the Hessian
     step: np.ndarray
     last_step: float
     gain: float
@@ -217,6 +223,16 @@ class Outcome:
     @property
     def fitted(self) -> bool:
         return self.stopped in ("converged", "precision floor")
+
+
+def _newton_system(adjacency: Adjacency, weight: np.ndarray, diagonal: np.ndarray, rhs: np.ndarray, rtol: float,
+                   prior: float) -> tuple[np.ndarray, float, int]:
+    """A Newton step by `conjugate_gradients`, centred when the prior is 0 (the ratings' mean is free)."""
+    step, reached, taken = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, rtol,
+                                               10 * len(rhs))
+    if prior == 0:
+        step -= step.mean()
+    return step, reached, taken
 
 
 def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: SolveLog | None = None) -> Outcome:
@@ -228,28 +244,32 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: S
     p, trial_p = np.empty(m), np.empty(m)
     grad, curvature, diagonal, weight = np.empty(n), np.empty(m), np.empty(n), np.empty(len(adjacency.cell))
     loglik, magnitude = round_.evaluate(beta, p)
-    first, previous = -1.0, np.inf
+    first, previous, before = -1.0, np.inf, np.inf
     step, size, decrement = np.zeros(n), np.inf, 0.0
+    products = 0
     for iteration in range(1, max_iter + 1):
         _gradient(beta, round_.x, round_.y, round_.wx, round_.cc, p, prior, grad, curvature)
         gradient_size = float(np.abs(grad).max(initial=0.0))
         if first < 0:
             first = gradient_size if gradient_size > 0 else 1.0
-        rtol = float(forcing(gradient_size / first, previous, tol))
         rhs = grad - grad.mean() if prior == 0 else grad
         _diagonal(adjacency.start, adjacency.cell, curvature, prior, weight, diagonal)
-        step, reached = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, rtol,
-                                            10 * n)
+        rtol = float(forcing(gradient_size / first, predicted_step(previous, before), tol))
+        step, reached, taken = _newton_system(adjacency, weight, diagonal, rhs, rtol, prior)
+        products += taken
+        size = float(np.abs(step).max(initial=0.0))
+        if size <= tol and reached * size > STEP_ACCURACY * tol:  # shorter than predicted: the last step solved closer
+            rtol = float(forcing(gradient_size / first, size, tol))
+            step, reached, taken = _newton_system(adjacency, weight, diagonal, rhs, rtol, prior)
+            products += taken
+            size = float(np.abs(step).max(initial=0.0))
         if solves is not None:
             solves.record(reached, rtol)
-        if prior == 0:
-            step -= step.mean()
         decrement = _dot(grad, step)
-        size = float(np.abs(step).max(initial=0.0))
         at_floor = decrement / 2 <= FLOOR * magnitude
         if size <= tol or (at_floor and size > previous / 2):
             beta += step
-            return Outcome("converged" if size <= tol else "precision floor", iteration, step, size, decrement / 2, loglik)
+            return Outcome("converged" if size <= tol else "precision floor", iteration, products, step, size, decrement / 2, loglik)
         share = 1.0
         while True:
             trial = beta + share * step
@@ -258,8 +278,8 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: S
                 break
             share /= 2
             if share < MIN_STEP_SHARE:
-                return Outcome("no gain", iteration, step, size, decrement / 2, loglik)
+                return Outcome("no gain", iteration, products, step, size, decrement / 2, loglik)
         beta[:] = trial
         p, trial_p = trial_p, p
-        loglik, magnitude, previous = trial_loglik, trial_magnitude, size
-    return Outcome("iterations", max_iter, step, size, decrement / 2, loglik)
+        loglik, magnitude, previous, before = trial_loglik, trial_magnitude, size, previous
+    return Outcome("iterations", max_iter, products, step, size, decrement / 2, loglik)

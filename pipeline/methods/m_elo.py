@@ -57,7 +57,7 @@ from scipy.special import expit
 
 from pipeline.methods.bradley_terry import (CG_STEPS, DENSE_SPEEDUP, STEP_TOL, Cells, Fit, dense_fits, dense_hessian, dense_solve, elo_points, evaluate, existence_problems,
                                             fit, fit_or_refuse, incidence)
-from pipeline.methods.newton_steps import Adjacency, SolveLog
+from pipeline.methods.newton_steps import Banded, SolveLog
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
@@ -86,7 +86,7 @@ class Resample:
     options: dict
     path: str  # "chord" (`_chord_rounds`), "rounds" (`_newton_rounds`) or "plain" (`_fit_round` per round)
     chord: tuple[np.ndarray, np.ndarray] | None  # `chord_operator` on the chord path
-    adjacency: Adjacency  # the Hessian's pattern (Newton per round, and the chord's fallback)
+    banded: Banded  # the agents renumbered for Newton per round (and the chord's fallback), with the Hessian's pattern
     scale: float  # of the Elo points, whose ranks each chunk reads off its rounds
     anchor: float
 
@@ -187,7 +187,8 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
     at most `tol`, or the precision floor; Armijo line search) from the full-data estimate, after a
     few nonlinear Jacobi sweeps; each Newton system solved by conjugate gradients with a symmetric
     Gauss-Seidel preconditioner built from the round's own Hessian, so every round converges to its
-    own answer. The full-data Hessian is no use here: on sparse graphs an agent with one or two
+    own answer; the agents numbered by reverse Cuthill-McKee (`Banded`, for memory locality), the
+    ratings returned in the cells' order. The full-data Hessian is no use here: on sparse graphs an agent with one or two
     comparisons has a resampled curvature anywhere from 0 to several times its full-data one, so
     the chord method diverges, and as a preconditioner (even exactly factorised, or scaled to the
     round's diagonal) it needs more iterations than Gauss-Seidel on the round's own Hessian. Rounds
@@ -200,11 +201,12 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
     out = np.full((wx.shape[1], cells.n + 1), np.nan)
     out[:, -1] = _existence(job, wx, wy)
     wx, wy = np.ascontiguousarray(wx.T), np.ascontiguousarray(wy.T)  # a round's cells contiguous
+    banded = job.banded
     for k in np.flatnonzero(out[:, -1] == FITTED):
-        beta = job.full.beta.copy()
-        if newton(Round(cells.x, cells.y, job.adjacency, wx[k], wy[k], options["prior"]), beta, options["tol"],
+        beta = job.full.beta[banded.order]
+        if newton(Round(banded.x, banded.y, banded.adjacency, wx[k], wy[k], options["prior"]), beta, options["tol"],
                   options["max_iter"]).fitted:
-            out[k, :-1] = beta - beta.mean() if options["prior"] == 0 else beta
+            out[k, banded.order] = beta - beta.mean() if options["prior"] == 0 else beta
         else:
             out[k, -1] = UNCONVERGED
     return out
@@ -256,7 +258,7 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
         path = "chord" if chord_is_cheaper(cells) else "rounds"
     if path == "chord":
         chord = chord_operator(cells, full, options["prior"])
-    job = Resample(cells, full, options, path, chord, Adjacency.of(cells.n, cells.x, cells.y), scale, anchor)
+    job = Resample(cells, full, options, path, chord, Banded.of(cells.n, cells.x, cells.y), scale, anchor)
     rows = fan_out(_bootstrap_chunk, job, rounds, seed, client=client)
     status, n = rows[:, -1], cells.n
     kept = rows[status == FITTED]

@@ -38,12 +38,21 @@ class SolveLog:
 def forcing(gradient_share, previous_step, tol: float):
     """Relative residual of an inexact Newton solve [EW96], per system: loose while the gradient is a large
     share of the first one (the step is far from the answer anyway), tightening as it shrinks, but never
-    tighter than the step needs. With steps no longer than the previous one, a residual of
-    STEP_ACCURACY * tol / previous_step leaves an error of about STEP_ACCURACY * tol in the step,
-    so the last, confirming step (~1e-12 long) is not solved to 1e-9 (30 CG products on the WTA-like
-    graph) only to move the ratings by nothing. Between CG_FORCING's bounds: never at machine precision."""
+    tighter than the step needs. For a step about `previous_step` long (the previous step's size, or
+    the compiled Newton's `predicted_step`), a residual of STEP_ACCURACY * tol / previous_step leaves
+    an error of about STEP_ACCURACY * tol in the step, so the last, confirming step (~1e-12 long) is
+    not solved to 1e-9 (30 CG products on the WTA-like graph) only to move the ratings by nothing.
+    Between CG_FORCING's bounds: never at machine precision."""
     needed = STEP_ACCURACY * tol / np.asarray(previous_step, dtype=float)
     return np.clip(np.maximum(gradient_share, needed), CG_FORCING[1], CG_FORCING[0])
+
+
+def predicted_step(previous: float, before: float) -> float:
+    """The size of the next Newton step from the last two: Newton's error squares from step to step, so
+    once a step has at least halved, the next is about previous^3 / before^2; else the previous one."""
+    if not (np.isfinite(before) and previous <= before / 2):
+        return previous
+    return previous * (previous / before) ** 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,12 +69,40 @@ class Adjacency:
 
     @classmethod
     def of(cls, n: int, x: np.ndarray, y: np.ndarray) -> Adjacency:
-        """The adjacency of n agents compared in cells (x[c], y[c]), x[c] < y[c]."""
+        """The adjacency of n agents compared in cells (x[c], y[c]), x[c] != y[c]."""
         m = len(x)
         rows, others = np.r_[x, y], np.r_[y, x]
         order = np.lexsort((others, rows))
         start = np.r_[0, np.cumsum(np.bincount(rows, minlength=n))].astype(np.int64)
-        split = start[:-1] + np.bincount(y, minlength=n)  # agent i is the higher one (y) of its lower opponents' cells
+        split = start[:-1] + np.bincount(np.maximum(x, y), minlength=n)  # agent i is the higher one of its lower opponents' cells
         index = np.int32 if 2 * m < 2**31 else np.int64  # int32: measured 15% faster substitutions at 648k cells
         return cls(start, split.astype(np.int64), np.r_[np.arange(m), np.arange(m)][order].astype(index),
                    others[order].astype(index))
+
+
+@dataclass(frozen=True, eq=False)
+class Banded:
+    """The cells' agents renumbered by reverse Cuthill-McKee [CM69] (scipy's), and their adjacency.
+
+    A log in time (the Diplomacy-scale one) has agents whose opponents are scattered over all
+    ids; renumbered, each agent's opponents sit near it, so the substitutions and the passes over
+    the cells gather from nearby memory (Diplomacy-scale: rounds 1.2x faster, the same CG
+    iterations). The order comes from the graph alone, so it is the same on every worker.
+    `order[j]` is the agent numbered j; `x`, `y` are the cells' agents in the new numbers."""
+
+    order: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    adjacency: Adjacency
+
+    @classmethod
+    def of(cls, n: int, x: np.ndarray, y: np.ndarray) -> Banded:
+        from scipy.sparse import csr_array
+        from scipy.sparse.csgraph import reverse_cuthill_mckee
+
+        pattern = csr_array((np.ones(2 * len(x)), (np.r_[x, y], np.r_[y, x])), shape=(n, n))
+        order = reverse_cuthill_mckee(pattern, symmetric_mode=True).astype(np.int64)
+        number = np.empty(n, dtype=np.int64)
+        number[order] = np.arange(n)
+        return cls(order, number[x], number[y], Adjacency.of(n, number[x], number[y]))
+

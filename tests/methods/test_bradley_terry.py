@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from pipeline.methods.bradley_terry import Cells, block_cg, dense_is_cheaper, incidence, laplacian_solve
-from pipeline.methods.newton_steps import CG_FORCING, Adjacency, forcing
+from pipeline.methods.newton_steps import CG_FORCING, Adjacency, Banded, forcing, predicted_step
 
 
 def test_dense_or_sparse_is_chosen_by_the_nonzeros_not_the_agent_count():
@@ -45,6 +45,34 @@ def test_the_adjacency_lists_every_cell_under_both_agents_lower_opponents_first(
         assert np.all(others[adjacency.split[i] - adjacency.start[i]:] > i)
         assert np.all(np.minimum(i, others) == cells.x[row_cells]) and np.all(np.maximum(i, others) == cells.y[row_cells])
     assert np.array_equal(np.sort(adjacency.cell), np.repeat(np.arange(len(cells.x)), 2))
+
+
+def test_the_adjacency_of_cells_in_either_orientation_is_the_same():
+    cells = random_cells(50, 200, seed=8)
+    flip = np.random.default_rng(9).random(len(cells.x)) < 0.5
+    mixed = Adjacency.of(cells.n, np.where(flip, cells.y, cells.x), np.where(flip, cells.x, cells.y))
+    ordered = Adjacency.of(cells.n, cells.x, cells.y)
+    assert all(np.array_equal(getattr(mixed, f), getattr(ordered, f)) for f in ("start", "split", "cell", "other"))
+
+
+def test_banded_numbering_renumbers_the_agents_and_brings_opponents_near():
+    rng = np.random.default_rng(10)
+    n = 400  # a chain of overlapping groups in time, its agents numbered at random
+    position = rng.permutation(n)
+    a = rng.integers(0, n - 5, 3000)
+    b = a + rng.integers(1, 6, len(a))
+    x, y = np.minimum(position[a], position[b]), np.maximum(position[a], position[b])
+    banded = Banded.of(n, x, y)
+    assert np.array_equal(np.sort(banded.order), np.arange(n))
+    assert np.array_equal(banded.order[banded.x], x) and np.array_equal(banded.order[banded.y], y)
+    assert np.abs(banded.x - banded.y).max() < 20 < np.abs(x - y).max()
+    assert banded.adjacency.cell.size == 2 * len(x)
+
+
+def test_the_predicted_step_squares_the_last_contraction_once_steps_halve():
+    assert predicted_step(1e-2, np.inf) == 1e-2  # one step: no rate yet
+    assert predicted_step(0.6, 1.0) == 0.6  # not yet converging quadratically: the previous step
+    assert predicted_step(1e-3, 1e-1) == pytest.approx(1e-7)  # 1e-1 -> 1e-3 -> 1e-7
 
 
 @pytest.mark.parametrize("prior", [0.0, 0.05])

@@ -41,14 +41,14 @@ def test_gauss_seidel_conjugate_gradients_solve_to_the_asked_residual(prior):
     exact = spla.spsolve(a.tocsc(), rhs) if prior else spla.lsqr(a, rhs, atol=1e-14, btol=1e-14)[0]
     errors = []
     for rtol in (1e-2, 1e-6, 1e-10):
-        s, reached = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, rtol,
+        s, reached, _ = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, rtol,
                                          10 * cells.n)
         assert reached <= rtol
         if prior == 0:
             s, exact = s - s.mean(), exact - exact.mean()
         errors.append(np.abs(s - exact).max() / np.abs(exact).max())
     assert errors[0] < 0.1 and errors[2] < 1e-8 and errors[2] < errors[1] < errors[0]
-    again, _ = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, 1e-10,
+    again, _, _ = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, 1e-10,
                                    10 * cells.n)
     assert again.tobytes() == conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs,
                                                   1e-10, 10 * cells.n)[0].tobytes()
