@@ -86,11 +86,13 @@ def line_of(where_: int) -> int:
 
 
 def sort_order(values: np.ndarray) -> np.ndarray | None:
-    """The stable order that sorts `values`, or None if they are sorted already (a check costs a
-    hundredth of a sort)."""
+    """The stable order that sorts hashes `values`, or None if they are sorted already (a check
+    costs a hundredth of a sort)."""
+    from pipeline.sorted_merge import hash_order  # numba is imported on first use only
+
     if len(values) < 2 or not np.any(values[1:] < values[:-1]):
         return None
-    return np.argsort(values, kind="stable")
+    return hash_order(values)
 
 
 @dataclass
@@ -230,6 +232,8 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
 
     With `unit_rows`, rows sharing an id make one unit (a game's players): the id is new or seen
     for all of them."""
+    from pipeline.sorted_merge import hash_order  # numba is imported on first use only
+
     if not columns or not result.rows_accepted:
         return result
     keys = key_text(result.table, columns)
@@ -242,7 +246,7 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
     else:
         codes = None
         uh, ul, ulines = high, low, lines
-    order = np.argsort(uh, kind="stable")  # sorted once: each run's search and the new run then need no sort
+    order = hash_order(uh)  # sorted once: each run's search and the new run then need no sort
     sh, sl = uh[order], ul[order]
     found_sorted = seen.find(sh, sl)
     new = found_sorted == NOT_FOUND
