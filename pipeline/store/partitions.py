@@ -5,10 +5,12 @@ to `<kind>/source=<sha>/part.parquet`. Rows are buffered per partition and writt
 of their partition's file when the partition reaches `ROW_GROUP_ROWS`, or when the buffers hold
 `BUFFER_BYTES`: then the partitions holding the most are written first, until half the buffer is
 free, and the slices the others hold are copied out of their batches (a slice keeps its whole
-batch alive, so memory would otherwise grow with the file). Flushing the largest first, not all,
-gives a year of daily partitions a few large row groups each instead of one small one per flush
-(writing 2e6 rows as 365 files of 10 row groups each costs about twice as much as 365 files of
-one). Each partition file goes to a temporary name that the commit renames
+batch alive, so memory would otherwise grow with the file). A year of daily partitions of 2e7
+battles (1.2 GB in memory) gets 1,183 row groups, about 3 per day, where a bound of 2e6 rows gave
+~3,650 (writing 5e6 rows as 365 files of 10 row groups each costs about twice as much as 365
+files of one); a bound of 512 MB gives 827 but adds another 0.3 GB to the peak memory. Flushing
+the largest first, not all, keeps the days of a skewed log that hold few rows buffered until
+the end, in one row group. Each partition file goes to a temporary name that the commit renames
 (`PartitionWriter.finish`). At most `MAX_OPEN` files are open at once: a partition whose writer
 had to close continues in a second file, `<sha>-1.parquet`. The date is the day number of the
 timestamp (microseconds floor-divided), so no row is ever formatted as text. Columns whose values
@@ -35,7 +37,7 @@ import pyarrow.parquet as pq
 from pipeline.paths import below
 from pipeline.store.files import ROW_GROUP_ROWS, temporary_path
 
-BUFFER_BYTES = 512 << 20  # held by the buffered rows and the batches their slices keep alive
+BUFFER_BYTES = 256 << 20  # held by the buffered rows and the batches their slices keep alive
 # Open partition files at most: half the process's file limit (up to 4,096), so that a year of
 # daily partitions stays open and each partition is one file; past it, the least recently
 # written file is closed and its partition continues in a new one.

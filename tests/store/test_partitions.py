@@ -11,7 +11,7 @@ from pipeline.store.partitions import MICROS_PER_DAY, PartitionWriter
 
 
 def test_many_days_in_small_buffers_give_one_file_per_day_and_every_row(tmp_path, monkeypatch):
-    monkeypatch.setattr(partitions, "BUFFER_BYTES", 20_000)  # flushes all the time, as 512 MB are to 1e8 rows
+    monkeypatch.setattr(partitions, "BUFFER_BYTES", 20_000)  # flushes all the time, as 256 MB do at 1e8 rows
     rng = np.random.default_rng(0)
     n, days = 40_000, min(400, partitions.MAX_OPEN - 1)  # more days than the 256 files the writer once kept open
     micros = 1_700_000_000_000_000 + rng.integers(0, days * MICROS_PER_DAY, n)
