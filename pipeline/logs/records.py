@@ -101,8 +101,10 @@ def nfc_text(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
 def ascii_only(values: pa.Array) -> bool:
     """Whether the data buffer of a string or binary array (not a view) holds ASCII bytes only: then
     its text is valid UTF-8 and in NFC. One reduction over the bytes, no temporary array."""
-    buffers = values.buffers()
-    data = buffers[2] if len(buffers) == 3 else None
+    kind = values.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+        return False  # views keep short values inline, beside their data buffers
+    data = values.buffers()[2]
     return data is None or not data.size or int(np.frombuffer(data, np.uint8).max()) < 0x80
 
 
