@@ -7,7 +7,7 @@ of their partition's file when the partition reaches `ROW_GROUP_ROWS`, or when t
 free, and the slices the others hold are copied out of their batches (a slice keeps its whole
 batch alive, so memory would otherwise grow with the file). A year of daily partitions of 2e7
 battles (1.2 GB in memory) gets 1,183 row groups, about 3 per day, where a bound of 2e6 rows gave
-~3,650 (writing 5e6 rows as 365 files of 10 row groups each costs about twice as much as 365
+2,555 (writing 5e6 rows as 365 files of 10 row groups each costs about twice as much as 365
 files of one); a bound of 512 MB gives 827 but adds another 0.3 GB to the peak memory. Flushing
 the largest first, not all, keeps the days of a skewed log that hold few rows buffered until
 the end, in one row group. Each partition file goes to a temporary name that the commit renames
