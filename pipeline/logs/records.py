@@ -93,10 +93,19 @@ def nfc_text(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
         return values
     if pa.types.is_dictionary(values.type):
         return pa.DictionaryArray.from_arrays(values.indices, nfc_text(values.dictionary))
-    data = values.buffers()[2] if len(values.buffers()) > 2 else None
-    if data is None or not np.any(np.frombuffer(data, np.uint8) & 0x80):
+    if ascii_only(values):
         return values
     return pl.from_arrow(values).str.normalize("NFC").to_arrow().cast(values.type)
+
+
+def ascii_only(values: pa.Array) -> bool:
+    """Whether the data buffer of a string or binary array (not a view) holds ASCII bytes only: then
+    its text is valid UTF-8 and in NFC. One reduction over the bytes, no temporary array."""
+    kind = values.type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_binary(kind)):
+        return False  # views keep short values inline, beside their data buffers
+    data = values.buffers()[2]
+    return data is None or not data.size or int(np.frombuffer(data, np.uint8).max()) < 0x80
 
 
 def nfc(name: str) -> str:
