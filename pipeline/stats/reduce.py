@@ -30,6 +30,7 @@ from pipeline.stats import cache
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
 from pipeline.stats.extras import EXTRAS, extra_columns, extra_partials, fallback_columns
 from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, comparison_partial, finalize, weak_order_partial
+from pipeline.stats.sequence import return_freed_memory
 from pipeline.store import Store
 
 
@@ -147,6 +148,7 @@ def reduce_batch(units: list[Unit], kind: str, n: int, statistics: frozenset[str
         partial = (reduce_unit(unit, kind, n, statistics, dense) if root is None
                    else cached_reduce_unit(root, unit, kind, n, statistics, dense))
         total = partial if total is None else total + partial
+        return_freed_memory()  # the unit's temporaries: its partial is smaller
     return total
 
 
@@ -187,9 +189,29 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     root = str(store.root.resolve()) if use_cache else None
     slots = sum(client.nthreads().values()) if client is not None else (os.cpu_count() or 1)
     batches = [list(b) for b in np.array_split(np.array(units, dtype=object), min(len(units), 2 * slots))]
-    total = tree_sum([dask.delayed(reduce_batch)(batch, kind, n, statistics, dense, root) for batch in batches])
-    # finalized where the sum is: the partial can be larger than the statistics (the sequence's runs
-    # against its finalized columns) and would otherwise be copied to the client and held twice
+    reduced = [dask.delayed(reduce_batch)(batch, kind, n, statistics, dense, root) for batch in batches]
     names = {space: store.dictionary(space).name_order() for space in DICTIONARIES}
-    finalized = dask.delayed(finalize)(kind, total, statistics, names)
-    return client.compute(finalized).result() if client is not None else finalized.compute(scheduler="threads")
+    if client is None:
+        return dask.delayed(finalize)(kind, tree_sum(reduced), statistics, names).compute(scheduler="threads")
+    return finalize(kind, gathered_sum(client, reduced), statistics, names)
+
+
+def gathered_sum(client, reduced: list[Delayed]) -> Partial:
+    """The sum of the batches' partials, computed on `client`'s workers and added here, in batch
+    order, each released on its worker as soon as it has arrived.
+
+    The sum is finalized here, where the statistics are wanted, not on a worker: the `sequence`
+    runs (25 bytes a battle) then travel once, each column in a message buffer of its own (below
+    `distributed.comm.shard`, so never copied into one), are never held by two processes, and the
+    workers hold nothing once the last batch has left. Finalized on the worker holding the sum,
+    half the runs crossed to it and stayed on their own worker until the end, and the sequence
+    (16 bytes a battle) was then held by that worker and the client: 7.2 GB summed over the
+    processes for 1e8 battles on 2 workers, against about 4.5 GB now (benchmarks/bench_scale.py)."""
+    futures = client.compute(reduced)
+    total = None
+    for i in range(len(futures)):
+        partial, futures[i] = futures[i].result(), None
+        total = partial if total is None else total + partial
+        del partial
+        client.run(return_freed_memory)  # an idle worker's allocators keep the pages of the partial it sent
+    return total
