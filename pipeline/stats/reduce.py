@@ -34,6 +34,10 @@ from pipeline.stats.sequence import return_freed_memory
 from pipeline.store import Store
 
 
+UNITS_PER_BATCH = 4  # at most, per task: a batch's partial is held by its worker until the client has it, and
+# crosses in one message (the `sequence` runs of 4 units of 2e6 battles: 200 MB)
+
+
 @dataclass(frozen=True)
 class Unit:
     """A piece of one source file's rows reduced by one task: some of its partition files, or
@@ -188,7 +192,8 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     dense = n <= DENSE_MAX_AGENTS if dense is None else dense
     root = str(store.root.resolve()) if use_cache else None
     slots = sum(client.nthreads().values()) if client is not None else (os.cpu_count() or 1)
-    batches = [list(b) for b in np.array_split(np.array(units, dtype=object), min(len(units), 2 * slots))]
+    count = max(min(len(units), 2 * slots), -(-len(units) // UNITS_PER_BATCH))
+    batches = [list(b) for b in np.array_split(np.array(units, dtype=object), count)]
     reduced = [dask.delayed(reduce_batch)(batch, kind, n, statistics, dense, root) for batch in batches]
     names = {space: store.dictionary(space).name_order() for space in DICTIONARIES}
     if client is None:
@@ -197,8 +202,8 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
 
 
 def gathered_sum(client, reduced: list[Delayed]) -> Partial:
-    """The sum of the batches' partials, computed on `client`'s workers and added here, in batch
-    order, each released on its worker as soon as it has arrived.
+    """The sum of the batches' partials, computed on `client`'s workers and added here as they are
+    ready, each released on its worker as soon as it has arrived.
 
     The sum is finalized here, where the statistics are wanted, not on a worker: the `sequence`
     runs (25 bytes a battle) then travel once, each column in a message buffer of its own (below
@@ -207,11 +212,15 @@ def gathered_sum(client, reduced: list[Delayed]) -> Partial:
     half the runs crossed to it and stayed on their own worker until the end, and the sequence
     (16 bytes a battle) was then held by that worker and the client: 7.2 GB summed over the
     processes for 1e8 battles on 2 workers, against about 4.5 GB now (benchmarks/bench_scale.py)."""
-    futures = client.compute(reduced)
+    from distributed import as_completed
+
     total = None
-    for i in range(len(futures)):
-        partial, futures[i] = futures[i].result(), None
-        total = partial if total is None else total + partial
+    for future in as_completed(client.compute(reduced)):
+        partial = future.result()
+        del future
+        total = partial if total is None else total + partial  # exact and order-free (`pipeline.stats.extras`)
         del partial
         client.run(return_freed_memory)  # an idle worker's allocators keep the pages of the partial it sent
+    # and, in the thread that ran the tasks, what Arrow's pool keeps for that thread
+    client.gather([client.submit(return_freed_memory, workers=[worker], pure=False) for worker in client.nthreads()])
     return total
