@@ -16,7 +16,7 @@ anchor streamed as ingest streams: pyarrow reading the file a row group at a tim
 back as Parquet (`bench_ingest` has the whole-table anchor, which does not fit at 1e8).
 
     python -m benchmarks.bench_scale [--rows 1000000] [--workers 2] [--folder DIR]
-    python -m benchmarks.bench_scale --rows 100000000 --folder /big/disk   # the issue's size: ~10 GB of peak memory in all
+    python -m benchmarks.bench_scale --rows 100000000 --folder /big/disk   # the issue's size: ~5 GB summed over the processes
 
 Writes benchmarks/results/scale-<rows>.json; the generated file and the store are deleted at the end.
 """

@@ -211,7 +211,7 @@ def gathered_sum(client, reduced: list[Delayed]) -> Partial:
     workers hold nothing once the last batch has left. Finalized on the worker holding the sum,
     half the runs crossed to it and stayed on their own worker until the end, and the sequence
     (16 bytes a battle) was then held by that worker and the client: 7.2 GB summed over the
-    processes for 1e8 battles on 2 workers, against about 4.5 GB now (benchmarks/bench_scale.py)."""
+    processes for 1e8 battles on 2 workers, against 4.6 GB now (benchmarks/bench_scale.py)."""
     from distributed import as_completed
 
     total = None
