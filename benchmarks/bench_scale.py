@@ -16,7 +16,7 @@ anchor streamed as ingest streams: pyarrow reading the file a row group at a tim
 back as Parquet (`bench_ingest` has the whole-table anchor, which does not fit at 1e8).
 
     python -m benchmarks.bench_scale [--rows 1000000] [--workers 2] [--folder DIR]
-    python -m benchmarks.bench_scale --rows 100000000 --folder /big/disk   # the issue's size: ~10 GB of peak memory in all
+    python -m benchmarks.bench_scale --rows 100000000 --folder /big/disk   # the issue's size: ~5 GB summed over the processes
 
 Writes benchmarks/results/scale-<rows>.json; the generated file and the store are deleted at the end.
 """
@@ -80,34 +80,55 @@ def peak_rss_mb() -> float:
 
 
 class TreePeak:
-    """The peak of the summed RSS of this process and all its descendants, sampled every 50 ms."""
+    """The peak of the summed RSS of this process and all its descendants, sampled every 50 ms, in
+    all and per `stage` (set by the caller), with each process's RSS at that stage's peak."""
 
     def __init__(self) -> None:
         import psutil
 
         self.peak, self._done, self._self = 0.0, threading.Event(), psutil.Process()
+        self.stage, self.stages = "start", {}  # stage -> (summed MB, {pid: MB}) at the stage's peak
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
 
-    def _total(self) -> float:
+    def _processes(self) -> dict[int, float]:
         import psutil
 
-        total = 0
+        sizes = {}
         for process in [self._self, *self._self.children(recursive=True)]:
             try:
-                total += process.memory_info().rss
+                sizes[process.pid] = process.memory_info().rss / 2**20
             except psutil.Error:  # a process that ended between listing and reading
                 pass
-        return total / 2**20
+        return sizes
+
+    def _record(self) -> None:
+        sizes, stage = self._processes(), self.stage
+        total = sum(sizes.values())
+        self.peak = max(self.peak, total)
+        if total > self.stages.get(stage, (0.0,))[0]:
+            self.stages[stage] = (total, sizes)
 
     def _sample(self) -> None:
         while not self._done.wait(0.05):
-            self.peak = max(self.peak, self._total())
+            self._record()
 
     def stop(self) -> float:
         self._done.set()
         self._thread.join()
-        return max(self.peak, self._total())
+        self._record()
+        return self.peak
+
+    def by_stage(self, roles: dict[int, str]) -> dict[str, dict[str, float]]:
+        """Per stage, the summed peak and each process's RSS then, by role (`roles`: pid -> name; others: "other")."""
+        out = {}
+        for stage, (total, sizes) in self.stages.items():
+            named = {"sum": total}
+            for pid, mb in sizes.items():
+                role = roles.get(pid, "other")
+                named[role] = named.get(role, 0.0) + mb
+            out[stage] = named
+        return out
 
 
 def fingerprint(ratings) -> str:
@@ -129,18 +150,24 @@ def rate_store(store: str, specs: list[str], workers: int) -> dict:
     quiet_logs()
     tree = TreePeak()
     with dask_client(None, workers) as client:
+        roles = {os.getpid(): "client"} | ({pid: f"worker {i}" for i, (_, pid) in enumerate(sorted(client.run(os.getpid).items()))}
+                                           if client is not None else {})
+        tree.stage = "reduce"
         start = time.perf_counter()
         stats = reduce_store(Store(store), "battles", needed_statistics(specs), client=client)
         result: dict = {"reduce_s": time.perf_counter() - start}
-        rated = rate(stats, specs, client)
-        if rated.refused:
-            raise AssertionError(rated.refused)
-        result |= {f"{spec}_s": seconds for spec, seconds in rated.timings.items()}
+        ratings = {}
+        for spec in specs:
+            tree.stage = spec
+            rated = rate(stats, [spec], client)
+            if rated.refused:
+                raise AssertionError(rated.refused)
+            result |= {f"{name}_s": seconds for name, seconds in rated.timings.items()}
+            ratings |= {r.name: fingerprint(r) for r in rated.ratings}
         del stats
         workers_peak = client.run(peak_rss_mb) if client is not None else {}
     result |= {"client_peak_rss_mb": peak_rss_mb(), "worker_peak_rss_mb": sorted(workers_peak.values()),
-               "sum_peak_rss_mb": tree.stop(),
-               "ratings": {r.name: fingerprint(r) for r in rated.ratings}}
+               "sum_peak_rss_mb": tree.stop(), "sum_peak_by_stage_mb": tree.by_stage(roles), "ratings": ratings}
     return result
 
 
@@ -201,6 +228,9 @@ def main() -> None:
             print(f"rate on {workers} workers: {times}; peak RSS client {run['client_peak_rss_mb'] / 1024:.2f} GB, workers "
                   f"{', '.join(f'{mb / 1024:.2f}' for mb in run['worker_peak_rss_mb']) or '-'} GB, "
                   f"sum of all processes {run['sum_peak_rss_mb'] / 1024:.2f} GB", flush=True)
+            for stage, sizes in run["sum_peak_by_stage_mb"].items():
+                print(f"  summed peak during {stage.split(':')[0]}: " + ", ".join(
+                    f"{role} {mb / 1024:.2f}" for role, mb in sizes.items() if mb >= 1) + " GB", flush=True)
         rated = [run["ratings"] for key, run in results.items() if key.startswith("rate_workers_")]
         if len(rated) > 1:
             results["same_ratings"] = all(r == rated[0] for r in rated)

@@ -31,8 +31,8 @@ battle, each column gathered straight from the runs; finalizing takes the runs o
 Arrow's allocator keeps freed pages for Arrow's next allocations, while the finalized columns are
 numpy's, so `_finalize` hands them back to the OS as it releases the runs: the peak RSS measured
 is 33 bytes a battle with timestamps and 25 without, input included (54 and 45 before;
-benchmarks/bench_elo_memory.py). Under Dask the sum of the partials is finalized on the worker
-that holds it (`pipeline.stats.reduce.reduce_store`), and only the sequence travels to the client.
+benchmarks/bench_elo_memory.py). Under Dask each batch's runs travel to the client once, and the
+client finalizes their sum (`pipeline.stats.reduce.gathered_sum`): no worker holds them then.
 
 A game of L players gives its L(L-1)/2 pairs, listed by the players' order in the game (place,
 then id); they form one *group*, which online Elo updates simultaneously. A battle is a group
@@ -41,6 +41,8 @@ of its own.
 
 from __future__ import annotations
 
+import ctypes
+import platform
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -283,10 +285,25 @@ class _Columns:
 
 
 def return_freed_memory() -> None:
-    """Hand Arrow's freed pages back to the OS. Its allocator keeps them for Arrow's next
-    allocations, but the finalized sequence is allocated by numpy: without this, the released runs
-    and the reduction's temporaries stay resident beside it (peak RSS 54 -> 33 bytes a battle)."""
+    """Hand freed pages back to the OS: Arrow's and, with glibc, the C heap's. Arrow's allocator
+    keeps them for Arrow's next allocations, but the finalized sequence is allocated by numpy:
+    without this, the released runs and the reduction's temporaries stay resident beside it (peak
+    RSS 54 -> 33 bytes a battle). glibc keeps freed blocks below its mmap threshold (up to 32 MB)
+    in its heaps: Dask receives each buffer of a message (a run's column: 8-16 MB) in a block of
+    its own, so a client that received the runs would otherwise keep about 14 bytes a battle."""
     pa.default_memory_pool().release_unused()
+    if _GLIBC is not None:
+        _GLIBC.malloc_trim(0)
+
+
+def _glibc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL("libc.so.6") if platform.libc_ver()[0] == "glibc" else None
+    except OSError:
+        return None
+
+
+_GLIBC = _glibc()
 
 
 def _table(columns: _Columns, rows: np.ndarray) -> pa.Table:
