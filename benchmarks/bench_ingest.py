@@ -1,8 +1,8 @@
 """Ingest of battles from CSV and from Parquet against the physical anchor of the stage: reading
 the same file with pyarrow and writing it as one Parquet file (issue target: at most 2x at 2e7
 rows); the peak memory of ingest at two file sizes (bounded: it must not grow with the file, so
-that a 1e8-row file ingests; both sizes should pass a few flushes of the partition buffers,
-256 MB or about 4e6 battles, for the steady state to show); and the peak memory of ingesting ranked ballots (target: 1e6
+that a 1e8-row file ingests; both sizes should pass a few flushes of the partition buffers, 2e6
+rows, for the steady state to show); and the peak memory of ingesting ranked ballots (target: 1e6
 ballots under 2 GB); and the duplicate check alone, per batch of a million ids, against the number
 of ids seen, with the id filter and without it (the galloping search of every run, which touched
 every page of the index each batch).

@@ -1,25 +1,17 @@
 """Writing one source file's rows into partition files, batch by batch, in bounded memory.
 
 Rows with a timestamp go to `<kind>/date=YYYY-MM-DD/<sha>.parquet` by their UTC date, the others
-to `<kind>/source=<sha>/part.parquet`. Rows are buffered per partition and written as a row group
-of their partition's file when the partition reaches `ROW_GROUP_ROWS`, or when the buffers hold
-`BUFFER_BYTES`: then the partitions holding the most are written first, until half the buffer is
-free, and the slices the others hold are copied out of their batches (a slice keeps its whole
-batch alive, so memory would otherwise grow with the file). A year of daily partitions of 2e7
-battles (1.2 GB in memory) gets 1,183 row groups, about 3 per day, where a bound of 2e6 rows gave
-2,555 (writing 5e6 rows as 365 files of 10 row groups each costs about twice as much as 365
-files of one); a bound of 512 MB gives 827 but adds another 0.3 GB to the peak memory. Flushing
-the largest first, not all, keeps the days of a skewed log that hold few rows buffered until
-the end, in one row group. Each partition file goes to a temporary name that the commit renames
-(`PartitionWriter.finish`). At most `MAX_OPEN` files are open at once: a partition whose writer
-had to close continues in a second file, `<sha>-1.parquet`. The date is the day number of the
-timestamp (microseconds floor-divided), so no row is ever formatted as text. Columns whose values
-are all different (a kind's record id, one per row; the ingest position; a battle's timestamp) are
-written without a dictionary: a dictionary of distinct values only costs time (half the writing
-time of a year of daily partitions) and, in a small partition where Parquet never falls back to
-plain pages, space (a year of daily partitions of 2e6 battles: 17% smaller without the last two).
-What is flushed when depends only on the rows and their batches, so the same file gives the same
-bytes whatever the threads.
+to `<kind>/source=<sha>/part.parquet`. Rows are buffered per partition and written as row groups
+of `ROW_GROUP_ROWS`, or all of them when together they pass `BUFFER_ROWS` (a buffered slice keeps
+its whole batch in memory, so a partition left behind would make memory grow with the file), each
+partition file to a temporary name that the commit renames (`PartitionWriter.finish`). At most
+`MAX_OPEN` files are open at once: a partition whose writer had to close continues in a second
+file, `<sha>-1.parquet`. The date is the day number of the timestamp (microseconds floor-divided),
+so no row is ever formatted as text. Columns whose values are all different (a kind's record id,
+one per row; the ingest position; a battle's timestamp) are written without a dictionary: a
+dictionary of distinct values only costs time (half the writing time of a year of daily
+partitions) and, in a small partition where Parquet never falls back to plain pages, space
+(a year of daily partitions of 2e6 battles: 17% smaller without the last two).
 """
 
 from __future__ import annotations
@@ -37,7 +29,7 @@ import pyarrow.parquet as pq
 from pipeline.paths import below
 from pipeline.store.files import ROW_GROUP_ROWS, temporary_path
 
-BUFFER_BYTES = 256 << 20  # held by the buffered rows and the batches their slices keep alive
+BUFFER_ROWS = 2_000_000
 # Open partition files at most: half the process's file limit (up to 4,096), so that a year of
 # daily partitions stays open and each partition is one file; past it, the least recently
 # written file is closed and its partition continues in a new one.
@@ -72,19 +64,11 @@ def key_order(keys: np.ndarray) -> np.ndarray:
     return np.argsort(keys, kind="stable")
 
 
-def copied(table: pa.Table) -> pa.Table:
-    """The rows of `table` in buffers of their own (`combine_chunks` would keep a column of one
-    chunk, and so the whole batch a slice of it points into)."""
-    return pa.table([pa.concat_arrays(column.chunks) for column in table.columns], schema=table.schema)
-
-
 @dataclass
 class _Partition:
     name: str  # `date=YYYY-MM-DD` or `source=<sha>`
     buffered: list[pa.Table] = field(default_factory=list)
     rows: int = 0
-    bytes: int = 0
-    copied: bool = False  # whether the buffer is one table of its own, no longer a slice of a batch
     files: list[Written] = field(default_factory=list)
 
 
@@ -98,7 +82,7 @@ class PartitionWriter:
         self.schema: pa.Schema | None = None
         self._partitions: dict[int, _Partition] = {}
         self._open: OrderedDict[int, pq.ParquetWriter] = OrderedDict()
-        self._held = 0  # bytes of the copied buffers and of the batches added since the last flush
+        self._buffered = 0
 
     def add(self, table: pa.Table) -> None:
         if not table.num_rows:
@@ -116,9 +100,8 @@ class PartitionWriter:
             starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
             for lo, hi in zip(starts, np.r_[starts[1:], len(keys)]):
                 self._buffer(int(sorted_keys[lo]), table.slice(lo, hi - lo))
-        self._held += table.nbytes
-        if self._held > BUFFER_BYTES:
-            self._make_room()
+        if self._buffered > BUFFER_ROWS:  # all of them: a buffer left behind would keep whole batches alive
+            self._flush(list(self._partitions))
 
     def _buffer(self, key: int, rows: pa.Table) -> None:
         part = self._partitions.get(key)
@@ -126,29 +109,10 @@ class PartitionWriter:
             name = f"source={self.short}" if key == UNDATED else f"date={np.datetime64(key, 'D')}"
             part = self._partitions[key] = _Partition(name)
         part.buffered.append(rows)
-        part.copied = False
         part.rows += rows.num_rows
-        part.bytes += rows.nbytes
+        self._buffered += rows.num_rows
         if part.rows >= ROW_GROUP_ROWS:
             self._flush([key])
-
-    def _make_room(self) -> None:
-        """Write the partitions holding the most until at most half of `BUFFER_BYTES` stays
-        buffered, then copy what stays out of the batches it was sliced from."""
-        largest = sorted((key for key, part in self._partitions.items() if part.rows),
-                         key=lambda key: (-self._partitions[key].bytes, key))
-        staying = sum(self._partitions[key].bytes for key in largest)
-        flushed = []
-        for key in largest:
-            if staying <= BUFFER_BYTES // 2:
-                break
-            flushed.append(key)
-            staying -= self._partitions[key].bytes
-        self._flush(flushed)
-        for part in self._partitions.values():
-            if part.rows and not part.copied:
-                part.buffered, part.copied = [copied(pa.concat_tables(part.buffered))], True
-        self._held = staying
 
     def _flush(self, keys: list[int]) -> None:
         """Write the buffered rows of these partitions, each as a row group of its file."""
@@ -166,7 +130,8 @@ class PartitionWriter:
             writer.write_table(pa.concat_tables(part.buffered), row_group_size=ROW_GROUP_ROWS)
             file = part.files[-1]
             part.files[-1] = Written(file.path, file.temporary, file.rows + part.rows)
-            part.buffered, part.rows, part.bytes = [], 0, 0
+            self._buffered -= part.rows
+            part.buffered, part.rows = [], 0
 
     def _next_file(self, key: int, part: _Partition) -> Written:
         stem = "part" if key == UNDATED else self.short

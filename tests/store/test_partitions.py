@@ -11,7 +11,7 @@ from pipeline.store.partitions import MICROS_PER_DAY, PartitionWriter
 
 
 def test_many_days_in_small_buffers_give_one_file_per_day_and_every_row(tmp_path, monkeypatch):
-    monkeypatch.setattr(partitions, "BUFFER_BYTES", 20_000)  # flushes all the time, as 256 MB do at 1e8 rows
+    monkeypatch.setattr(partitions, "BUFFER_ROWS", 500)  # flushes all the time, as 2e6 rows are to 1e8
     rng = np.random.default_rng(0)
     n, days = 40_000, min(400, partitions.MAX_OPEN - 1)  # more days than the 256 files the writer once kept open
     micros = 1_700_000_000_000_000 + rng.integers(0, days * MICROS_PER_DAY, n)
@@ -56,7 +56,7 @@ def test_key_order_is_the_stable_order_of_the_keys():
 
 
 def test_files_are_the_same_bytes_each_time_and_ids_have_no_dictionary(tmp_path, monkeypatch):
-    monkeypatch.setattr(partitions, "BUFFER_BYTES", 50_000)
+    monkeypatch.setattr(partitions, "BUFFER_ROWS", 3_000)
     rng = np.random.default_rng(2)
     n = 20_000
     micros = 1_700_000_000_000_000 + rng.integers(0, 30 * MICROS_PER_DAY, n)
@@ -72,52 +72,3 @@ def test_files_are_the_same_bytes_each_time_and_ids_have_no_dictionary(tmp_path,
     some = next(iter((tmp_path / "1").rglob("*.parquet*")))
     columns = pq.ParquetFile(some).metadata.row_group(0)
     assert not columns.column(0).has_dictionary_page and columns.column(1).has_dictionary_page
-
-
-def _day_batch(start: int, rows: int, days: int, rng: np.random.Generator, hot: int = 0) -> pa.Table:
-    """Rows over `days` dates from midnight; with `hot`, 90% of them on the first `hot` dates."""
-    day = rng.integers(0, days, rows)
-    if hot:
-        day = np.where(rng.random(rows) < 0.9, rng.integers(0, hot, rows), day)
-    micros = (19_700 + day) * MICROS_PER_DAY + rng.integers(0, MICROS_PER_DAY, rows)
-    return pa.table({"row": np.arange(start, start + rows), "name": [f"battle-{i}" for i in range(start, start + rows)],
-                     "timestamp": pa.array(micros).cast(pa.timestamp("us", "UTC"))})
-
-
-def _write_days(folder, batches: int, batch: int, days: int, hot: int = 0) -> tuple[list, list[int], int]:
-    """Partition files of `batches` batches, the arrow memory allocated after each, and a batch's bytes."""
-    rng = np.random.default_rng(4)
-    batch_bytes = _day_batch(0, batch, days, rng).nbytes
-    writer = PartitionWriter(folder, "battles", "abc", dated=True)
-    before, allocated = pa.total_allocated_bytes(), []
-    for start in range(0, batches * batch, batch):
-        writer.add(_day_batch(start, batch, days, rng, hot))
-        allocated.append(pa.total_allocated_bytes() - before)
-    written = writer.finish()
-    rows = np.sort(np.concatenate([pq.read_table(w.temporary).column("row").to_numpy() for w in written]))
-    assert np.array_equal(rows, np.arange(batches * batch)) and len(written) == days
-    return written, allocated, batch_bytes
-
-
-def test_arrow_memory_of_a_bounded_buffer_does_not_grow_with_the_file(tmp_path, monkeypatch):
-    """The buffer, a couple of batches and the open files' writers: slices kept past a flush are
-    copied out of their batches, which are freed."""
-    monkeypatch.setattr(partitions, "BUFFER_BYTES", 512 << 10)
-    batches, days = 50, 60
-    written, allocated, batch_bytes = _write_days(tmp_path, batches, 5_000, days)
-    assert batches * batch_bytes > 14 * partitions.BUFFER_BYTES
-    assert max(allocated) <= partitions.BUFFER_BYTES + 3 * batch_bytes + days * (64 << 10)
-    assert max(allocated[batches // 2:]) <= max(allocated[: batches // 2]) + batch_bytes
-    groups = [pq.ParquetFile(w.temporary).metadata.num_row_groups for w in written]
-    assert sum(groups) / days < batches * batch_bytes / partitions.BUFFER_BYTES  # fewer than flushing all at once would give
-
-
-def test_partitions_holding_few_rows_wait_for_the_end_in_one_row_group(tmp_path, monkeypatch):
-    """90% of the rows on 3 hot days: the hot files are written at each flush, the 57 cold ones
-    once (flushing all would give every cold file a small row group per flush)."""
-    monkeypatch.setattr(partitions, "BUFFER_BYTES", 512 << 10)
-    written, _, _ = _write_days(tmp_path, 30, 5_000, 60, hot=3)
-    groups = {w.path.split("/")[1]: pq.ParquetFile(w.temporary).metadata.num_row_groups for w in written}
-    hot = [f"date={np.datetime64(19_700 + d, 'D')}" for d in range(3)]
-    assert min(groups[day] for day in hot) >= 5
-    assert max(count for day, count in groups.items() if day not in hot) <= 2

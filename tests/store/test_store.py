@@ -162,7 +162,7 @@ def test_overlapped_ingest_stores_the_bytes_of_a_sequential_one_whatever_the_bat
     from pipeline.logs import delimited
     from pipeline.store import partitions
 
-    monkeypatch.setattr(partitions, "BUFFER_BYTES", 20_000)  # partition buffers flushed many times
+    monkeypatch.setattr(partitions, "BUFFER_ROWS", 700)  # partition buffers flushed many times
     lines = [f"b{i},m{i % 7},m{(i + 1 + i % 5) % 7},{('model_a', 'model_b', 'tie')[i % 3]},{1_700_000_000 + 3_613 * i}\n"
              for i in range(6_000)]
     log = tmp_path / "battles.csv"
