@@ -104,5 +104,5 @@ class Banded:
         order = reverse_cuthill_mckee(pattern, symmetric_mode=True).astype(np.int64)
         number = np.empty(n, dtype=np.int64)
         number[order] = np.arange(n)
-        return cls(order, number[x], number[y], Adjacency.of(n, number[x], number[y]))
-
+        x, y = number[x], number[y]
+        return cls(order, x, y, Adjacency.of(n, x, y))
