@@ -21,7 +21,10 @@ nothing here forces plain TCP.
 
 Logs: `quiet_logs` keeps Dask and Prefect at WARNING (the command line's default; `--verbose`
 brings their INFO lines back). Both read the level when they are imported, and Dask's worker
-processes inherit it through the environment, so it is set there as well as on the loggers.
+processes inherit it through the environment, so it is set there as well as on the loggers. While
+a LocalCluster closes after its work, the nanny's warning that it killed a worker slow to exit (4 s,
+on a loaded machine: the interpreter's teardown) is dropped unless the logs are verbose: the work
+was done and collected, and the line looked like a failure at the end of a good run.
 """
 
 from __future__ import annotations
@@ -61,6 +64,13 @@ def scheduler_address(explicit: str | None = None) -> str | None:
     return explicit or os.environ.get(SCHEDULER_ENV) or None
 
 
+class SlowExitKills(logging.Filter):
+    """Drops the nanny's "Worker process still alive after ... seconds, killing" (see the module's docstring)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Worker process still alive")
+
+
 @contextmanager
 def local_cluster(workers: int = 2) -> Iterator[object]:
     """A LocalCluster of `workers` single-threaded worker processes, listening on loopback only."""
@@ -71,11 +81,17 @@ def local_cluster(workers: int = 2) -> Iterator[object]:
     # cluster's may still be here for our workers to inherit.
     os.environ.pop(TRIM, None)
     settings = {f"distributed.nanny.pre-spawn-environ.{key}": value for key, value in WORKER_ENVIRONMENT.items()}
-    with dask.config.set(settings), LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
-        worker_dashboard_address=f"{LOOPBACK}:0", silence_logs=dask_log_level(),
-    ) as cluster:
-        yield cluster
+    nanny_log, slow_exits = logging.getLogger("distributed.nanny"), SlowExitKills()
+    try:
+        with dask.config.set(settings), LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
+            worker_dashboard_address=f"{LOOPBACK}:0", silence_logs=dask_log_level(),
+        ) as cluster:
+            yield cluster
+            if dask_log_level() > logging.INFO:
+                nanny_log.addFilter(slow_exits)
+    finally:
+        nanny_log.removeFilter(slow_exits)
 
 
 @contextmanager

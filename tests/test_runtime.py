@@ -120,3 +120,29 @@ def test_dask_logs_are_quiet_by_default_and_verbose_brings_them_back(tmp_path):
     loud = subprocess.run([*command, "--verbose", *args, "--out", str(tmp_path / "loud")], env=env, capture_output=True, text=True)
     assert loud.returncode == 0, loud.stderr
     assert "distributed" in loud.stderr and "INFO" in loud.stderr
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_worker_killed_for_exiting_slowly_after_its_work_is_reported_only_when_verbose(monkeypatch, verbose):
+    import atexit
+    import logging
+    import time
+
+    from pipeline.runtime import DASK_LOG_ENV
+
+    monkeypatch.setenv(DASK_LOG_ENV, "info" if verbose else "warning")
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())
+    nanny_log = logging.getLogger("distributed.nanny")
+    nanny_log.addHandler(handler)
+    try:
+        with local_cluster(1) as cluster:
+            from distributed import Client
+
+            with Client(cluster) as client:
+                client.run(lambda: atexit.register(time.sleep, 8))  # the worker's interpreter takes 8 s to exit
+    finally:
+        nanny_log.removeHandler(handler)
+    assert any(m.startswith("Worker process still alive") for m in seen) == verbose, seen
+    assert not nanny_log.filters
