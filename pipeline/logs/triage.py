@@ -278,7 +278,10 @@ def text(name: str) -> pl.Expr:
 
 
 def distinct_values(values: pl.Series) -> pa.DictionaryArray:
-    """A raw column dictionary-encoded, as text (the way `text` casts it)."""
+    """A raw column dictionary-encoded, as text (the way `text` casts it): a categorical (a
+    Parquet reader's dictionary) as it is, any other column hashed row by row."""
+    if values.dtype == pl.Categorical:
+        return values.to_arrow()
     arrow = values.to_arrow() if values.dtype == pl.String else values.cast(pl.String).to_arrow()
     return pc.dictionary_encode(arrow.cast(pa.large_string()) if pa.types.is_string_view(arrow.type) else arrow)
 
