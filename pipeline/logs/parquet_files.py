@@ -1,11 +1,12 @@
 """Parquet files, read by batches of row groups, with every Arrow type made usable or marked.
 
-What is safely castable is cast: dictionary-encoded columns are decoded (but see below), binary that is UTF-8 text
-becomes text, decimals become floats, dates and timestamps of any unit or time zone become UTC
-microsecond timestamps. What is not is marked, value by value, and quarantined if the kind reads
-that column: binary that is not UTF-8 (`INVALID`), dates beyond the years 1-9999, durations and
-times of day, which are not dates (`INVALID`), lists, structs and maps (`NESTED`, kept as JSON text
-for the kinds that read nested values). A file whose footer or pages cannot be read is refused.
+What is safely castable is cast: dictionary-encoded columns are decoded (but see below), binary
+that is UTF-8 text becomes text, decimals become floats, dates and timestamps of any unit or time
+zone become UTC microsecond timestamps. What is not is marked, value by value, and quarantined if
+the kind reads that column: binary that is not UTF-8 (`INVALID`), dates beyond the years 1-9999,
+durations and times of day, which are not dates (`INVALID`), lists, structs and maps (`NESTED`,
+kept as JSON text for the kinds that read nested values). A file whose footer or pages cannot be
+read is refused.
 
 Text columns that the file stores as small dictionaries (`label_columns`: names of models, winners,
 judges, few distinct values over many rows) are read as dictionary arrays and handed on as polars

@@ -91,8 +91,8 @@ class ReadResult:
     def concat(cls, results: list[ReadResult], kind: str, source: str, schema: pa.Schema) -> ReadResult:
         if not results:
             return cls(kind, source, schema.empty_table(), empty_quarantine(), 0)
-        return cls(kind, source, pa.concat_tables([r.table.cast(schema) for r in results]), pa.concat_tables([r.quarantined for r in results]),
-                   sum(r.rows_in for r in results), np.concatenate([r.lines for r in results]), all(r.keyed for r in results))
+        return cls(kind, source, pa.concat_tables([r.table.cast(schema) for r in results]),  # (dictionaries decoded)
+                   pa.concat_tables([r.quarantined for r in results]), sum(r.rows_in for r in results), np.concatenate([r.lines for r in results]), all(r.keyed for r in results))
 
 
 def empty_quarantine() -> pa.Table:
@@ -256,8 +256,8 @@ class Triage:
             labels = {name: self._labels[expr.meta.output_name()] for name, expr in canonical.items()
                       if expr.meta.is_column() and expr.meta.output_name() in self._labels}
             for name, dictionary in labels.items():  # codes -> the dictionary array of their text
-                codes = table.column(name).combine_chunks()
-                table = table.set_column(table.schema.get_field_index(name), name, pa.DictionaryArray.from_arrays(codes, dictionary))
+                text = pa.DictionaryArray.from_arrays(table.column(name).combine_chunks(), dictionary)
+                table = table.set_column(table.schema.get_field_index(name), name, text)
             table = table.cast(pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if f.name in labels else f
                                           for f in schema]))
         else:

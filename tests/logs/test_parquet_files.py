@@ -74,5 +74,6 @@ def test_a_dictionary_with_unused_and_blank_values_and_one_of_numbers(tmp_path):
     path = tmp_path / "d.parquet"
     pq.write_table(pa.table({"model_a": a, "model_b": b, "winner": ["model_a"] * 5, "judge": numbers}), path)
     rows, quarantined = read(path)
-    assert [(r["model_a"], r["model_b"], r["judge"]) for r in rows] == [("zed", "bea", "7"), ("amy", "bea", "8"), ("bea", "zed", "7")]
+    assert [(r["model_a"], r["model_b"], r["judge"]) for r in rows] == [
+        ("zed", "bea", "7"), ("amy", "bea", "8"), ("bea", "zed", "7")]
     assert quarantined == [(4, "model_a", "missing model_a"), (5, "model_b", "missing model_b")]

@@ -204,10 +204,11 @@ def test_parquet_dictionaries_differing_by_file_give_one_id_per_name(tmp_path):
     import pyarrow as pa
 
     first, second = tmp_path / "first.parquet", tmp_path / "second.parquet"
-    pq.write_table(pa.table({"battle_id": ["1", "2", "3"], "model_a": [" zed", "amy", "only-rejected"], "model_b": ["amy", "zed", "amy"],
-                             "winner": ["model_a", "Tie", "draw"]}).cast(pa.schema([("battle_id", pa.string())] + [
-                                 (c, pa.dictionary(pa.int32(), pa.string())) for c in ("model_a", "model_b", "winner")])), first)
-    pq.write_table(pa.table({"battle_id": ["4", "5"], "model_a": ["bea", "zed"], "model_b": ["zed", "amy "], "winner": ["model_b"] * 2}), second)
+    labels = pa.schema([("battle_id", pa.string())] + [(c, pa.dictionary(pa.int32(), pa.string())) for c in ("model_a", "model_b", "winner")])
+    pq.write_table(pa.table({"battle_id": ["1", "2", "3"], "model_a": [" zed", "amy", "only-rejected"],
+                             "model_b": ["amy", "zed", "amy"], "winner": ["model_a", "Tie", "draw"]}).cast(labels), first)
+    pq.write_table(pa.table({"battle_id": ["4", "5"], "model_a": ["bea", "zed"], "model_b": ["zed", "amy "],
+                             "winner": ["model_b"] * 2}), second)
     store = Store(tmp_path / "store")
     reports = store.ingest([first, second], "battles")
     assert [(r.rows_accepted, r.rows_quarantined) for r in reports] == [(2, 1), (2, 0)]
