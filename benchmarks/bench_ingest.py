@@ -5,10 +5,11 @@ that a 1e8-row file ingests; both sizes should pass a few flushes of the partiti
 rows, for the steady state to show); and the peak memory of ingesting ranked ballots (target: 1e6
 ballots under 2 GB); and the duplicate check alone, per batch of a million ids, against the number
 of ids seen, with the id filter and without it (the galloping search of every run, which touched
-every page of the index each batch).
+every page of the index each batch); with `--stages`, the CPU of each stage of ingest (reading,
+triage, names, duplicates, encoding, writing) run one after the other in a process of its own.
 
     python -m benchmarks.bench_ingest [--rows 2000000] [--days 365] [--ballots 1000000]
-                                      [--check-ids 10000000] [--only-check]
+                                      [--check-ids 10000000] [--only-check] [--stages]
 
 Battles are generated with a fixed seed (ids, two of 1,000 models, a winner, a timestamp spread
 over `days` days). Every measurement runs in a child process of its own, so that its peak RSS is
@@ -69,6 +70,50 @@ def ingest(source: Path, store: Path, kind: str = "battles") -> int:
     return report.rows_accepted
 
 
+def stage_split(source: Path, store: Path) -> dict[str, float]:
+    """CPU seconds (all threads) of each stage of ingesting `source` as battles, the stages run one
+    after the other on each batch (ingest overlaps them on threads; their sum is the work)."""
+    from pipeline.logs import formats, log_kind
+    from pipeline.logs.identity import drop_seen, ingest_positions
+    from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP
+    from pipeline.logs.names import check_names
+    from pipeline.store.dictionary import IdMap
+    from pipeline.store.index import FileIds, KindIndex
+    from pipeline.store.partitions import PartitionWriter
+    from pipeline.store.store import distinct_columns, encode
+
+    kind = log_kind("battles")
+    maps = {name: IdMap() for name in DICTIONARIES}
+    ids = FileIds(KindIndex(store, kind.name), 0)
+    writer = PartitionWriter(store, kind.name, "bench", kind.dated, TIMESTAMP, distinct=distinct_columns(kind))
+    cpu = dict.fromkeys(("read", "triage", "names", "duplicates", "encode", "write"), 0.0)
+    batches, clock = formats.batches(source), time.process_time()
+
+    def done(stage: str) -> None:
+        nonlocal clock
+        now = time.process_time()
+        cpu[stage] += now - clock
+        clock = now
+
+    while (raw := next(batches, None)) is not None:
+        done("read")
+        result = kind.read(raw, str(source))
+        done("triage")
+        result = check_names(result, dict(kind.ids), kind.record_id)
+        done("names")
+        result = drop_seen(result, kind.record_id, ids, 0, str, unit_rows=False)
+        done("duplicates")
+        table = encode(kind, result.table, maps).append_column("ingest_position", ingest_positions(0, result.lines))
+        done("encode")
+        writer.add(table)
+        done("write")
+    done("read")
+    writer.finish()
+    done("write")
+    ids.discard()
+    return cpu
+
+
 def _status(field: str) -> int:
     """A memory figure of this process from `/proc/self/status`, in bytes (0 where there is none)."""
     status = Path("/proc/self/status")
@@ -99,7 +144,7 @@ class AnonymousPeak:
         return max(self.peak, _status("RssAnon"))
 
 
-def _measured(work: Callable[..., int], args: tuple, results: multiprocessing.Queue) -> None:
+def _measured(work: Callable[..., int | dict], args: tuple, results: multiprocessing.Queue) -> None:
     import pipeline.store  # noqa: F401 (imports are not the work measured)
 
     anonymous = AnonymousPeak()
@@ -109,8 +154,9 @@ def _measured(work: Callable[..., int], args: tuple, results: multiprocessing.Qu
     results.put((rows, wall, cpu, _status("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, anonymous.stop()))
 
 
-def measure(work: Callable[..., int], *args: object) -> dict:
-    """`work(*args)` in a fresh process: rows, wall and CPU seconds, peak RSS and peak anonymous RSS in bytes."""
+def measure(work: Callable[..., int | dict], *args: object) -> dict:
+    """`work(*args)` in a fresh process: rows (or what else it returns), wall and CPU seconds, peak
+    RSS and peak anonymous RSS in bytes."""
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
     child = context.Process(target=_measured, args=(work, args, results))
@@ -204,6 +250,7 @@ def main() -> None:
     parser.add_argument("--ballots", type=int, default=1_000_000)
     parser.add_argument("--check-ids", type=int, default=10_000_000, help="ids of the duplicate check alone")
     parser.add_argument("--only-check", action="store_true", help="the duplicate check alone")
+    parser.add_argument("--stages", action="store_true", help="CPU per stage of ingest, after the ratios")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     if args.only_check:
@@ -224,6 +271,13 @@ def main() -> None:
             assert ingested["rows"] == plain["rows"] == args.rows, (ingested, plain)
             ratio, cpu_ratio = ingested["wall_s"] / plain["wall_s"], ingested["cpu_s"] / plain["cpu_s"]
             results[fmt] = {"ingest": ingested, "read_write": plain, "ratio": ratio, "cpu_ratio": cpu_ratio}
+            if args.stages:
+                stages = measure(stage_split, source, folder / f"stages-{fmt}")
+                shutil.rmtree(folder / f"stages-{fmt}")
+                results[fmt]["stages_cpu_s"] = stages["rows"]
+                print(f"{fmt}: CPU by stage, one after the other: "
+                      + ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in stages["rows"].items())
+                      + f" ({stages['cpu_s']:.2f} s in all)")
             print(f"{fmt}: ingest {ingested['wall_s']:.2f} s ({ingested['cpu_s']:.2f} s CPU), pyarrow read + Parquet write "
                   f"{plain['wall_s']:.2f} s ({plain['cpu_s']:.2f} s CPU): {ratio:.1f}x wall, {cpu_ratio:.1f}x CPU "
                   f"(target 2x); peak RSS {ingested['peak_rss_bytes'] / gb:.2f} GB "

@@ -61,12 +61,11 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
     stem = Path(source).name
     features, feature_checks = read_features(t)
 
+    t.derive_labels({"model_a": a, "model_b": b})  # one dictionary: a model against itself is one code twice
+    winners = t.derive_labels({"winner": winner}, lowercase=True).to_pylist()
+    t.derive_labels({"judge": judge})
     t.derive(
         battle_id=text(ident) if ident else pl.lit(stem + ":") + pl.col(LINE).cast(pl.String),
-        model_a=text(a),
-        model_b=text(b),
-        winner=text(winner).str.to_lowercase(),
-        judge=text(judge) if judge else pl.lit(None, pl.String),
         prompt=text(prompt) if prompt else pl.lit(None, pl.String),
         category=text(category) if category else pl.lit(None, pl.String),
         timestamp=timestamps(t.frame, stamp) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
@@ -78,7 +77,8 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
         Check("model_b", "missing model_b", pl.col("~model_b").is_null()),
         Check("model_b", "a model against itself", pl.col("~model_a") == pl.col("~model_b")),
         Check("winner", "missing winner", pl.col("~winner").is_null()),
-        Check("winner", f"unknown winner value (expected one of {', '.join(WINNERS)})", ~pl.col("~winner").is_in(WINNERS)),
+        Check("winner", f"unknown winner value (expected one of {', '.join(WINNERS)})",
+              ~pl.col("~winner").is_in([code for code, value in enumerate(winners) if value in WINNERS])),
     ]
     if stamp:
         checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])

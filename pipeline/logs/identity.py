@@ -104,8 +104,13 @@ class Run:
     @classmethod
     def of(cls, high: np.ndarray, low: np.ndarray, where_: np.ndarray) -> Run:
         order = sort_order(high)
-        columns = [high, low, where_] if order is None else [high[order], low[order], where_[order]]
-        return cls(np.stack(columns).astype(np.uint64, copy=False))
+        data = np.empty((3, len(high)), np.uint64)  # each column gathered (or copied) once, into its row
+        for row, values in zip(data, (high, low, where_)):
+            if order is None:
+                row[:] = values
+            else:
+                np.take(np.asarray(values, np.uint64), order, out=row)
+        return cls(data)
 
     def __len__(self) -> int:
         return self.data.shape[1]

@@ -88,9 +88,15 @@ def check_names(result: ReadResult, ids: dict[str, str], record_id: tuple[str, .
             values = values.flatten()
         else:
             row = np.arange(len(values))
-        if _all_fine(values, limit):
+        if pa.types.is_dictionary(values.type):  # each distinct value checked once
+            if _all_fine(values.dictionary, limit):
+                continue
+            problems = _problems(values.dictionary, column, limit).to_numpy()[pc.fill_null(values.indices, 0).to_numpy()]
+            problems[values.is_null().to_numpy(zero_copy_only=False)] = None
+        elif _all_fine(values, limit):
             continue
-        problems = _problems(values, column, limit).to_numpy()
+        else:
+            problems = _problems(values, column, limit).to_numpy()
         bad = np.flatnonzero(problems != None)  # noqa: E711 (an object array)
         rows, first = np.unique(row[bad], return_index=True)
         new = reason[rows] == None  # noqa: E711

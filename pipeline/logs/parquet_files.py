@@ -1,11 +1,16 @@
 """Parquet files, read by batches of row groups, with every Arrow type made usable or marked.
 
-What is safely castable is cast: dictionary-encoded columns are decoded, binary that is UTF-8 text
-becomes text, decimals become floats, dates and timestamps of any unit or time zone become UTC
-microsecond timestamps. What is not is marked, value by value, and quarantined if the kind reads
-that column: binary that is not UTF-8 (`INVALID`), dates beyond the years 1-9999, durations and
-times of day, which are not dates (`INVALID`), lists, structs and maps (`NESTED`, kept as JSON text
-for the kinds that read nested values). A file whose footer or pages cannot be read is refused.
+What is safely castable is cast: dictionary-encoded columns are decoded (but see below), binary
+that is UTF-8 text becomes text, decimals become floats, dates and timestamps of any unit or time
+zone become UTC microsecond timestamps. What is not is marked, value by value, and quarantined if
+the kind reads that column: binary that is not UTF-8 (`INVALID`), dates beyond the years 1-9999,
+durations and times of day, which are not dates (`INVALID`), lists, structs and maps (`NESTED`,
+kept as JSON text for the kinds that read nested values). A file whose footer or pages cannot be
+read is refused.
+
+Text columns that the file stores as small dictionaries (`label_columns`: names of models, winners,
+judges, few distinct values over many rows) are read as dictionary arrays and handed on as polars
+categoricals, so that their text is checked, normalised and cleaned once per distinct value.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ def read_batches(path: Path) -> Iterator[RawRecords]:
     try:
         parquet = pq.ParquetFile(path)
         names = column_names(parquet.schema_arrow.names)
+        if labels := label_columns(parquet.metadata):
+            parquet = pq.ParquetFile(path, read_dictionary=labels)
     except Exception as exc:  # pyarrow raises several types for a file that is not Parquet or is cut short
         raise UnreadableFile(path, f"not a readable Parquet file ({_one_line(exc)})") from None
     row = 1
@@ -50,6 +57,25 @@ def read_batches(path: Path) -> Iterator[RawRecords]:
             return
         yield _raw(batch, names, row)
         row += batch.num_rows
+
+
+def label_columns(metadata: pq.FileMetaData, max_bytes_per_value: int = 4) -> list[str]:
+    """The top-level text columns whose every column chunk is dictionary-encoded and takes at most
+    `max_bytes_per_value` bytes per value, dictionary included: few distinct values over many rows
+    (a column of ids, where the dictionary is all the data, or one whose dictionary overflowed
+    into plain pages, takes more), which the reader hands on without decoding them row by row."""
+    schema, groups = metadata.schema, [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+    chosen = []
+    for position in range(metadata.num_columns):
+        column = schema.column(position)
+        if column.max_repetition_level or column.max_definition_level > 1 or column.physical_type != "BYTE_ARRAY" \
+                or str(column.logical_type) != "String" or not groups:
+            continue
+        chunks = [group.column(position) for group in groups]
+        if all(chunk.has_dictionary_page and chunk.total_uncompressed_size <= max_bytes_per_value * max(chunk.num_values, 1)
+               for chunk in chunks):
+            chosen.append(column.path)
+    return chosen
 
 
 def _raw(batch: pa.RecordBatch, names: list[str], first_row: int) -> RawRecords:
@@ -76,14 +102,14 @@ def usable(array: pa.Array) -> tuple[pa.Array, list[bool] | None, list[str | Non
     if isinstance(array, pa.ExtensionArray):
         return usable(array.storage)
     if pa.types.is_dictionary(kind):
+        words = array.dictionary
+        if (pa.types.is_string(words.type) or pa.types.is_large_string(words.type)) and _utf8(words):
+            return nfc_text(array), None, None  # each distinct value checked and normalised once
         return usable(array.dictionary_decode())
     if pa.types.is_null(kind):
         return pa.nulls(len(array), pa.string()), None, None
     if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
-        try:
-            if pa.types.is_string_view(kind) or not ascii_only(array):  # ASCII is UTF-8 (a tenth of the check's cost)
-                array.validate(full=True)  # Parquet readers do not check that text is UTF-8
-        except pa.ArrowInvalid:
+        if not _utf8(array):
             return _text_of_binary(array.view(pa.binary()) if not pa.types.is_string_view(kind) else array.cast(pa.binary_view()))
         return nfc_text(array.cast(pa.large_string()) if pa.types.is_string_view(kind) else array), None, None
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind) or pa.types.is_binary_view(kind):
@@ -100,6 +126,17 @@ def usable(array: pa.Array) -> tuple[pa.Array, list[bool] | None, list[str | Non
     values = array.to_pylist()  # durations, times of day, intervals, unions: not a name, a number or a date
     return (pa.array([None if v is None else str(v) for v in values], pa.string()), None,
             [None if v is None else f"a {kind} value, not text, a number or a date" for v in values])
+
+
+def _utf8(text: pa.Array) -> bool:
+    """Whether a text array holds UTF-8 (Parquet readers do not check it); ASCII is UTF-8, and
+    the check of the bytes' maximum costs a tenth of a full validation."""
+    try:
+        if pa.types.is_string_view(text.type) or not ascii_only(text):
+            text.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 def _text_of_binary(array: pa.Array) -> tuple[pa.Array, None, list[str | None] | None]:

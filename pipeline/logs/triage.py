@@ -7,15 +7,23 @@ reason), and finishes with `Triage.result`, which enforces `rows_in = rows_accep
 rows_quarantined`. Values the format readers marked unusable in a column the kind reads (a list
 where a name is expected, bytes that are not text, a date beyond the year 9999) are quarantined
 before any check of the kind.
+
+Columns of labels and names, which hold few distinct values over many rows (models, winners,
+judges), are derived with `Triage.derive_labels`: each distinct raw value is cleaned once (as
+`text` cleans it) and rows carry codes into the cleaned values, so that checks compare integers
+and `result` hands the column on as a dictionary array, which the store encodes without hashing
+its names again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.logs.records import INVALID, LINE, NESTED, RawRecords, UnreadableFile, internal
 from pipeline.weights import MAX_WEIGHT
@@ -83,8 +91,8 @@ class ReadResult:
     def concat(cls, results: list[ReadResult], kind: str, source: str, schema: pa.Schema) -> ReadResult:
         if not results:
             return cls(kind, source, schema.empty_table(), empty_quarantine(), 0)
-        return cls(kind, source, pa.concat_tables([r.table for r in results]), pa.concat_tables([r.quarantined for r in results]),
-                   sum(r.rows_in for r in results), np.concatenate([r.lines for r in results]), all(r.keyed for r in results))
+        return cls(kind, source, pa.concat_tables([r.table.cast(schema) for r in results]),  # (dictionaries decoded)
+                   pa.concat_tables([r.quarantined for r in results]), sum(r.rows_in for r in results), np.concatenate([r.lines for r in results]), all(r.keyed for r in results))
 
 
 def empty_quarantine() -> pa.Table:
@@ -110,6 +118,7 @@ class Triage:
     _raw_columns: list[str] = field(init=False)
     _rejected: list[pl.DataFrame] = field(init=False, default_factory=list)
     _markers: list[Check] = field(init=False, default_factory=list)
+    _labels: dict[str, pa.Array] = field(init=False, default_factory=dict)  # derived column -> its dictionary
 
     def __post_init__(self) -> None:
         self.frame = self.raw.frame
@@ -163,6 +172,24 @@ class Triage:
 
     def derive(self, **exprs: pl.Expr | pl.Series) -> None:
         self.frame = self.frame.with_columns(**{f"~{k}": v for k, v in exprs.items()})
+
+    def derive_labels(self, columns: Mapping[str, str | None], lowercase: bool = False) -> pa.Array:
+        """Derive `~<name>` for each `name: raw column` (None: absent, all null) as the codes of
+        `text(raw column)` (lower-cased if asked) in one dictionary shared by these columns, which
+        is returned: equal codes are equal text, a null code is a null text. Each distinct raw
+        value is cleaned once; `result` turns the codes back into a dictionary array."""
+        present = {name: distinct_values(self.frame.get_column(raw)) for name, raw in columns.items() if raw is not None}
+        cleaned = [clean_text(encoded.dictionary, lowercase) for encoded in present.values()]
+        shared = pc.dictionary_encode(pa.concat_arrays(cleaned) if cleaned else pa.array([], pa.string()))
+        codes, start = {}, 0
+        for name, encoded in present.items():
+            remap = shared.indices.slice(start, len(encoded.dictionary))
+            codes[f"~{name}"] = pl.from_arrow(pc.take(remap, encoded.indices).cast(pa.int32()))
+            start += len(encoded.dictionary)
+        codes |= {f"~{name}": pl.lit(None, pl.Int32) for name, raw in columns.items() if raw is None}
+        self.frame = self.frame.with_columns(**codes)
+        self._labels |= dict.fromkeys(codes, shared.dictionary)
+        return shared.dictionary
 
     def reject(self, checks: list[Check]) -> None:
         self._reject_marked()
@@ -224,7 +251,17 @@ class Triage:
         self._reject_marked()
         lines = self.frame.get_column(LINE).to_numpy()
         accepted = self.frame if bool(np.all(lines[1:] > lines[:-1])) else self.frame.sort(LINE)
-        table = accepted.select(**canonical).to_arrow().cast(schema) if accepted.height else schema.empty_table()
+        if accepted.height:
+            table = accepted.select(**canonical).to_arrow()
+            labels = {name: self._labels[expr.meta.output_name()] for name, expr in canonical.items()
+                      if expr.meta.is_column() and expr.meta.output_name() in self._labels}
+            for name, dictionary in labels.items():  # codes -> the dictionary array of their text
+                text = pa.DictionaryArray.from_arrays(table.column(name).combine_chunks(), dictionary)
+                table = table.set_column(table.schema.get_field_index(name), name, text)
+            table = table.cast(pa.schema([pa.field(f.name, pa.dictionary(pa.int32(), f.type)) if f.name in labels else f
+                                          for f in schema]))
+        else:
+            table = schema.empty_table()
         if self._rejected:
             rejected = pl.concat(self._rejected).sort("line")
             quarantined = rejected.with_columns(pl.lit(self.source).alias("file")).select(
@@ -238,6 +275,21 @@ class Triage:
 def text(name: str) -> pl.Expr:
     """A raw column as stripped text, empty strings as null."""
     return pl.col(name).cast(pl.String).str.strip_chars().replace("", None)  # strips once (a when/then strips twice)
+
+
+def distinct_values(values: pl.Series) -> pa.DictionaryArray:
+    """A raw column dictionary-encoded, as text (the way `text` casts it): a categorical (a
+    Parquet reader's dictionary) as it is, any other column hashed row by row."""
+    if values.dtype == pl.Categorical:
+        return values.to_arrow()
+    arrow = values.to_arrow() if values.dtype == pl.String else values.cast(pl.String).to_arrow()
+    return pc.dictionary_encode(arrow.cast(pa.large_string()) if pa.types.is_string_view(arrow.type) else arrow)
+
+
+def clean_text(values: pa.Array, lowercase: bool = False) -> pa.Array:
+    """`text` of an array of distinct values (stripped, empty as null), lower-cased if asked."""
+    cleaned = pl.from_arrow(values).cast(pl.String).str.strip_chars().replace("", None)
+    return (cleaned.str.to_lowercase() if lowercase else cleaned).to_arrow().cast(pa.string())
 
 
 def number(name: str, dtype: pl.DataType) -> pl.Expr:

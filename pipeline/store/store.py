@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -114,18 +115,39 @@ def _replace(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
 
 def _distinct_names(values: pa.ChunkedArray) -> tuple[pa.DictionaryArray, pa.Array | None]:
     """A column of names dictionary-encoded (hashed once: its distinct names are the dictionary,
-    its ids a take from them), with the offsets of a list column (None for a flat one)."""
+    its ids a take from them; a reader's dictionary array is taken as it is, without the names no
+    row uses), with the offsets of a list column (None for a flat one)."""
     values = values.combine_chunks()
+    if pa.types.is_dictionary(values.type):
+        return used_values(values), None
     if not pa.types.is_list(values.type):
         return pc.dictionary_encode(values), None
     return pc.dictionary_encode(values.flatten()), pc.subtract(values.offsets, values.offsets[0])
 
 
+def used_values(values: pa.DictionaryArray) -> pa.DictionaryArray:
+    """`values` with a dictionary of the values its rows use (a triage's dictionary still holds
+    the values of the rows it rejected, which must not become names of the store)."""
+    indices = pc.drop_null(values.indices).to_numpy()
+    used = np.bincount(indices, minlength=len(values.dictionary)) > 0
+    if used.all():
+        return values
+    kept = np.flatnonzero(used)
+    renumbered = np.zeros(len(used), np.int32)
+    renumbered[kept] = np.arange(len(kept), dtype=np.int32)
+    return pa.DictionaryArray.from_arrays(pc.take(pa.array(renumbered), values.indices), values.dictionary.take(pa.array(kept)))
+
+
 def label_codes(values: pa.ChunkedArray | pa.Array, labels: tuple[str, ...]) -> pa.Array:
-    """Each label's position in `labels`, as int8; the reader has rejected other labels."""
+    """Each label's position in `labels`, as int8; the reader has rejected other labels. Of a
+    dictionary array, each distinct label is looked up once."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    codes = pc.index_in(values, value_set=pa.array(labels, pa.string()))
+    value_set = pa.array(labels, pa.string())
+    if pa.types.is_dictionary(values.type):
+        codes = pc.take(pc.index_in(values.dictionary, value_set=value_set), values.indices)
+    else:
+        codes = pc.index_in(values, value_set=value_set)
     if codes.null_count:
         raise ValueError(f"labels outside {list(labels)}")
     return codes.cast(pa.int8())
@@ -146,6 +168,9 @@ def encode(kind: LogKind, table: pa.Table, maps: Mapping[str, IdMap]) -> pa.Tabl
         table = _replace(table, column, ids if offsets is None else pa.ListArray.from_arrays(offsets, ids))
     for column, labels in kind.codes.items():
         table = _replace(table, column, label_codes(table.column(column), labels))
+    for position, column in enumerate(table.schema):  # stored as plain values
+        if pa.types.is_dictionary(column.type):
+            table = table.set_column(position, column.name, table.column(position).cast(column.type.value_type))
     return kind.canonical(table) if kind.canonical is not None else table
 
 

@@ -45,3 +45,18 @@ def test_checks_that_reject_nothing_or_null_keep_every_row():
     assert t.frame.height == 3 and rejected(t) == []
     t.reject([Check("v", "negative", pl.col("v") < 0), Check("v", "three", pl.col("v") == 3)])
     assert t.frame.height == 2 and rejected(t) == [(4, "v", "three")]
+
+
+def test_labels_are_cleaned_once_per_value_into_one_dictionary_whatever_the_column_type():
+    a = [" x", "X", "  ", None, "y ", "x"]
+    b = ["x", "y", "z", "x", "y", "\tx"]
+    for carrier in (pl.String, pl.Categorical):
+        t = triage({"a": pl.Series(a, dtype=carrier), "b": pl.Series(b, dtype=carrier)})
+        dictionary = t.derive_labels({"a": "a", "b": "b", "c": None}, lowercase=True).to_pylist()
+        codes = t.frame.select("~a", "~b", "~c").rows()
+        assert [tuple(None if c is None else dictionary[c] for c in row) for row in codes] == [
+            ("x", "x", None), ("x", "y", None), (None, "z", None), (None, "x", None), ("y", "y", None), ("x", "x", None)]
+        assert sorted(dictionary) == ["x", "y", "z"]  # once each, shared by both columns
+        result = t.result("test", {"a": pl.col("~a"), "n": pl.col(LINE)}, pa.schema([("a", pa.string()), ("n", pa.int64())]))
+        assert pa.types.is_dictionary(result.table.schema.field("a").type)
+        assert result.table.column("a").to_pylist() == ["x", "x", None, None, "y", "x"]

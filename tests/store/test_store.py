@@ -7,6 +7,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline.logs import log_kind
 from pipeline.store import IdMap, Store
 from pipeline.store import store as store_module
 
@@ -180,3 +181,38 @@ def test_overlapped_ingest_stores_the_bytes_of_a_sequential_one_whatever_the_bat
         files = sorted(p for p in store.root.rglob("*.parquet") if "dictionaries" not in p.parts)
         stored.append({str(p.relative_to(store.root)): p.read_bytes() for p in files})
     assert len(stored[0]) > 50 and stored[0] == stored[1]
+
+
+def test_dictionary_arrays_give_the_names_their_rows_use(tmp_path):
+    import pyarrow as pa
+
+    # A reader's dictionary holds names of rejected rows and unused or null values: none becomes an agent.
+    names = pa.array(["zed", None, "unused", "amy", "rejected-only"])
+    table = pa.table({"model_a": pa.DictionaryArray.from_arrays(pa.array([0, 3, None, 4], pa.int32()), names),
+                      "model_b": pa.DictionaryArray.from_arrays(pa.array([3, 0, 0, 0], pa.int32()), names)})
+    ids = IdMap(["amy"])
+    nobody = pa.nulls(4, pa.string())
+    table = table.append_column("winner", pa.array(["tie"] * 4)).append_column("judge", nobody).append_column("prompt", nobody)
+    encoded = store_module.encode(log_kind("battles"), table, {"agents": ids, "judges": IdMap(), "prompts": IdMap()})
+    assert ids.names == ["amy", "rejected-only", "zed"]  # (the row of `rejected-only` is kept here: only used names)
+    assert encoded.column("model_a").to_pylist() == [2, 0, None, 1] and encoded.column("model_b").to_pylist() == [0, 2, 2, 2]
+    used = store_module.used_values(table.column("model_b").combine_chunks())
+    assert used.dictionary.to_pylist() == ["zed", "amy"] and used.to_pylist() == table.column("model_b").to_pylist()
+
+
+def test_parquet_dictionaries_differing_by_file_give_one_id_per_name(tmp_path):
+    import pyarrow as pa
+
+    first, second = tmp_path / "first.parquet", tmp_path / "second.parquet"
+    labels = pa.schema([("battle_id", pa.string())] + [(c, pa.dictionary(pa.int32(), pa.string())) for c in ("model_a", "model_b", "winner")])
+    pq.write_table(pa.table({"battle_id": ["1", "2", "3"], "model_a": [" zed", "amy", "only-rejected"],
+                             "model_b": ["amy", "zed", "amy"], "winner": ["model_a", "Tie", "draw"]}).cast(labels), first)
+    pq.write_table(pa.table({"battle_id": ["4", "5"], "model_a": ["bea", "zed"], "model_b": ["zed", "amy "],
+                             "winner": ["model_b"] * 2}), second)
+    store = Store(tmp_path / "store")
+    reports = store.ingest([first, second], "battles")
+    assert [(r.rows_accepted, r.rows_quarantined) for r in reports] == [(2, 1), (2, 0)]
+    assert store.dictionary("agents").names == ["amy", "zed", "bea"]
+    rows = pa.concat_tables(pq.read_table(store.path(p)) for p in store.partitions("battles")).sort_by("ingest_position")
+    assert rows.column("model_a").to_pylist() == [1, 0, 2, 1] and rows.column("model_b").to_pylist() == [0, 1, 1, 0]
+    assert rows.column("winner").to_pylist() == [0, 2, 1, 1]
