@@ -7,7 +7,9 @@ import scipy.sparse.linalg as spla
 from pipeline.methods import bradley_terry
 from pipeline.methods.bradley_terry import Cells, fit
 from pipeline.methods.convergence import ConvergenceError
-from pipeline.methods.bradley_terry_newton import Round, conjugate_gradients, newton
+from pipeline.methods import bradley_terry_newton
+from pipeline.methods.bradley_terry_newton import (COARSE_BLOCKS, Round, _diagonal, coarse_blocks, coarse_factor, coarse_guess, coarse_system,
+                                                   conjugate_gradients, newton)
 from pipeline.methods.newton_steps import Adjacency
 from pipeline.methods.m_elo import bootstrap_intervals
 from tests.methods.test_bradley_terry import laplacian, random_cells
@@ -26,32 +28,77 @@ def heavy_tailed_cells(n: int = 300, matches: int = 1500, seed: int = 0) -> Cell
     return Cells.summed(n, np.minimum(a, b), np.maximum(a, b), columns)
 
 
-@pytest.mark.parametrize("prior", [0.0, 0.05])
-def test_gauss_seidel_conjugate_gradients_solve_to_the_asked_residual(prior):
-    cells = random_cells(400, 1200, seed=1)
-    rng = np.random.default_rng(2)
+def system(cells: Cells, prior: float, seed: int, weight_type=np.float64):
+    """A Newton system on the cells' graph with random curvatures: the adjacency, the entries and diagonal as
+    `newton` lays them out, the right-hand side (centred without a prior) and the same matrix in scipy."""
+    rng = np.random.default_rng(seed)
     h = rng.uniform(0.01, 2.0, len(cells.x))
-    a = laplacian(cells, h, prior)
+    adjacency = Adjacency.of(cells.n, cells.x, cells.y)
+    weight, diagonal = np.empty(len(adjacency.cell), dtype=weight_type), np.empty(cells.n)
+    _diagonal(adjacency.start, adjacency.cell, h, prior, weight, diagonal)
     rhs = rng.normal(size=cells.n)
     if prior == 0:
         rhs -= rhs.mean()
-    adjacency = Adjacency.of(cells.n, cells.x, cells.y)
-    weight = h[adjacency.cell]
-    diagonal = a.diagonal()
+    return adjacency, weight, diagonal, rhs, laplacian(cells, h.astype(weight_type).astype(float), prior)
+
+
+def solve(adjacency, weight, diagonal, rhs, rtol, guess=None):
+    guess = np.zeros(len(rhs)) if guess is None else guess
+    return conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, guess, rtol, 10 * len(rhs))
+
+
+def guess_for(adjacency, weight, diagonal, rhs, blocks=COARSE_BLOCKS):
+    bounds, block = coarse_blocks(len(rhs), blocks)
+    lower = coarse_factor(coarse_system(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, bounds, block))
+    return coarse_guess(lower, rhs, block)
+
+
+@pytest.mark.parametrize("weight_type", [np.float64, np.float32])
+@pytest.mark.parametrize("coarse", [False, True])
+@pytest.mark.parametrize("prior", [0.0, 0.05])
+def test_gauss_seidel_conjugate_gradients_solve_to_the_asked_residual(prior, coarse, weight_type):
+    cells = random_cells(400, 1200, seed=1)
+    adjacency, weight, diagonal, rhs, a = system(cells, prior, 2, weight_type)
     exact = spla.spsolve(a.tocsc(), rhs) if prior else spla.lsqr(a, rhs, atol=1e-14, btol=1e-14)[0]
+    guess = guess_for(adjacency, weight, diagonal, rhs) if coarse else None
     errors = []
     for rtol in (1e-2, 1e-6, 1e-10):
-        s, reached, _ = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, rtol,
-                                         10 * cells.n)
+        s, reached, _ = solve(adjacency, weight, diagonal, rhs, rtol, guess)
         assert reached <= rtol
         if prior == 0:
             s, exact = s - s.mean(), exact - exact.mean()
         errors.append(np.abs(s - exact).max() / np.abs(exact).max())
     assert errors[0] < 0.1 and errors[2] < 1e-8 and errors[2] < errors[1] < errors[0]
-    again, _, _ = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, 1e-10,
-                                   10 * cells.n)
-    assert again.tobytes() == conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs,
-                                                  1e-10, 10 * cells.n)[0].tobytes()
+    assert solve(adjacency, weight, diagonal, rhs, 1e-10, guess)[0].tobytes() == solve(adjacency, weight, diagonal, rhs, 1e-10,
+                                                                                         guess)[0].tobytes()
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.05])
+def test_the_coarse_guess_is_the_galerkin_solution_on_the_blocks_and_no_worse_than_zero(prior):
+    cells = random_cells(300, 900, seed=11)
+    adjacency, weight, diagonal, rhs, a = system(cells, prior, 12)
+    blocks = 7  # blocks of unequal sizes: 300 agents
+    bounds, block = coarse_blocks(cells.n, blocks)
+    z = np.zeros((cells.n, blocks))
+    z[np.arange(cells.n), block] = 1.0
+    coarse = coarse_system(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, bounds, block)
+    assert np.abs(coarse - z.T @ (a @ z)).max() < 1e-12 * np.abs(coarse).max()
+    guess = guess_for(adjacency, weight, diagonal, rhs, blocks)
+    assert np.abs(z.T @ (rhs - a @ guess)).max() < 1e-10 * np.abs(rhs).sum()  # Galerkin: the residual is orthogonal to Z
+    exact = spla.spsolve(a.tocsc(), rhs) if prior else spla.lsqr(a, rhs, atol=1e-14, btol=1e-14)[0]
+    energy = lambda v: float(v @ (a @ v))
+    assert energy(exact - guess) < energy(exact)
+    assert np.ptp(guess[bounds[2]: bounds[3]]) == 0 and len(np.unique(guess)) == blocks
+
+
+def test_the_coarse_guess_of_a_prior_free_system_with_fewer_agents_than_blocks():
+    cells = random_cells(5, 9, seed=13)
+    adjacency, weight, diagonal, rhs, a = system(cells, 0.0, 14)
+    guess = guess_for(adjacency, weight, diagonal, rhs, blocks=16)  # blocks of one agent: the exact solution, grounded
+    assert np.isfinite(guess).all() and guess[-1] == 0.0
+    assert np.abs(a @ guess - rhs).max() < 1e-10
+    s, reached, taken = solve(adjacency, weight, diagonal, rhs, 1e-8, guess)
+    assert taken == 0 and reached <= 1e-8 and s.tobytes() == guess.tobytes()
 
 
 @pytest.mark.parametrize("prior", [0.0, 0.01])
