@@ -329,6 +329,14 @@ class Outcome:
         return self.stopped in ("converged", "precision floor")
 
 
+def step_bound(gradient_size: float, prior: float) -> float:
+    """An upper bound on the largest entry of the exact Newton step, from the largest entry of the (penalised)
+    gradient: the Hessian is D - W + prior I with W >= 0 and D - W a Laplacian, an M-matrix for prior > 0, so its
+    inverse is non-negative and maps the ones vector to 1 / prior, and |H^-1 g| <= H^-1 |g| <= max|g| / prior
+    entry by entry. Infinite without a prior (the Hessian is singular along the ratings' mean)."""
+    return gradient_size / prior if prior > 0 else np.inf
+
+
 def _newton_system(adjacency: Adjacency, weight: np.ndarray, diagonal: np.ndarray, rhs: np.ndarray, guess: np.ndarray,
                    rtol: float, prior: float) -> tuple[np.ndarray, float, int]:
     """A Newton step by `conjugate_gradients`, centred when the prior is 0 (the ratings' mean is free)."""
@@ -358,9 +366,9 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: S
         gradient_size = float(np.abs(grad).max(initial=0.0))
         if first < 0:
             first = gradient_size if gradient_size > 0 else 1.0
-        if prior > 0 and gradient_size / prior <= STEP_ACCURACY * tol:  # the step is certified short: see `newton`
-            return Outcome("converged", iteration, products, np.zeros(n), gradient_size / prior, _dot(grad, grad) / (2 * prior),
-                           loglik)
+        if step_bound(gradient_size, prior) <= STEP_ACCURACY * tol:
+            return Outcome("converged", iteration, products, np.zeros(n), step_bound(gradient_size, prior),
+                           _dot(grad, grad) / (2 * prior), loglik)
         rhs = grad - grad.mean() if prior == 0 else grad
         _diagonal(adjacency.start, adjacency.cell, curvature, prior, weight, diagonal)
         if lower is None:  # the first system's; the blocks' sums of curvature move little from step to step

@@ -9,8 +9,8 @@ from pipeline.methods.bradley_terry import Cells, fit
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods import bradley_terry_newton
 from pipeline.methods.bradley_terry_newton import (COARSE_BLOCKS, Round, _diagonal, coarse_blocks, coarse_factor, coarse_guess, coarse_system,
-                                                   conjugate_gradients, newton)
-from pipeline.methods.newton_steps import Adjacency
+                                                   conjugate_gradients, newton, step_bound)
+from pipeline.methods.newton_steps import STEP_ACCURACY, Adjacency
 from pipeline.methods.m_elo import bootstrap_intervals
 from tests.methods.test_bradley_terry import laplacian, random_cells
 
@@ -114,6 +114,62 @@ def test_a_round_reaches_the_plain_fit_from_a_start_far_away(prior):
     if prior == 0:
         beta -= beta.mean()
     assert np.abs(beta - plain.beta).max() < 1e-9  # natural units: 6e-8 Elo points
+
+
+def test_the_step_bound_is_never_below_the_exact_newton_step_and_is_reached_by_an_agent_without_comparisons():
+    rng = np.random.default_rng(15)
+    for seed in range(20):
+        cells = heavy_tailed_cells(n=60, matches=150, seed=seed)  # agents drawn by activity: some never compared
+        prior = float(rng.choice([1e-4, 0.01, 1.0]))
+        h = rng.uniform(0.0, 0.25, len(cells.x))
+        hessian = laplacian(cells, h, prior).toarray()
+        gradient = rng.normal(0, 1, cells.n) * rng.random(cells.n) ** 4
+        exact = np.linalg.solve(hessian, gradient)
+        assert np.abs(exact).max() <= step_bound(np.abs(gradient).max(), prior) * (1 + 1e-12)
+    alone = np.flatnonzero(np.bincount(np.r_[cells.x, cells.y], minlength=cells.n) == 0)[0]
+    gradient = np.zeros(cells.n)
+    gradient[alone] = 3e-9
+    assert np.linalg.solve(hessian, gradient)[alone] == pytest.approx(step_bound(3e-9, prior), rel=1e-12)  # the bound is tight
+    assert step_bound(1.0, 0.0) == np.inf
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.01])
+def test_a_round_started_at_its_answer_is_certified_with_a_prior_and_confirmed_by_a_solve_without(prior):
+    cells = heavy_tailed_cells(seed=16) if prior else random_cells(200, 800, seed=16)
+    plain = fit(cells, prior=prior, tol=1e-7)
+    beta = plain.beta.copy()
+    outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells.n, cells.x, cells.y), *cells.half(), prior), beta, 1e-7, 100)
+    assert outcome.stopped == "converged" and outcome.iterations == 1
+    if prior:  # no solve: the gradient bounds the step below what a confirming solve would resolve
+        assert outcome.products == 0 and not outcome.step.any() and outcome.last_step <= STEP_ACCURACY * 1e-7
+    else:
+        assert outcome.products > 0 and 0 < outcome.last_step <= 1e-7
+        beta -= beta.mean()
+    assert np.abs(beta - plain.beta).max() < 1e-9
+
+
+@pytest.mark.parametrize("change", ["float64 weights", "no coarse guess"])
+def test_float32_weights_and_the_coarse_guess_change_no_answer_beyond_the_solves_accuracy(monkeypatch, change):
+    cells = heavy_tailed_cells(seed=17)
+    rng = np.random.default_rng(18)
+    wx, wy = rng.poisson(1.0, len(cells.x)) + cells.x_wins, rng.poisson(1.0, len(cells.x)) + cells.y_wins
+    adjacency, start = Adjacency.of(cells.n, cells.x, cells.y), fit(cells, prior=0.01).beta
+
+    def rounds():
+        beta = start.copy()
+        outcome = newton(Round(cells.x, cells.y, adjacency, wx, wy, 0.01), beta, 1e-7, 100)
+        return beta, outcome
+
+    kept, kept_outcome = rounds()
+    if change == "float64 weights":
+        monkeypatch.setattr(bradley_terry_newton, "WEIGHT", np.float64)
+    else:
+        monkeypatch.setattr(bradley_terry_newton, "coarse_guess", lambda lower, rhs, block: np.zeros(len(rhs)))
+    other, other_outcome = rounds()
+    assert kept_outcome.stopped == other_outcome.stopped == "converged"
+    assert np.abs(kept - other).max() < 1e-9
+    if change == "no coarse guess":  # the guess is in use: on this graph 13 conjugate-gradient iterations against 20
+        assert kept_outcome.products < other_outcome.products
 
 
 def test_a_round_out_of_iterations_says_so():
