@@ -39,7 +39,7 @@ comparisons for the resamples' Hessians to stay close to the full-data one; othe
 round by round (`_newton_rounds`, compiled in `pipeline.methods.bradley_terry_newton`: the same
 steps and stopping rules as a plain fit, warm-started by a few nonlinear Jacobi sweeps, each
 system solved by conjugate gradients preconditioned by symmetric Gauss-Seidel on the round's own
-Hessian [Eis81]).
+Hessian [Eis81], started from a coarse guess over blocks of the agents [Nic87]).
 
 Style control (`covariates=len,md`, battles whose files give those features): ratings and
 coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.style_control`.
