@@ -318,8 +318,9 @@ class Round:
 class Outcome:
     """How `newton` stopped: "converged", "precision floor" (as `Fit.stopped`), "no gain" (the line
     search gave up) or "iterations" (`max_iter` steps); with the steps taken, their conjugate-gradient
-    iterations, the last step and its
-    largest entry, its predicted gain and the log-likelihood before it (for `fit`'s messages)."""
+    iterations, the last step and its largest entry, its predicted gain and the log-likelihood before it
+    (for `fit`'s messages). A round converged by `step_bound` reports a zero step (none is taken) with
+    the bound as its largest entry and max|g|^2 / (2 prior) as its gain, both upper bounds."""
 
     stopped: str
     iterations: int
