@@ -39,7 +39,7 @@ comparisons for the resamples' Hessians to stay close to the full-data one; othe
 round by round (`_newton_rounds`, compiled in `pipeline.methods.bradley_terry_newton`: the same
 steps and stopping rules as a plain fit, warm-started by a few nonlinear Jacobi sweeps, each
 system solved by conjugate gradients preconditioned by symmetric Gauss-Seidel on the round's own
-Hessian [Eis81]).
+Hessian [Eis81], started from a coarse guess over blocks of the agents [Nic87]).
 
 Style control (`covariates=len,md`, battles whose files give those features): ratings and
 coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.style_control`.
@@ -187,8 +187,8 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
     at most `tol`, or the precision floor; Armijo line search) from the full-data estimate, after a
     few nonlinear Jacobi sweeps; each Newton system solved by conjugate gradients with a symmetric
     Gauss-Seidel preconditioner built from the round's own Hessian, so every round converges to its
-    own answer; the agents numbered by reverse Cuthill-McKee (`Banded`, for memory locality), the
-    ratings returned in the cells' order. The full-data Hessian is no use here: on sparse graphs an agent with one or two
+    own answer; the agents numbered by reverse Cuthill-McKee and the cells sorted by them (`Banded`,
+    for memory locality), the ratings returned in the cells' order. The full-data Hessian is no use here: on sparse graphs an agent with one or two
     comparisons has a resampled curvature anywhere from 0 to several times its full-data one, so
     the chord method diverges, and as a preconditioner (even exactly factorised, or scaled to the
     round's diagonal) it needs more iterations than Gauss-Seidel on the round's own Hessian. Rounds
@@ -200,8 +200,8 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
     wx, wy = x_wins + ties / 2, y_wins + ties / 2
     out = np.full((wx.shape[1], cells.n + 1), np.nan)
     out[:, -1] = _existence(job, wx, wy)
-    wx, wy = np.ascontiguousarray(wx.T), np.ascontiguousarray(wy.T)  # a round's cells contiguous
     banded = job.banded
+    wx, wy = np.ascontiguousarray(wx[banded.cells].T), np.ascontiguousarray(wy[banded.cells].T)  # a round's cells contiguous, in `Banded` order
     for k in np.flatnonzero(out[:, -1] == FITTED):
         beta = job.full.beta[banded.order]
         if newton(Round(banded.x, banded.y, banded.adjacency, wx[k], wy[k], options["prior"]), beta, options["tol"],

