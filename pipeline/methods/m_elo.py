@@ -78,12 +78,13 @@ CHORD_SPREAD = 5.0  # the chord's worst error factor per step: this many relativ
 # The price of a bootstrap round on each path (`round_costs`), in flops of a product with the Hessian
 # (2 (2 pairs + n) each), fitted to the CPU per round measured by benchmarks/bench_chord_switch.py
 # (pools of 12 to 2,692 agents; see docs/design-notes.md):
-NEWTON_PRODUCTS = 45  # a compiled Newton round, measured 37-76 products' worth (2-6 steps, 6-24 CG iterations)
+NEWTON_PRODUCTS = 45  # a compiled Newton round, measured 36-80 products' worth (2-6 steps, 6-24 CG iterations)
 NEWTON_OVERHEAD = 60_000  # its fixed cost (Python calls), what a 12-agent round costs beyond its products
 CHORD_STEP_PRODUCTS = 6.5  # a chord step's passes over the cells x rounds of a block (measured 3-7 products,
 #                            the most where those arrays outgrow the cache)
 CHORD_SPEEDUP = 5  # its product with the dense n x n inverse: BLAS-3 over the rounds, per flop this many
 #                    times cheaper than a product with the Hessian
+
 
 @dataclass(frozen=True, eq=False)
 class Resample:
@@ -239,7 +240,7 @@ def round_costs(cells: Cells) -> tuple[float, float]:
     inverse at `CHORD_SPEEDUP` times a product's speed per flop. The inverse must fit `dense_fits`;
     its factorisation (n^3 / 3, once) is shared by all rounds."""
     n, product = cells.n, 2 * (2 * len(cells.x) + cells.n)
-    newton = NEWTON_PRODUCTS * product + NEWTON_OVERHEAD
+    newton = float(NEWTON_PRODUCTS * product + NEWTON_OVERHEAD)
     if not dense_fits(n) or n < 2:
         return np.inf, newton
     total = cells.x_wins + cells.y_wins + cells.ties
@@ -248,7 +249,7 @@ def round_costs(cells: Cells) -> tuple[float, float]:
     if contraction >= 0.5:
         return np.inf, newton
     steps = np.log(CHORD_SHARE * STEP_TOL) / np.log(contraction)
-    return float(steps * (CHORD_STEP_PRODUCTS * product + 2 * n * n / CHORD_SPEEDUP)), float(newton)
+    return float(steps * (CHORD_STEP_PRODUCTS * product + 2 * n * n / CHORD_SPEEDUP)), newton
 
 
 def chord_is_cheaper(cells: Cells) -> bool:
