@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from pipeline.methods.bradley_terry import (CG_STEPS, DENSE_SPEEDUP, STEP_TOL, Cells, Fit, dense_fits, dense_hessian, dense_solve, elo_points, evaluate, existence_problems,
+from pipeline.methods.bradley_terry import (STEP_TOL, Cells, Fit, dense_fits, dense_hessian, dense_solve, elo_points, evaluate, existence_problems,
                                             fit, fit_or_refuse, incidence)
 from pipeline.methods.newton_steps import Banded, SolveLog
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
@@ -72,9 +72,18 @@ TIES = ("half", "davidson")
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
 ROUND_BLOCK = 1 << 22  # cells x rounds taken together from the draws (32 MB per array)
 CHORD_SHARE = 1e-2  # the chord method stops at steps of CHORD_SHARE * tol: its error is then below that
-CHORD_SPREAD = 3.0  # the chord's worst error factor per step: this many relative standard deviations of a
+CHORD_SPREAD = 5.0  # the chord's worst error factor per step: this many relative standard deviations of a
 #                     resampled agent's total weight (Poisson: 1 / sqrt(weight)); at 1/2 or more it is not tried
-NEWTON_STEPS = 6  # Newton steps of a relaxed sparse round (measured 6 on the WTA-like graph)
+#                     (with 3, pools whose lightest agent had 37-64 comparisons sent 16-82% of the rounds on to Newton)
+# The price of a bootstrap round on each path (`round_costs`), in flops of a product with the Hessian
+# (2 (2 pairs + n) each), fitted to the CPU per round measured by benchmarks/bench_chord_switch.py
+# (pools of 12 to 2,692 agents; see docs/design-notes.md):
+NEWTON_PRODUCTS = 45  # a compiled Newton round, measured 36-80 products' worth (2-6 steps, 6-24 CG iterations)
+NEWTON_OVERHEAD = 60_000  # its fixed cost (Python calls), what a 12-agent round costs beyond its products
+CHORD_STEP_PRODUCTS = 6.5  # a chord step's passes over the cells x rounds of a block (measured 3-7 products,
+#                            the most where those arrays outgrow the cache)
+CHORD_SPEEDUP = 5  # its product with the dense n x n inverse: BLAS-3 over the rounds, per flop this many
+#                    times cheaper than a product with the Hessian
 
 
 @dataclass(frozen=True, eq=False)
@@ -218,26 +227,36 @@ def chord_operator(cells: Cells, full: Fit, prior: float) -> tuple[np.ndarray, n
     return dense_solve(dense_hessian(cells, curvature, prior), np.eye(cells.n)), expit(full.beta[cells.x] - full.beta[cells.y])
 
 
-def chord_is_cheaper(cells: Cells) -> bool:
-    """Whether the chord bootstrap (`_chord_rounds`) costs less than Newton vectorised over rounds (`_newton_rounds`).
+def round_costs(cells: Cells) -> tuple[float, float]:
+    """The modelled CPU of one bootstrap round by the chord method (`_chord_rounds`; infinite where it is
+    not tried) and by compiled Newton (`_newton_rounds`), in flops of a product with the Hessian.
 
-    A model of both, per round: the chord takes log(CHORD_SHARE * tol) / log(rho) steps, each a
-    product with the dense n x n inverse (BLAS-3, `DENSE_SPEEDUP` times cheaper per flop), where
-    rho, its error factor per step, is about `CHORD_SPREAD` relative standard deviations of the
-    lightest agent's resampled weight (an agent with a handful of comparisons has a resampled
-    curvature anywhere from 0 to several times its full-data one, and the chord diverges);
-    Newton takes `NEWTON_STEPS` solves of `CG_STEPS` products with the 2 pairs + n nonzeros. The
-    dense inverse must fit `dense_fits`; the factorisation (n^3 / 3, once) is shared by all rounds."""
-    n = cells.n
+    Newton costs `NEWTON_PRODUCTS` products with the 2 pairs + n nonzeros and `NEWTON_OVERHEAD`. The
+    chord takes log(CHORD_SHARE * tol) / log(rho) steps, where rho, its error factor per step, is
+    about `CHORD_SPREAD` relative standard deviations of the lightest agent's resampled weight (an
+    agent with a handful of comparisons has a resampled curvature anywhere from 0 to several times
+    its full-data one, and the chord diverges: at rho >= 1/2 it is not tried); a step costs
+    `CHORD_STEP_PRODUCTS` products (its passes over the cells) and a product with the dense n x n
+    inverse at `CHORD_SPEEDUP` times a product's speed per flop. The inverse must fit `dense_fits`;
+    its factorisation (n^3 / 3, once) is shared by all rounds."""
+    n, product = cells.n, 2 * (2 * len(cells.x) + cells.n)
+    newton = float(NEWTON_PRODUCTS * product + NEWTON_OVERHEAD)
     if not dense_fits(n) or n < 2:
-        return False
+        return np.inf, newton
     total = cells.x_wins + cells.y_wins + cells.ties
     lightest = float((np.bincount(cells.x, total, minlength=n) + np.bincount(cells.y, total, minlength=n)).min())
     contraction = CHORD_SPREAD / np.sqrt(max(lightest, np.finfo(float).tiny))
     if contraction >= 0.5:
-        return False
-    chord = np.log(CHORD_SHARE * STEP_TOL) / np.log(contraction) * 2 * n * n / DENSE_SPEEDUP
-    return bool(chord <= NEWTON_STEPS * CG_STEPS * 2 * (2 * len(cells.x) + n))
+        return np.inf, newton
+    steps = np.log(CHORD_SHARE * STEP_TOL) / np.log(contraction)
+    return float(steps * (CHORD_STEP_PRODUCTS * product + 2 * n * n / CHORD_SPEEDUP)), newton
+
+
+def chord_is_cheaper(cells: Cells) -> bool:
+    """Whether the chord bootstrap (`_chord_rounds`) costs less than Newton round by round (`_newton_rounds`):
+    the model of `round_costs`."""
+    chord, newton = round_costs(cells)
+    return chord <= newton
 
 
 def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, seed: int, scale: float, anchor: float,
@@ -246,8 +265,8 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     agent order of `cells`.
 
     `algorithm="chord"` fits the rounds of a chunk together where ties=half: by the chord method
-    (`_chord_rounds`) where a model of the cost says so (`chord_is_cheaper`), else by Newton
-    vectorised over rounds (`_newton_rounds`); with Davidson ties each round alone. "newton"
+    (`_chord_rounds`) where a model of the cost says so (`chord_is_cheaper`), else by compiled Newton
+    round by round (`_newton_rounds`); with Davidson ties each round alone. "newton"
     always fits each round alone (the reference). All draw the same resamples and stop at the same `tol`.
     Chunks run on `client` (a distributed Client), or on local threads without one.
     """

@@ -10,7 +10,7 @@ from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods import bradley_terry_newton
 from pipeline.methods.bradley_terry_newton import (COARSE_BLOCKS, Round, _diagonal, coarse_blocks, coarse_factor, coarse_guess, coarse_system,
                                                    conjugate_gradients, newton, step_bound)
-from pipeline.methods.newton_steps import STEP_ACCURACY, Adjacency
+from pipeline.methods.newton_steps import STEP_ACCURACY, Adjacency, Banded
 from pipeline.methods.m_elo import bootstrap_intervals
 from tests.methods.test_bradley_terry import laplacian, random_cells
 
@@ -214,7 +214,30 @@ def test_a_sparse_fit_is_compiled_and_gives_the_answer_of_dense_cholesky_and_of_
         assert compiled.log_likelihood == pytest.approx(other.log_likelihood, rel=1e-12)
 
 
-def test_a_sparse_fit_out_of_iterations_names_the_agents():
+def test_a_sparse_fit_out_of_iterations_names_the_agents_with_the_largest_steps():
+    """The fit runs on the agents renumbered (`Banded`); the message names agents by the cells' numbering:
+    those whose step is largest in one Newton step on the agents as numbered."""
     cells = heavy_tailed_cells(seed=10)
-    with pytest.raises(ConvergenceError, match=r"did not converge in 1 iterations \(largest step [0-9.e+-]+ > tol=1e-07\)"):
+    assert not np.array_equal(Banded.of(cells.n, cells.x, cells.y).order, np.arange(cells.n))
+    beta = np.zeros(cells.n)
+    step = newton(Round(cells.x, cells.y, Adjacency.of(cells.n, cells.x, cells.y), *cells.half(), 0.01), beta, 1e-7, 1).step
+    with pytest.raises(ConvergenceError, match=r"did not converge in 1 iterations \(largest step [0-9.e+-]+ > tol=1e-07\)") as error:
         fit(cells, prior=0.01, max_iter=1, agents=np.arange(cells.n) * 3)
+    assert error.value.agents == (3 * np.argsort(-np.abs(step), kind="stable")[:3]).tolist()
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.01])
+def test_a_sparse_fit_started_at_its_answer_stops_at_once_in_the_cells_numbering(prior):
+    cells = heavy_tailed_cells(seed=9) if prior else random_cells(400, 1600, seed=9)
+    full = fit(cells, prior=prior)
+    again = fit(cells, prior=prior, start=full)
+    assert again.iterations == 1 and np.abs(again.beta - full.beta).max() < 1e-9
+
+
+def test_a_sparse_fit_does_not_depend_on_the_agents_numbering():
+    cells = heavy_tailed_cells(seed=12)
+    perm = np.random.default_rng(3).permutation(cells.n)  # agent i becomes agent perm[i]
+    x, y = perm[cells.x], perm[cells.y]
+    columns = np.column_stack([np.where(x < y, cells.x_wins, cells.y_wins), np.where(x < y, cells.y_wins, cells.x_wins), cells.ties])
+    shuffled = Cells.summed(cells.n, np.minimum(x, y), np.maximum(x, y), columns)
+    assert np.abs(fit(shuffled, prior=0.01).beta[perm] - fit(cells, prior=0.01).beta).max() < 1e-9

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.bradley_terry import Cells, fit
-from pipeline.methods.m_elo import bootstrap_intervals, chord_is_cheaper
+from pipeline.methods.m_elo import bootstrap_intervals, chord_is_cheaper, round_costs
 from pipeline.methods.m_elo import m_elo as m_elo_method
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
@@ -181,13 +181,16 @@ def test_bootstrap_does_not_depend_on_the_workers(dask_client, monkeypatch, spar
     assert on_cluster.extras["ci_low"].tobytes() == local.extras["ci_low"].tobytes()
 
 
-@pytest.mark.parametrize("battles, chord", [(1500, True), (800, False)])  # the lightest agent in 59 or 30 battles
-def test_the_chord_and_vectorised_newton_paths_agree_on_either_side_of_the_switch(monkeypatch, battles, chord):
-    """Near the switch the chord converges slowest (each step cuts the error by about a half) and
-    the round-by-round differences to Newton are largest; both paths must give the same intervals
-    to far below the rounding of a rating."""
-    cells = Cells.from_counts(counts(random_counts(n=40, battles=battles, seed=11)[0]))
-    assert chord_is_cheaper(cells) is chord
+@pytest.mark.parametrize("n, battles, chord, tried", [
+    (12, 3000, True, True),  # a small pool, its lightest agent in 475 battles: Newton's fixed cost a round dominates
+    (40, 800, False, False),  # the lightest agent in 30 battles: the chord would not converge
+    (60, 30000, False, True),  # the chord converges (lightest agent 936 battles) but costs more
+])
+def test_the_chord_and_newton_paths_agree_on_either_side_of_the_switch(monkeypatch, n, battles, chord, tried):
+    """Near the switch the chord converges slowest and the round-by-round differences to Newton are
+    largest; both paths must give the same intervals to far below the rounding of a rating."""
+    cells = Cells.from_counts(counts(random_counts(n=n, battles=battles, seed=11)[0]))
+    assert chord_is_cheaper(cells) is chord and bool(np.isfinite(round_costs(cells)[0])) is tried
     options = {"davidson": False, "prior": 0.01, "tol": 1e-7, "max_iter": 100}
     full = fit(cells, prior=0.01)
     chosen, chosen_info = bootstrap_intervals(cells, full, options, 100, 4, 400.0, 1000.0)
