@@ -124,7 +124,7 @@ def coarse_blocks(n: int, blocks: int = COARSE_BLOCKS) -> tuple[np.ndarray, np.n
 
 
 @njit(cache=True, nogil=True)
-def _diagonal(start, cell, curvature, prior, weight, diagonal):
+def hessian_entries(start, cell, curvature, prior, weight, diagonal):
     """The Hessian's entries agent by agent (`weight`: float32 or float64, as `weight` is) and its diagonal,
     prior + the row's entries as stored, so that D - W is exactly a Laplacian plus prior I."""
     for i in range(len(diagonal)):
@@ -383,7 +383,7 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: S
             return Outcome("converged", iteration, products, np.zeros(n), step_bound(gradient_size, prior),
                            _dot(grad, grad) / (2 * prior), loglik)
         rhs = grad - grad.mean() if prior == 0 else grad
-        _diagonal(adjacency.start, adjacency.cell, curvature, prior, weight, diagonal)
+        hessian_entries(adjacency.start, adjacency.cell, curvature, prior, weight, diagonal)
         if lower is None:  # the first system's; the blocks' sums of curvature move little from step to step
             lower = coarse_factor(coarse_system(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, bounds, block))
         guess = coarse_guess(lower, rhs, block)

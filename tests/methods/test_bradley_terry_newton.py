@@ -8,8 +8,8 @@ from pipeline.methods import bradley_terry
 from pipeline.methods.bradley_terry import Cells, fit
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods import bradley_terry_newton
-from pipeline.methods.bradley_terry_newton import (COARSE_BLOCKS, Round, _diagonal, coarse_blocks, coarse_factor, coarse_guess, coarse_system,
-                                                   conjugate_gradients, newton, step_bound)
+from pipeline.methods.bradley_terry_newton import (COARSE_BLOCKS, Round, coarse_blocks, coarse_factor, coarse_guess, coarse_system,
+                                                   conjugate_gradients, hessian_entries, newton, step_bound)
 from pipeline.methods.newton_steps import STEP_ACCURACY, Adjacency, Banded
 from pipeline.methods.m_elo import bootstrap_intervals
 from tests.methods.test_bradley_terry import laplacian, random_cells
@@ -35,7 +35,7 @@ def system(cells: Cells, prior: float, seed: int, weight_type=np.float64):
     h = rng.uniform(0.01, 2.0, len(cells.x))
     adjacency = Adjacency.of(cells.n, cells.x, cells.y)
     weight, diagonal = np.empty(len(adjacency.cell), dtype=weight_type), np.empty(cells.n)
-    _diagonal(adjacency.start, adjacency.cell, h, prior, weight, diagonal)
+    hessian_entries(adjacency.start, adjacency.cell, h, prior, weight, diagonal)
     rhs = rng.normal(size=cells.n)
     if prior == 0:
         rhs -= rhs.mean()
