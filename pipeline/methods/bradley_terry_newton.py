@@ -21,6 +21,9 @@ solves work on the exact Hessian of curvatures rounded to 6e-8 relative: a Lapla
 1 +- 6e-8 of the true one, which changes the Newton step by that share and neither the gradient
 (float64) nor the answer. The loops release the GIL, so the chunks
 run in parallel on local threads as well as on Dask workers.
+
+`pipeline.methods.m_elo` and `bradley_terry.fit` import this module on first use, so that importing
+the methods does not import numba; the compiled code is cached on disk by numba.
 """
 
 from __future__ import annotations
