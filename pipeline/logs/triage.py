@@ -288,8 +288,8 @@ def distinct_values(values: pl.Series) -> pa.DictionaryArray:
 
 def clean_text(values: pa.Array, lowercase: bool = False) -> pa.Array:
     """`text` of an array of distinct values (stripped, empty as null), lower-cased if asked."""
-    cleaned = pl.from_arrow(values).cast(pl.String).str.strip_chars().replace("", None)
-    return (cleaned.str.to_lowercase() if lowercase else cleaned).to_arrow().cast(pa.string())
+    cleaned = text("value").str.to_lowercase() if lowercase else text("value")
+    return pl.DataFrame({"value": pl.from_arrow(values)}).select(cleaned).to_series().to_arrow().cast(pa.string())
 
 
 def number(name: str, dtype: pl.DataType) -> pl.Expr:
