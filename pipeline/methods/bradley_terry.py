@@ -360,13 +360,6 @@ def out_of_iterations(method: str, max_iter: int, step: np.ndarray, tol: float, 
                             f"{size:.3g} > tol={tol:g}); agents with the largest steps: {{agents}}", _largest(step, agents))
 
 
-def _in_cells_numbering(banded: Banded, values: np.ndarray) -> np.ndarray:
-    """Per-agent values in the `Banded` numbering, put back in the cells' numbering."""
-    out = np.empty_like(values)
-    out[banded.order] = values
-    return out
-
-
 def _compiled_fit(cells: Cells, prior: float, tol: float, max_iter: int, start: Fit | None, method: str,
                   agents: np.ndarray | None, solves: SolveLog | None) -> Fit:
     """`fit` with ties as half wins on a sparse graph, by the compiled Newton of
@@ -383,10 +376,10 @@ def _compiled_fit(cells: Cells, prior: float, tol: float, max_iter: int, start: 
     outcome = newton(Round(banded.x, banded.y, banded.adjacency, wx[banded.cells], wy[banded.cells], prior), renumbered, tol,
                      max_iter, solves)
     if outcome.stopped == "no gain":
-        raise no_gain(method, outcome.iterations, _in_cells_numbering(banded, outcome.step), outcome.gain, outcome.log_likelihood, agents)
+        raise no_gain(method, outcome.iterations, banded.in_cells_numbering(outcome.step), outcome.gain, outcome.log_likelihood, agents)
     if outcome.stopped == "iterations":
-        raise out_of_iterations(method, max_iter, _in_cells_numbering(banded, outcome.step), tol, agents)
-    beta = _in_cells_numbering(banded, renumbered)
+        raise out_of_iterations(method, max_iter, banded.in_cells_numbering(outcome.step), tol, agents)
+    beta = banded.in_cells_numbering(renumbered)
     if prior == 0:
         beta -= beta.mean()
     return Fit(beta, None, outcome.iterations, evaluate(cells, beta, None, prior).log_likelihood, outcome.stopped,

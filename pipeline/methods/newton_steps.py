@@ -113,3 +113,9 @@ class Banded:
         cells = np.lexsort((np.maximum(x, y), np.minimum(x, y)))
         x, y = x[cells], y[cells]
         return cls(order, cells, x, y, Adjacency.of(n, x, y))
+
+    def in_cells_numbering(self, values: np.ndarray) -> np.ndarray:
+        """Per-agent values in this numbering, put back in the cells' numbering (the inverse of `values[order]`)."""
+        out = np.empty_like(values)
+        out[self.order] = values
+        return out
