@@ -382,9 +382,8 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: S
         gradient_size = float(np.abs(grad).max(initial=0.0))
         if first < 0:
             first = gradient_size if gradient_size > 0 else 1.0
-        if step_bound(gradient_size, prior) <= STEP_ACCURACY * tol:
-            return Outcome("converged", iteration, products, np.zeros(n), step_bound(gradient_size, prior),
-                           _dot(grad, grad) / (2 * prior), loglik)
+        if (bound := step_bound(gradient_size, prior)) <= STEP_ACCURACY * tol:
+            return Outcome("converged", iteration, products, np.zeros(n), bound, _dot(grad, grad) / (2 * prior), loglik)
         rhs = grad - grad.mean() if prior == 0 else grad
         hessian_entries(adjacency.start, adjacency.cell, curvature, prior, weight, diagonal)
         if lower is None:  # the first system's; the blocks' sums of curvature move little from step to step
