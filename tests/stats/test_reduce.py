@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections import defaultdict
 
 import numpy as np
@@ -174,7 +175,16 @@ def test_the_sequence_on_the_session_cluster_has_the_bytes_of_local_threads(tmp_
     assert len(local) == len(remote) >= 300
     for name in ("agents", "a", "b", "score", "weight", "players", "group"):
         assert getattr(local, name).tobytes() == getattr(remote, name).tobytes(), name
-    assert sum(dask_client.run(lambda dask_worker: len(dask_worker.data)).values()) == 0
+    assert held_on_workers(dask_client) == 0
+
+
+def held_on_workers(client, wait: float = 10.0) -> int:
+    """The keys the workers hold, once the releases the client has sent have reached them (a released
+    future is freed on its worker asynchronously), or after `wait` seconds."""
+    deadline = time.monotonic() + wait
+    while (held := sum(client.run(lambda dask_worker: len(dask_worker.data)).values())) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return held
 
 
 def test_sparse_and_dense_agree_and_sparse_is_csr(tmp_path):
