@@ -55,12 +55,28 @@ def predicted_step(previous: float, before: float) -> float:
     return previous * (previous / before) ** 2
 
 
+def stable_order(keys: np.ndarray, bound: int, items: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`items` (default 0, 1, ...) in the order of their `keys`, integers in [0, bound), those with equal keys in
+    the order given; and where each key's run starts (`bound` + 1 entries). A counting sort, O(len + bound):
+    scipy converts a matrix with one entry per row (`items[t]` at row t, column `keys[t]`) to column-major
+    order, whose rows come out increasing within each column (`has_sorted_indices`). np.lexsort's two passes
+    (O(m log m)) cost most of `Banded.of` at 648k cells (0.32 of 0.39 s)."""
+    from scipy.sparse import csr_array
+
+    items = np.arange(len(keys)) if items is None else items
+    index = np.int32 if max(len(keys), bound) < 2**31 else np.int64  # scipy's own choice, made before it copies
+    by_key = csr_array((items, keys.astype(index), np.arange(len(keys) + 1, dtype=index)), shape=(len(keys), bound)).tocsc()
+    return by_key.data, by_key.indptr.astype(np.int64)
+
+
 @dataclass(frozen=True, eq=False)
 class Adjacency:
     """Each agent's cells and opponents, agent by agent (CSR), opponents in increasing order: row i
     lists the cells `cell[start[i]:start[i + 1]]` of agent i and their other agent `other[...]`,
     those with a lower agent before `split[i]`, those with a higher one from there: the lower and
-    upper triangles of the Laplacian, for Gauss-Seidel sweeps (`pipeline.methods.bradley_terry_newton`)."""
+    upper triangles of the Laplacian, for Gauss-Seidel sweeps (`pipeline.methods.bradley_terry_newton`).
+    A pair in several cells lists them where agent i is the cell's x first, then where it is the cell's y,
+    each in the cells' order."""
 
     start: np.ndarray
     split: np.ndarray
@@ -72,12 +88,18 @@ class Adjacency:
         """The adjacency of n agents compared in cells (x[c], y[c]), x[c] != y[c]."""
         m = len(x)
         rows, others = np.r_[x, y], np.r_[y, x]
-        order = np.lexsort((others, rows))
-        start = np.r_[0, np.cumsum(np.bincount(rows, minlength=n))].astype(np.int64)
+        entries, _ = stable_order(others, n)
+        cell, start = stable_order(rows[entries], n, entries % m)
+        return cls.from_rows(n, start, cell, x, y)
+
+    @classmethod
+    def from_rows(cls, n: int, start: np.ndarray, cell: np.ndarray, x: np.ndarray, y: np.ndarray) -> Adjacency:
+        """The adjacency whose row i lists the cells `cell[start[i]:start[i + 1]]` of cells (x[c], y[c])."""
+        row = np.repeat(np.arange(n), np.diff(start))
+        other = (x.astype(np.int64) + y)[cell] - row  # the cell's agent that is not the row's
         split = start[:-1] + np.bincount(np.maximum(x, y), minlength=n)  # agent i is the higher one of its lower opponents' cells
-        index = np.int32 if 2 * m < 2**31 else np.int64  # int32: measured 15% faster substitutions at 648k cells
-        return cls(start, split.astype(np.int64), np.r_[np.arange(m), np.arange(m)][order].astype(index),
-                   others[order].astype(index))
+        index = np.int32 if 2 * len(x) < 2**31 else np.int64  # int32: measured 15% faster substitutions at 648k cells
+        return cls(start, split, cell.astype(index), other.astype(index))
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,7 +114,11 @@ class Banded:
     walk the agents in order and the Hessian's entries gather from nearby cells (Diplomacy-scale: rounds
     1.25x faster again). The order comes from the graph alone, so it is the same on every worker.
     `order[j]` is the agent numbered j; `cells[k]` is the cell taken k-th (its weights are `w[cells]`),
-    and `x[k]`, `y[k]` are its agents in the new numbers."""
+    and `x[k]`, `y[k]` are its agents in the new numbers.
+
+    Built in time linear in the cells and agents (counting sorts, `stable_order`): the sorted cells are
+    already the upper triangle of the adjacency, row by row, so one more pass puts every agent's lower
+    opponents before them (Diplomacy-scale: 0.10 s against 0.31-0.39 s with np.lexsort; see the design notes)."""
 
     order: np.ndarray
     cells: np.ndarray
@@ -102,17 +128,37 @@ class Banded:
 
     @classmethod
     def of(cls, n: int, x: np.ndarray, y: np.ndarray) -> Banded:
-        from scipy.sparse import csr_array
+        from scipy.sparse import coo_array
         from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-        pattern = csr_array((np.ones(2 * len(x)), (np.r_[x, y], np.r_[y, x])), shape=(n, n))
+        m = len(x)
+        pattern = coo_array((np.ones(2 * m, dtype=bool), (np.r_[x, y], np.r_[y, x])), shape=(n, n)).tocsr()
         order = reverse_cuthill_mckee(pattern, symmetric_mode=True).astype(np.int64)
         number = np.empty(n, dtype=np.int64)
         number[order] = np.arange(n)
         x, y = number[x], number[y]
-        cells = np.lexsort((np.maximum(x, y), np.minimum(x, y)))
+        cells, _ = stable_order(np.maximum(x, y), n)
+        cells, _ = stable_order(np.minimum(x, y)[cells], n, cells)
         x, y = x[cells], y[cells]
-        return cls(order, cells, x, y, Adjacency.of(n, x, y))
+        lower, higher, x_first = np.minimum(x, y), np.maximum(x, y), x < y
+        below, above = cls.pair_runs(lower, higher, x_first)
+        # agent i's lower opponents, each pair's cells where i is x first (the adjacency's order), then its higher ones
+        cell, start = stable_order(np.r_[higher[below], lower[above]], n, np.r_[below, above])
+        return cls(order, cells, x, y, Adjacency.from_rows(n, start, cell, x, y))
+
+    @staticmethod
+    def pair_runs(lower: np.ndarray, higher: np.ndarray, x_first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The sorted cells in the order the adjacency lists them under their higher agent (`below`) and their
+        lower one (`above`): a pair in several cells lists those whose x is the row's agent first, so under
+        the lower agent the cells with x < y come first, under the higher one those with x > y. Pairs in
+        one cell each (`Cells` sums them) keep the cells' order."""
+        repeats = (lower[1:] == lower[:-1]) & (higher[1:] == higher[:-1])
+        if not repeats.any():
+            return np.arange(len(lower)), np.arange(len(lower))
+        pair = 2 * np.r_[0, np.cumsum(~repeats)]
+        below, _ = stable_order(pair + x_first, 2 * len(lower))
+        above, _ = stable_order(pair + ~x_first, 2 * len(lower))
+        return below, above
 
     def in_cells_numbering(self, values: np.ndarray) -> np.ndarray:
         """Per-agent values in this numbering, put back in the cells' numbering (the inverse of `values[order]`)."""
