@@ -45,6 +45,19 @@ PIVOT_FLOOR = 1e-12  # relative size of a Cholesky pivot taken as zero in the co
 
 
 @njit(cache=True, nogil=True)
+def effective_wins(x_wins, y_wins, ties, cells):
+    """A round's effective wins of x and of y, ties as half a win each, in the order `cells` takes the cells:
+    one gather from the round's redrawn counts (each a contiguous row of the draws)."""
+    wx, wy = np.empty(len(cells)), np.empty(len(cells))
+    for k in range(len(cells)):
+        c = cells[k]
+        half = ties[c] / 2
+        wx[k] = x_wins[c] + half
+        wy[k] = y_wins[c] + half
+    return wx, wy
+
+
+@njit(cache=True, nogil=True)
 def _differences(beta, x, y, d):
     for c in range(len(x)):
         d[c] = beta[x[c]] - beta[y[c]]
