@@ -58,9 +58,11 @@ def effective_wins(x_wins, y_wins, ties, cells):
 
 
 @njit(cache=True, nogil=True)
-def _differences(beta, x, y, d):
+def _differences(beta, x, y, d, e):
+    """d = b_x - b_y per cell, and e = -|d| (numpy's exp takes it from there)."""
     for c in range(len(x)):
         d[c] = beta[x[c]] - beta[y[c]]
+        e[c] = -abs(d[c])
 
 
 @njit(cache=True, nogil=True)
@@ -113,23 +115,31 @@ def _dot(u, v):
 
 
 @njit(cache=True, nogil=True)
-def _forward(start, split, other, weight, diagonal, v, out):
-    """out = (D - W_lower)^-1 v: forward substitution with the lower triangle of D - W."""
+def _forward_product(start, split, other, weight, diagonal, v, t, d, pure, q):
+    """q = (D - W_lower)^-1 v + t (`pure`: the substitution alone, which its later rows read) by forward
+    substitution with the lower triangle of D - W; returns d . q, summed in the same pass."""
+    dq = 0.0
     for i in range(len(v)):
         s = v[i]
         for e in range(start[i], split[i]):
-            s += weight[e] * out[other[e]]
-        out[i] = s / diagonal[i]
+            s += weight[e] * pure[other[e]]
+        pure[i] = s / diagonal[i]
+        q[i] = pure[i] + t[i]
+        dq += d[i] * q[i]
+    return dq
 
 
 @njit(cache=True, nogil=True)
-def _backward(start, split, other, weight, diagonal, v, out):
-    """out = (D - W_upper)^-1 v: back substitution with the upper triangle of D - W."""
+def _backward(start, split, other, weight, diagonal, v, out, residual):
+    """out = (D - W_upper)^-1 v by back substitution with the upper triangle of D - W, and (when `residual`
+    is not empty) residual = v - D out, the next forward substitution's right-hand side, in the same pass."""
     for i in range(len(v) - 1, -1, -1):
         s = v[i]
         for e in range(split[i], start[i + 1]):
             s += weight[e] * out[other[e]]
         out[i] = s / diagonal[i]
+        if len(residual):
+            residual[i] = v[i] - diagonal[i] * out[i]
 
 
 def coarse_blocks(n: int, blocks: int = COARSE_BLOCKS) -> tuple[np.ndarray, np.ndarray]:
@@ -227,18 +237,26 @@ def coarse_guess(lower, rhs, block):
 
 
 @njit(cache=True, nogil=True)
-def _start_residual(start, split, other, weight, diagonal, rhs, guess, residual):
-    """The residual of Eisenstat's system at the guess: (D - W_lower)^-1 (rhs - A guess)
-    = (D - W_lower)^-1 (rhs + W_upper guess) - guess, in one pass over the rows."""
+def _start(start, split, other, weight, diagonal, rhs, guess, u, residual):
+    """In one pass over the rows: u = (D - W_lower)^-1 rhs, returning u . D u (the right-hand side's size in
+    the preconditioner's norm), and the residual of Eisenstat's system at the guess, (D - W_lower)^-1
+    (rhs - A guess) = (D - W_lower)^-1 (rhs + W_upper guess) - guess, returning its r . D r."""
+    first = 0.0
     for i in range(len(rhs)):
-        s = rhs[i]
+        s, s_guess = rhs[i], rhs[i]
         for e in range(start[i], split[i]):
-            s += weight[e] * residual[other[e]]
+            s += weight[e] * u[other[e]]
+            s_guess += weight[e] * residual[other[e]]
         for e in range(split[i], start[i + 1]):
-            s += weight[e] * guess[other[e]]
-        residual[i] = s / diagonal[i]
+            s_guess += weight[e] * guess[other[e]]
+        u[i] = s / diagonal[i]
+        first += u[i] * (diagonal[i] * u[i])
+        residual[i] = s_guess / diagonal[i]
+    rz = 0.0
     for i in range(len(rhs)):
         residual[i] -= guess[i]
+        rz += residual[i] * (diagonal[i] * residual[i])
+    return first, rz
 
 
 @njit(cache=True, nogil=True)
@@ -252,31 +270,25 @@ def conjugate_gradients(start, split, other, weight, diagonal, rhs, guess, rtol,
     side's (the preconditioned norm, as PETSc's CG by default: the same test whatever the guess);
     returns s, that ratio and the iterations taken."""
     n = len(rhs)
-    r, t, u, q = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    _forward(start, split, other, weight, diagonal, rhs, u)
-    first = _dot(u, diagonal * u)
-    _start_residual(start, split, other, weight, diagonal, rhs, guess, r)
-    solution, z = np.zeros(n), diagonal * r  # solution: the transformed correction (D - W_upper)(s - guess)
-    rz = _dot(r, z)
+    r, t, u, q, pure = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    first, rz = _start(start, split, other, weight, diagonal, rhs, guess, u, r)
     goal = rtol * rtol * first
     if rz <= goal:
         return guess.copy(), sqrt(max(rz, 0.0) / first) if first > 0 else 0.0, 0
+    solution, z = np.zeros(n), diagonal * r  # solution: the transformed correction (D - W_upper)(s - guess)
     d = z.copy()
     iterations = 0
     for _ in range(maxiter):
         iterations += 1
-        _backward(start, split, other, weight, diagonal, d, t)
-        for i in range(n):
-            u[i] = d[i] - diagonal[i] * t[i]
-        _forward(start, split, other, weight, diagonal, u, q)
-        q += t
-        dq = _dot(d, q)
+        _backward(start, split, other, weight, diagonal, d, t, u)
+        dq = _forward_product(start, split, other, weight, diagonal, u, t, d, pure, q)
         alpha = rz / dq if dq > 0 else 0.0
+        rz_next = 0.0
         for i in range(n):
             solution[i] += alpha * d[i]
             r[i] -= alpha * q[i]
             z[i] = diagonal[i] * r[i]
-        rz_next = _dot(r, z)
+            rz_next += r[i] * z[i]
         if rz_next <= goal or dq <= 0:
             rz = rz_next
             break
@@ -284,7 +296,7 @@ def conjugate_gradients(start, split, other, weight, diagonal, rhs, guess, rtol,
         for i in range(n):
             d[i] = z[i] + beta * d[i]
         rz = rz_next
-    _backward(start, split, other, weight, diagonal, solution, t)
+    _backward(start, split, other, weight, diagonal, solution, t, solution[:0])
     t += guess
     return t, sqrt(max(rz, 0.0) / first), iterations
 
@@ -302,9 +314,7 @@ class Round:
 
     def exponentials(self, beta: np.ndarray) -> None:
         """d = b_x - b_y and e = exp(-|d|) per cell."""
-        _differences(beta, self.x, self.y, self.d)
-        np.abs(self.d, out=self.e)
-        np.negative(self.e, out=self.e)
+        _differences(beta, self.x, self.y, self.d, self.e)
         np.exp(self.e, out=self.e)
 
     def evaluate(self, beta: np.ndarray, p: np.ndarray) -> tuple[float, float]:
