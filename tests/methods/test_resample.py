@@ -112,3 +112,17 @@ def test_ranks_by_round_are_each_rounds_competition_ranks():
     ranks = ranks_by_round(scores)
     assert ranks[0].tolist() == [1, 4, 1, 3] and ranks[2].tolist() == [2, 2, 2, 1]
     assert np.isnan(ranks[1]).all()
+
+
+def test_ranks_by_round_equal_competition_ranks_with_ties_infinities_signed_zeros_and_missing_scores():
+    rng = np.random.default_rng(12)
+    scores = np.round(rng.normal(0, 3, (60, 500)))  # many ties
+    scores[1, :7] = [np.inf, -np.inf, np.inf, -0.0, 0.0, -0.0, 5e-324]
+    scores[2, 3] = np.nan  # one score missing: competition_ranks decides where it goes
+    scores[3] = np.nan
+    ranks = ranks_by_round(scores)
+    for r in (0, 1, 2, 4, 59):
+        with np.errstate(invalid="ignore"):  # the oracle's differences of equal infinities
+            assert ranks[r].tolist() == competition_ranks(scores[r]).astype(float).tolist()
+    assert np.isnan(ranks[3]).all() and ranks.dtype == np.float64
+    assert ranks_by_round(np.empty((2, 0))).shape == (2, 0)
