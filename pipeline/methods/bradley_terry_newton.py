@@ -77,7 +77,7 @@ def _combine(d, e, log1p_e, wy, cc, p):
 
 @njit(cache=True, nogil=True)
 def _gradient(beta, x, y, wx, cc, p, prior, grad, curvature):
-    """The gradient per agent and the curvature cc p (1 - p) per cell."""
+    """The gradient per agent and the curvature cc p (1 - p) per cell; returns the gradient's largest entry."""
     for i in range(len(beta)):
         grad[i] = -prior * beta[i]
     for c in range(len(x)):
@@ -85,6 +85,11 @@ def _gradient(beta, x, y, wx, cc, p, prior, grad, curvature):
         grad[x[c]] += g
         grad[y[c]] -= g
         curvature[c] = cc[c] * p[c] * (1.0 - p[c])
+    largest = 0.0
+    for i in range(len(beta)):
+        if abs(grad[i]) > largest or grad[i] != grad[i]:  # a NaN stays, as in numpy's max
+            largest = abs(grad[i])
+    return largest
 
 
 @njit(cache=True, nogil=True)
@@ -401,8 +406,7 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: S
     step, size, decrement = np.zeros(n), np.inf, 0.0
     products = 0
     for iteration in range(1, max_iter + 1):
-        _gradient(beta, round_.x, round_.y, round_.wx, round_.cc, p, prior, grad, curvature)
-        gradient_size = float(np.abs(grad).max(initial=0.0))
+        gradient_size = _gradient(beta, round_.x, round_.y, round_.wx, round_.cc, p, prior, grad, curvature)
         if first < 0:
             first = gradient_size if gradient_size > 0 else 1.0
         if (bound := step_bound(gradient_size, prior)) <= STEP_ACCURACY * tol:
