@@ -66,30 +66,25 @@ def _differences(beta, x, y, d, e):
 
 
 @njit(cache=True, nogil=True)
-def _combine(d, e, log1p_e, wy, cc, p):
-    """P(x beats y) per cell into `p` from d and e = exp(-|d|); returns the data log-likelihood."""
+def _combine(beta, x, y, d, e, log1p_e, wx, wy, cc, prior, grad, curvature):
+    """From d and e = exp(-|d|) per cell, in one pass: the gradient per agent into `grad` and the curvature
+    cc p (1 - p) per cell into `curvature`, p = P(x beats y); returns the data log-likelihood and the
+    gradient's largest entry."""
+    for i in range(len(beta)):
+        grad[i] = -prior * beta[i]
     data = 0.0
     for c in range(len(d)):
         data -= cc[c] * (max(-d[c], 0.0) + log1p_e[c]) + wy[c] * d[c]  # log(1 + exp(-d)) = max(-d, 0) + log1p(e)
-        p[c] = (1.0 if d[c] >= 0 else e[c]) / (1.0 + e[c])
-    return data
-
-
-@njit(cache=True, nogil=True)
-def _gradient(beta, x, y, wx, cc, p, prior, grad, curvature):
-    """The gradient per agent and the curvature cc p (1 - p) per cell; returns the gradient's largest entry."""
-    for i in range(len(beta)):
-        grad[i] = -prior * beta[i]
-    for c in range(len(x)):
-        g = wx[c] - cc[c] * p[c]
+        p = (1.0 if d[c] >= 0 else e[c]) / (1.0 + e[c])
+        g = wx[c] - cc[c] * p
         grad[x[c]] += g
         grad[y[c]] -= g
-        curvature[c] = cc[c] * p[c] * (1.0 - p[c])
+        curvature[c] = cc[c] * p * (1.0 - p)
     largest = 0.0
     for i in range(len(beta)):
         if abs(grad[i]) > largest or grad[i] != grad[i]:  # a NaN stays, as in numpy's max
             largest = abs(grad[i])
-    return largest
+    return data, largest
 
 
 @njit(cache=True, nogil=True)
@@ -322,13 +317,16 @@ class Round:
         _differences(beta, self.x, self.y, self.d, self.e)
         np.exp(self.e, out=self.e)
 
-    def evaluate(self, beta: np.ndarray, p: np.ndarray) -> tuple[float, float]:
-        """The log-likelihood and the size of its terms at `beta`; P(x beats y) per cell into `p`."""
+    def evaluate(self, beta: np.ndarray, grad: np.ndarray, curvature: np.ndarray) -> tuple[float, float, float]:
+        """The log-likelihood, the size of its terms and the gradient's largest entry at `beta`; the gradient
+        into `grad`, the curvature per cell into `curvature` (in the same pass: a line search's trial is
+        nearly always taken, and Newton's next step needs them)."""
         self.exponentials(beta)
         np.log1p(self.e, out=self.log1p_e)
-        data = _combine(self.d, self.e, self.log1p_e, self.wy, self.cc, p)
+        data, gradient_size = _combine(beta, self.x, self.y, self.d, self.e, self.log1p_e, self.wx, self.wy, self.cc, self.prior, grad,
+                                       curvature)
         penalty = self.prior / 2 * _dot(beta, beta)
-        return data - penalty, penalty - data
+        return data - penalty, penalty - data, gradient_size
 
     def relax(self, beta: np.ndarray, sweeps: int = RELAX_SWEEPS) -> None:
         """`sweeps` nonlinear Jacobi sweeps on `beta` in place: every agent takes its own one-dimensional
@@ -397,16 +395,14 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: S
     prior, adjacency = round_.prior, round_.adjacency
     n, m = len(beta), len(round_.x)
     round_.relax(beta)
-    p, trial_p = np.empty(m), np.empty(m)
     grad, curvature, diagonal, weight = np.empty(n), np.empty(m), np.empty(n), np.empty(len(adjacency.cell), dtype=WEIGHT)
     bounds, block = coarse_blocks(n)
     lower = None
-    loglik, magnitude = round_.evaluate(beta, p)
+    loglik, magnitude, gradient_size = round_.evaluate(beta, grad, curvature)
     first, previous, before = -1.0, np.inf, np.inf
     step, size, decrement = np.zeros(n), np.inf, 0.0
     products = 0
     for iteration in range(1, max_iter + 1):
-        gradient_size = _gradient(beta, round_.x, round_.y, round_.wx, round_.cc, p, prior, grad, curvature)
         if first < 0:
             first = gradient_size if gradient_size > 0 else 1.0
         if (bound := step_bound(gradient_size, prior)) <= STEP_ACCURACY * tol:
@@ -435,13 +431,12 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: S
         share = 1.0
         while True:
             trial = beta + share * step
-            trial_loglik, trial_magnitude = round_.evaluate(trial, trial_p)
+            trial_loglik, trial_magnitude, gradient_size = round_.evaluate(trial, grad, curvature)  # this step is done with them
             if at_floor or trial_loglik - loglik >= ARMIJO * share * decrement:
                 break
             share /= 2
             if share < MIN_STEP_SHARE:
                 return Outcome("no gain", iteration, products, step, size, decrement / 2, loglik)
         beta[:] = trial
-        p, trial_p = trial_p, p
         loglik, magnitude, previous, before = trial_loglik, trial_magnitude, size, previous
     return Outcome("iterations", max_iter, products, step, size, decrement / 2, loglik)
