@@ -147,7 +147,7 @@ def _chord_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: n
     wx, wy = x_wins + ties / 2, y_wins + ties / 2
     rounds = wx.shape[1]
     out = np.full((rounds, cells.n + 1), np.nan)
-    out[:, -1] = _existence(job, wx, wy)
+    out[:, -1] = _existence(job, x_wins, y_wins, ties)
     plain = np.zeros(rounds, dtype=bool)
     inverse, p0 = job.chord
     edges = incidence(cells)
@@ -177,16 +177,17 @@ def _chord_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: n
     return out
 
 
-def _existence(job: Resample, wx: np.ndarray, wy: np.ndarray) -> np.ndarray:
-    """FITTED or NO_ESTIMATE per round (columns of the effective wins wx, wy). With prior = 0 the check
+def _existence(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """FITTED or NO_ESTIMATE per round (columns of the redrawn counts). With prior = 0 the check
     runs once per chunk on the "x beat y" edges present in every round of it: if they connect
     strongly, so does each round's graph; otherwise each round is checked alone."""
-    cells, rounds = job.cells, wx.shape[1]
-    no_ties = np.zeros(len(cells.x))
+    cells, rounds = job.cells, x_wins.shape[1]
     status = np.full(rounds, FITTED)
-    if job.options["prior"] == 0 and existence_problems(cells.with_weights(wx.min(axis=1), wy.min(axis=1), no_ties)) is not None:
-        exists = [existence_problems(cells.with_weights(wx[:, k], wy[:, k], no_ties)) is None for k in range(rounds)]
-        status[~np.array(exists)] = NO_ESTIMATE
+    if job.options["prior"] == 0:
+        wx, wy, no_ties = x_wins + ties / 2, y_wins + ties / 2, np.zeros(len(cells.x))
+        if existence_problems(cells.with_weights(wx.min(axis=1), wy.min(axis=1), no_ties)) is not None:
+            exists = [existence_problems(cells.with_weights(wx[:, k], wy[:, k], no_ties)) is None for k in range(rounds)]
+            status[~np.array(exists)] = NO_ESTIMATE
     return status
 
 
@@ -203,17 +204,15 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
     round's diagonal) it needs more iterations than Gauss-Seidel on the round's own Hessian. Rounds
     whose line search fails or that run out of iterations are counted unconverged, as in `_fit_round`.
     """
-    from pipeline.methods.bradley_terry_newton import Round, newton  # numba is imported on first use only
+    from pipeline.methods.bradley_terry_newton import Round, effective_wins, newton  # numba is imported on first use only
 
-    cells, options = job.cells, job.options
-    wx, wy = x_wins + ties / 2, y_wins + ties / 2
-    out = np.full((wx.shape[1], cells.n + 1), np.nan)
-    out[:, -1] = _existence(job, wx, wy)
-    banded = job.banded
-    wx, wy = np.ascontiguousarray(wx[banded.cells].T), np.ascontiguousarray(wy[banded.cells].T)  # a round's cells contiguous, in `Banded` order
+    cells, options, banded = job.cells, job.options, job.banded
+    out = np.full((x_wins.shape[1], cells.n + 1), np.nan)
+    out[:, -1] = _existence(job, x_wins, y_wins, ties)
     for k in np.flatnonzero(out[:, -1] == FITTED):
+        wx, wy = effective_wins(x_wins[:, k], y_wins[:, k], ties[:, k], banded.cells)  # a round's cells in `Banded` order
         beta = job.full.beta[banded.order]
-        if newton(Round(banded.x, banded.y, banded.adjacency, wx[k], wy[k], options["prior"]), beta, options["tol"],
+        if newton(Round(banded.x, banded.y, banded.adjacency, wx, wy, options["prior"]), beta, options["tol"],
                   options["max_iter"]).fitted:
             out[k, banded.order] = beta - beta.mean() if options["prior"] == 0 else beta
         else:

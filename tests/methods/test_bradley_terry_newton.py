@@ -9,7 +9,7 @@ from pipeline.methods.bradley_terry import Cells, fit
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods import bradley_terry_newton
 from pipeline.methods.bradley_terry_newton import (COARSE_BLOCKS, Round, coarse_blocks, coarse_factor, coarse_guess, coarse_system,
-                                                   conjugate_gradients, hessian_entries, newton, step_bound)
+                                                   conjugate_gradients, effective_wins, hessian_entries, newton, step_bound)
 from pipeline.methods.newton_steps import STEP_ACCURACY, Adjacency, Banded
 from pipeline.methods.m_elo import bootstrap_intervals
 from tests.methods.test_bradley_terry import laplacian, random_cells
@@ -241,3 +241,16 @@ def test_a_sparse_fit_does_not_depend_on_the_agents_numbering():
     columns = np.column_stack([np.where(x < y, cells.x_wins, cells.y_wins), np.where(x < y, cells.y_wins, cells.x_wins), cells.ties])
     shuffled = Cells.summed(cells.n, np.minimum(x, y), np.maximum(x, y), columns)
     assert np.abs(fit(shuffled, prior=0.01).beta[perm] - fit(cells, prior=0.01).beta).max() < 1e-9
+
+
+def test_effective_wins_gather_a_rounds_counts_in_the_order_given_with_ties_as_half_wins():
+    rng = np.random.default_rng(6)
+    draws = rng.poisson(1.5, (4, 3 * 50)).astype(float)  # rounds x (x wins, y wins, ties), as poisson_draws lays them out
+    order = rng.permutation(50)
+    for k in range(4):
+        x_wins, y_wins, ties = draws[k, :50], draws[k, 50:100], draws[k, 100:]
+        for columns in ((x_wins, y_wins, ties), (draws.T[:50, k], draws.T[50:100, k], draws.T[100:, k])):
+            wx, wy = effective_wins(*columns, order)
+            assert wx.tobytes() == (x_wins + ties / 2)[order].tobytes() and wy.tobytes() == (y_wins + ties / 2)[order].tobytes()
+    strided = draws[:, :50].T[:, ::2]  # a column of a strided block, as the chord method's fallback may pass
+    assert effective_wins(strided[:, 1], strided[:, 1], strided[:, 1], order)[0].tolist() == (1.5 * draws[2, :50])[order].tolist()

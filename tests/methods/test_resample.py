@@ -41,6 +41,45 @@ def test_each_draw_inverts_the_cdf_at_its_own_uniform_also_among_cells_of_weight
     assert np.all((below <= u) & (u < poisson.cdf(draws, weights)))
 
 
+def numpy_guide_table_draws(weights: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """The guide-table inversion written over arrays in numpy (as it was before it was compiled): the oracle
+    the compiled search must equal bit for bit."""
+    distinct, group = np.unique(weights, return_inverse=True)
+    reach = 10 * np.sqrt(distinct) + 20
+    low = np.floor(np.maximum(distinct - reach, 0.0))
+    width = int(np.ceil((distinct + reach - low).max(initial=0.0))) + 1
+    cdf = poisson.cdf(low[:, None] + np.arange(width), distinct[:, None])
+    cdf[:, -1] = 2.0
+    guide = np.concatenate([np.searchsorted(row, np.arange(width) / width, side="right") for row in cdf]) + np.repeat(
+        np.arange(len(distinct)) * width, width)
+    cdf = cdf.ravel()
+    u = rng.random((size, len(weights)))
+    pos = guide[group * width + (u * width).astype(np.int64)]
+    while (pending := cdf[pos] <= u).any():
+        pos[pending] += 1
+    return np.where(weights > 0, low[group] + pos - group * width, 0.0)
+
+
+@pytest.mark.parametrize("weights", [
+    np.zeros(7),
+    np.array([0.0, 1e-300, 5e-324, 1e-12, 0.5, 1.0]),  # tiny weights: every draw 0 but the rare one
+    np.array([1e6, 3.0, 0.0, 2.5e5]),  # huge: a table of 20,041 entries per distinct weight
+    np.r_[np.arange(1, 600) * 0.25, 0.0],  # many distinct values, just under TABLE_MAX entries
+    np.random.default_rng(2).integers(0, 6, 5_000) * np.random.default_rng(3).choice([1.0, 0.5, 7.25, 40.0], 5_000),
+])
+def test_the_compiled_search_draws_what_the_numpy_search_drew(weights):
+    for size in (1, 3, 40):
+        compiled = poisson_draws(weights, size, np.random.default_rng(size))
+        assert compiled.shape == (size, len(weights)) and compiled.dtype == np.float64
+        assert compiled.tobytes() == numpy_guide_table_draws(weights, size, np.random.default_rng(size)).tobytes()
+
+
+def test_weights_past_the_table_fall_back_to_the_generator():
+    weights = np.r_[np.arange(1, 60) * 1e6, 0.0]  # 59 tables of ~150,000 entries: over TABLE_MAX
+    draws = poisson_draws(weights, 5, np.random.default_rng(8))
+    assert draws.tobytes() == np.random.default_rng(8).poisson(weights, size=(5, len(weights))).astype(np.float64).tobytes()
+
+
 def test_rank_upper_bounds_count_the_intervals_wholly_above():
     rng = np.random.default_rng(3)
     low = np.round(rng.normal(0, 5, 300))  # ties between bounds, and a bound equal to another's
@@ -73,3 +112,17 @@ def test_ranks_by_round_are_each_rounds_competition_ranks():
     ranks = ranks_by_round(scores)
     assert ranks[0].tolist() == [1, 4, 1, 3] and ranks[2].tolist() == [2, 2, 2, 1]
     assert np.isnan(ranks[1]).all()
+
+
+def test_ranks_by_round_equal_competition_ranks_with_ties_infinities_signed_zeros_and_missing_scores():
+    rng = np.random.default_rng(12)
+    scores = np.round(rng.normal(0, 3, (60, 500)))  # many ties
+    scores[1, :7] = [np.inf, -np.inf, np.inf, -0.0, 0.0, -0.0, 5e-324]
+    scores[2, 3] = np.nan  # one score missing: competition_ranks decides where it goes
+    scores[3] = np.nan
+    ranks = ranks_by_round(scores)
+    for r in (0, 1, 2, 4, 59):
+        with np.errstate(invalid="ignore"):  # the oracle's differences of equal infinities
+            assert ranks[r].tolist() == competition_ranks(scores[r]).astype(float).tolist()
+    assert np.isnan(ranks[3]).all() and ranks.dtype == np.float64
+    assert ranks_by_round(np.empty((2, 0))).shape == (2, 0)
