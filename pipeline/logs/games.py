@@ -51,9 +51,9 @@ def read_games(raw: RawRecords, source: str) -> ReadResult:
     schema = t.frame.schema
     value, field = (place, "place") if place else (score, "score")
 
+    t.derive_labels({"game_id": game})  # a game's rows share its id: checks by game compare codes
+    t.derive_labels({"player": player})
     t.derive(
-        game_id=text(game),
-        player=text(player),
         value=number(value, schema[value]) if value else pl.lit(None, pl.Float64),
         timestamp=timestamps(t.frame, stamp) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
         weight=weight_value(weight, schema.get(weight)),

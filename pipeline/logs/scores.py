@@ -98,13 +98,13 @@ def read_scores(raw: RawRecords, source: str) -> ReadResult:
     category = t.column(*CATEGORY_ALIASES, required=False)
     schema = t.frame.schema
 
+    t.derive_labels({"task": task})  # a task's rows share its name: checks by task compare codes
+    t.derive_labels({"agent": agent})
+    t.derive_labels({"category": category})
     t.derive(
-        task=text(task),
-        agent=text(agent),
         score=number(score, schema[score]),
         hib=_boolean(hib, schema[hib]) if hib else pl.lit(True),
         weight=weight_value(weight, schema.get(weight)),
-        category=text(category) if category else pl.lit(None, pl.String),
     )
     checks = [
         Check("task", "missing task", pl.col("~task").is_null()),
