@@ -1,0 +1,101 @@
+"""Games: game ids and players cleaned once per distinct value, with the rows and quarantine of
+the same text cleaned row by row, whatever the format and however Parquet stores the text."""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.logs import read_log
+from tests.conftest import write_label_formats
+
+# Per game (game id, player, place, timestamp): padded names and ids, case kept apart (games do not
+# lower-case), one name in two Unicode spellings (NFC: one player), a zero-width space, blank names
+# and ids, names used only by rejected rows, a game whose rows disagree on their time, one left
+# with a single player.
+GAME = [
+    (" g{n}", " alice ", "1", "2024-01-01T10:00:00Z"),
+    ("g{n} ", "Alice", "2", "2024-01-01T10:00:00Z"),
+    ("g{n}", "caf\u00e9", "3", "2024-01-01T10:00:00Z"),
+    ("g{n}", "cafe\u0301", "4", "2024-01-01T10:00:00Z"),  # the same player as the row above
+    ("g{n}", "alice", "5", "2024-01-01T10:00:00Z"),  # stripped: the first row's player
+    ("g{n}", "bo\u200bb", "6", "2024-01-01T10:00:00Z"),
+    ("g{n}", "   ", "7", "2024-01-01T10:00:00Z"),
+    ("  ", "dan", "1", "2024-01-01T10:00:00Z"),
+    ("h{n}", "only-rejected", "x", "2024-01-02T10:00:00Z"),
+    ("h{n}", "erin", "1", "2024-01-02T10:00:00Z"),  # alone once the row above is out
+    ("k{n}", "frank", "1", "2024-01-03T10:00:00Z"),
+    ("k{n}", "gina", "2", "2024-01-04T10:00:00Z"),
+    ("m{n}", "erin", "2", None),
+    ("m{n}", "\tfrank", "1", ""),
+]
+
+
+def adversarial_games(games: int = 6) -> pa.Table:
+    rows = [tuple(value.format(n=n) if value else value for value in row) for n in range(games) for row in GAME]
+    return pa.table(dict(zip(("game_id", "player", "place", "timestamp"), map(list, zip(*rows)))))
+
+
+def read(path) -> tuple[list[dict], list[tuple]]:
+    result = read_log(path, "games")
+    return result.table.to_pylist(), [(q["line"], q["field"], q["reason"], q["record"]) for q in result.quarantined.to_pylist()]
+
+
+def header_counted(quarantined: list[tuple]) -> list[tuple]:
+    """Quarantined rows of a Parquet file as those of the same rows in CSV, whose lines (and the
+    lines its reasons name) count the header."""
+    def later(reason: str) -> str:
+        return re.sub(r"line (\d+)", lambda found: f"line {int(found.group(1)) + 1}", reason)
+
+    return [(line + 1, field, later(reason), record) for line, field, reason, record in quarantined]
+
+
+@pytest.fixture
+def files(tmp_path):
+    return write_label_formats(adversarial_games(), tmp_path, "games")
+
+
+def test_every_format_gives_the_same_games_and_quarantine(files):
+    rows, quarantined = read(files["dictionary"])
+    assert read(files["plain"]) == (rows, quarantined)
+    csv_rows, csv_quarantined = read(files["csv"])
+    assert csv_rows == rows and csv_quarantined == header_counted(quarantined)
+    assert {r["player"] for r in rows} == {"alice", "Alice", "caf\u00e9", "erin", "frank"}
+    assert {r["game_id"] for r in rows} == {f"{prefix}{n}" for prefix in "gm" for n in range(6)}
+    reasons = {(line % len(GAME), field, reason.split(" (")[0].split(",")[0]) for line, field, reason, _ in quarantined}
+    assert reasons == {(4, "player", "duplicate player in game"), (5, "player", "duplicate player in game"),
+                       (6, "player", "player contains a control or format character"), (7, "player", "missing player"),
+                       (8, "game_id", "missing game_id"), (9, "place", "place is not a number"),
+                       (10, "game_id", "game has fewer than two players"),
+                       (11, "timestamp", "rows of one game disagree on its timestamp"),
+                       (12, "timestamp", "rows of one game disagree on its timestamp")}
+
+
+def test_a_quarantined_row_keeps_the_text_as_the_file_gave_it(files):
+    _, quarantined = read(files["dictionary"])
+    records = {line % len(GAME): record for line, _, _, record in quarantined}
+    assert '"player":"   "' in records[7] and '"game_id":"  "' in records[8]
+
+
+def test_labels_are_dictionary_arrays_of_cleaned_text_until_stored(files):
+    from pipeline.logs import read_batches
+
+    [result] = read_batches(files["dictionary"], "games")
+    for name in ("game_id", "player"):
+        column = result.table.column(name).combine_chunks()
+        assert pa.types.is_dictionary(column.type)
+        assert all(value == value.strip() and value for value in column.dictionary.to_pylist())
+
+
+def test_players_stored_as_numbers_or_as_a_dictionary_with_unused_values(tmp_path):
+    names = pa.array(["zed", "  amy", "\t", "never-used", "bea"])  # (Parquet holds no null in a dictionary)
+    players = pa.DictionaryArray.from_arrays(pa.array([0, 1, 4, None, 2, 1], pa.int32()), names)
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"game_id": [7, 7, 7, 7, 8, 8], "player": players, "place": [1, 2, 3, 4, 1, 2]}), path)
+    rows, quarantined = read(path)
+    assert [(r["game_id"], r["player"]) for r in rows] == [("7", "zed"), ("7", "amy"), ("7", "bea")]
+    assert [q[:3] for q in quarantined] == [(4, "player", "missing player"), (5, "player", "missing player"),
+                                            (6, "game_id", "game has fewer than two players")]

@@ -1,0 +1,87 @@
+"""Score tables: tasks, agents and categories cleaned once per distinct value, with the rows and
+quarantine of the same text cleaned row by row, whatever the format and however Parquet stores
+the text."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from pipeline.logs import read_batches, read_log
+from tests.conftest import write_label_formats
+from tests.logs.test_games import header_counted
+
+# Per task (task, agent, score, category): padded names, tasks and categories, case kept apart,
+# one name in two Unicode spellings (NFC: one agent), a zero-width space, blank names, tasks and
+# categories (a blank category is none), names used only by rejected rows, rows of a task that
+# disagree on its category only by case, tasks left with a single agent.
+TASK = [
+    (" t{n}", " a ", "1", " coding "),
+    ("t{n} ", "A", "2", "coding"),
+    ("t{n}", "caf\u00e9", "3", "coding"),
+    ("t{n}", "cafe\u0301", "4", "coding"),  # the same agent as the row above
+    ("t{n}", "a", "5", "coding"),  # stripped: the first row's agent
+    ("t{n}", "z\u200bw", "6", "coding"),
+    ("t{n}", "   ", "7", "coding"),
+    ("  ", "b", "1", "math"),
+    ("u{n}", "only-rejected", "abc", "math"),
+    ("u{n}", "b", "2", "math"),  # alone once the row above is out
+    ("v{n}", "b", "1", "math"),
+    ("v{n}", "c", "2", "Math"),
+    ("w{n}", "b", "1", "  "),
+    ("w{n}", "c", "2", None),
+    ("x{n}", "Only-Rejected", "inf", "math"),
+    ("x{n}", "d", "1", "math"),
+]
+
+
+def adversarial_scores(tasks: int = 6) -> pa.Table:
+    rows = [tuple(value.format(n=n) if value else value for value in row) for n in range(tasks) for row in TASK]
+    return pa.table(dict(zip(("task", "agent", "score", "category"), map(list, zip(*rows)))))
+
+
+def read(path) -> tuple[list[dict], list[tuple]]:
+    result = read_log(path, "scores")
+    return result.table.to_pylist(), [(q["line"], q["field"], q["reason"], q["record"]) for q in result.quarantined.to_pylist()]
+
+
+def test_every_format_gives_the_same_scores_and_quarantine(tmp_path):
+    files = write_label_formats(adversarial_scores(), tmp_path, "scores")
+    rows, quarantined = read(files["dictionary"])
+    assert read(files["plain"]) == (rows, quarantined)
+    csv_rows, csv_quarantined = read(files["csv"])
+    assert csv_rows == rows and csv_quarantined == header_counted(quarantined)
+    assert {r["agent"] for r in rows} == {"a", "A", "caf\u00e9", "b", "c"}
+    assert {(r["task"], r["category"]) for r in rows} == {(f"{t}{n}", c) for n in range(6) for t, c in (("t", "coding"), ("w", None))}
+    reasons = {(line % len(TASK), field, reason.split(" (")[0].split(",")[0]) for line, field, reason, _ in quarantined}
+    assert reasons == {(4, "agent", "duplicate agent in task"), (5, "agent", "duplicate agent in task"),
+                       (6, "agent", "agent contains a control or format character"), (7, "agent", "missing agent"),
+                       (8, "task", "missing task"), (9, "score", "score is not a number"),
+                       (10, "task", "task has fewer than two agents"),
+                       (11, "category", "rows of one task disagree on category"),
+                       (12, "category", "rows of one task disagree on category"),
+                       (15, "score", "score is not finite"), (0, "task", "task has fewer than two agents")}
+
+
+def test_a_wide_table_in_every_format(tmp_path):
+    wide = pa.table({"task": [" t1", "t1 ", "t2", "  "], "category": ["coding", " coding", "", "math"],
+                     " m1": ["1", "2", "3", "4"], "m2": ["2", None, "oops", "1"], "m\u200b3": ["3", "1", "2", "2"]})
+    files = write_label_formats(wide, tmp_path, "wide")
+    rows, quarantined = read(files["dictionary"])
+    assert read(files["plain"]) == (rows, quarantined)
+    assert read(files["csv"]) == (rows, header_counted(quarantined))
+    assert [(r["task"], r["agent"], r["category"]) for r in rows] == [("t1", "m1", "coding"), ("t1", "m2", "coding"),
+                                                                      ("t2", "m1", None)]
+    assert sorted((line, field, reason.split(" (")[0]) for line, field, reason, _ in quarantined) == [
+        (1, "agent", "agent contains a control or format character"), (2, "agent", "duplicate agent in task"),
+        (2, "agent", "duplicate agent in task"), (3, "agent", "agent contains a control or format character"),
+        (3, "score", "score is not a number")] + [(4, "task", "missing task")] * 3
+
+
+def test_labels_are_dictionary_arrays_of_cleaned_text_until_stored(tmp_path):
+    files = write_label_formats(adversarial_scores(), tmp_path, "scores")
+    [result] = read_batches(files["dictionary"], "scores")
+    for name in ("task", "agent", "category"):
+        column = result.table.column(name).combine_chunks()
+        assert pa.types.is_dictionary(column.type)
+        assert all(value == value.strip() and value for value in column.dictionary.to_pylist())
