@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.logs import read_log
+from pipeline.logs.parquet_files import label_columns
 from tests.conftest import write_label_formats
 
 # Per game (game id, player, place, timestamp): padded names and ids, case kept apart (games do not
@@ -34,7 +35,7 @@ GAME = [
 ]
 
 
-def adversarial_games(games: int = 6) -> pa.Table:
+def adversarial_games(games: int = 20) -> pa.Table:
     rows = [tuple(value.format(n=n) if value else value for value in row) for n in range(games) for row in GAME]
     return pa.table(dict(zip(("game_id", "player", "place", "timestamp"), map(list, zip(*rows)))))
 
@@ -59,12 +60,13 @@ def files(tmp_path):
 
 
 def test_every_format_gives_the_same_games_and_quarantine(files):
+    assert label_columns(pq.read_metadata(files["dictionary"])) == ["player", "place", "timestamp"]  # read as categoricals
     rows, quarantined = read(files["dictionary"])
     assert read(files["plain"]) == (rows, quarantined)
     csv_rows, csv_quarantined = read(files["csv"])
     assert csv_rows == rows and csv_quarantined == header_counted(quarantined)
     assert {r["player"] for r in rows} == {"alice", "Alice", "caf\u00e9", "erin", "frank"}
-    assert {r["game_id"] for r in rows} == {f"{prefix}{n}" for prefix in "gm" for n in range(6)}
+    assert {r["game_id"] for r in rows} == {f"{prefix}{n}" for prefix in "gm" for n in range(20)}
     reasons = {(line % len(GAME), field, reason.split(" (")[0].split(",")[0]) for line, field, reason, _ in quarantined}
     assert reasons == {(4, "player", "duplicate player in game"), (5, "player", "duplicate player in game"),
                        (6, "player", "player contains a control or format character"), (7, "player", "missing player"),
@@ -99,3 +101,13 @@ def test_players_stored_as_numbers_or_as_a_dictionary_with_unused_values(tmp_pat
     assert [(r["game_id"], r["player"]) for r in rows] == [("7", "zed"), ("7", "amy"), ("7", "bea")]
     assert [q[:3] for q in quarantined] == [(4, "player", "missing player"), (5, "player", "missing player"),
                                             (6, "game_id", "game has fewer than two players")]
+
+
+def test_game_ids_stored_as_a_dictionary(tmp_path):
+    players = [f"p{i}" for i in range(150)]
+    table = pa.table({"game_id": [" g1", "g1 "] * 75 + ["g2"] * 150, "player": players * 2, "place": list(range(1, 151)) * 2})
+    files = write_label_formats(table.append_column("timestamp", pa.nulls(300, pa.string())), tmp_path, "games", 100)
+    assert "game_id" in label_columns(pq.read_metadata(files["dictionary"]))
+    rows, quarantined = read(files["dictionary"])
+    assert read(files["plain"]) == (rows, quarantined) and not quarantined
+    assert [r["game_id"] for r in rows] == ["g1"] * 150 + ["g2"] * 150

@@ -5,9 +5,10 @@ the text."""
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
+import pyarrow.parquet as pq
 
 from pipeline.logs import read_batches, read_log
+from pipeline.logs.parquet_files import label_columns
 from tests.conftest import write_label_formats
 from tests.logs.test_games import header_counted
 
@@ -35,7 +36,7 @@ TASK = [
 ]
 
 
-def adversarial_scores(tasks: int = 6) -> pa.Table:
+def adversarial_scores(tasks: int = 20) -> pa.Table:
     rows = [tuple(value.format(n=n) if value else value for value in row) for n in range(tasks) for row in TASK]
     return pa.table(dict(zip(("task", "agent", "score", "category"), map(list, zip(*rows)))))
 
@@ -47,12 +48,13 @@ def read(path) -> tuple[list[dict], list[tuple]]:
 
 def test_every_format_gives_the_same_scores_and_quarantine(tmp_path):
     files = write_label_formats(adversarial_scores(), tmp_path, "scores")
+    assert label_columns(pq.read_metadata(files["dictionary"])) == ["agent", "score", "category"]  # read as categoricals
     rows, quarantined = read(files["dictionary"])
     assert read(files["plain"]) == (rows, quarantined)
     csv_rows, csv_quarantined = read(files["csv"])
     assert csv_rows == rows and csv_quarantined == header_counted(quarantined)
     assert {r["agent"] for r in rows} == {"a", "A", "caf\u00e9", "b", "c"}
-    assert {(r["task"], r["category"]) for r in rows} == {(f"{t}{n}", c) for n in range(6) for t, c in (("t", "coding"), ("w", None))}
+    assert {(r["task"], r["category"]) for r in rows} == {(f"{t}{n}", c) for n in range(20) for t, c in (("t", "coding"), ("w", None))}
     reasons = {(line % len(TASK), field, reason.split(" (")[0].split(",")[0]) for line, field, reason, _ in quarantined}
     assert reasons == {(4, "agent", "duplicate agent in task"), (5, "agent", "duplicate agent in task"),
                        (6, "agent", "agent contains a control or format character"), (7, "agent", "missing agent"),
