@@ -13,31 +13,36 @@ from pipeline.logs import read_log
 from pipeline.logs.parquet_files import label_columns
 from tests.conftest import write_label_formats
 
-# Per game (game id, player, place, timestamp): padded names and ids, case kept apart (games do not
-# lower-case), one name in two Unicode spellings (NFC: one player), a zero-width space, blank names
-# and ids, names used only by rejected rows, a game whose rows disagree on their time, one left
-# with a single player.
+# Per game (game id, player, place, timestamp, weight): padded names and ids, case kept apart (games
+# do not lower-case), one name in two Unicode spellings (NFC: one player), a zero-width space, blank
+# names and ids, names used only by rejected rows, games whose rows disagree on their time (two
+# times; a time and none) or weight, one whose rows agree on having no time and a weight of zero
+# (0 and -0), one left with a single player.
 GAME = [
-    (" g{n}", " alice ", "1", "2024-01-01T10:00:00Z"),
-    ("g{n} ", "Alice", "2", "2024-01-01T10:00:00Z"),
-    ("g{n}", "caf\u00e9", "3", "2024-01-01T10:00:00Z"),
-    ("g{n}", "cafe\u0301", "4", "2024-01-01T10:00:00Z"),  # the same player as the row above
-    ("g{n}", "alice", "5", "2024-01-01T10:00:00Z"),  # stripped: the first row's player
-    ("g{n}", "bo\u200bb", "6", "2024-01-01T10:00:00Z"),
-    ("g{n}", "   ", "7", "2024-01-01T10:00:00Z"),
-    ("  ", "dan", "1", "2024-01-01T10:00:00Z"),
-    ("h{n}", "only-rejected", "x", "2024-01-02T10:00:00Z"),
-    ("h{n}", "erin", "1", "2024-01-02T10:00:00Z"),  # alone once the row above is out
-    ("k{n}", "frank", "1", "2024-01-03T10:00:00Z"),
-    ("k{n}", "gina", "2", "2024-01-04T10:00:00Z"),
-    ("m{n}", "erin", "2", None),
-    ("m{n}", "\tfrank", "1", ""),
+    (" g{n}", " alice ", "1", "2024-01-01T10:00:00Z", "1"),
+    ("g{n} ", "Alice", "2", "2024-01-01T10:00:00Z", "1"),
+    ("g{n}", "caf\u00e9", "3", "2024-01-01T10:00:00Z", "1"),
+    ("g{n}", "cafe\u0301", "4", "2024-01-01T10:00:00Z", "1"),  # the same player as the row above
+    ("g{n}", "alice", "5", "2024-01-01T10:00:00Z", "1"),  # stripped: the first row's player
+    ("g{n}", "bo\u200bb", "6", "2024-01-01T10:00:00Z", "1"),
+    ("g{n}", "   ", "7", "2024-01-01T10:00:00Z", "1"),
+    ("  ", "dan", "1", "2024-01-01T10:00:00Z", "1"),
+    ("h{n}", "only-rejected", "x", "2024-01-02T10:00:00Z", "1"),
+    ("h{n}", "erin", "1", "2024-01-02T10:00:00Z", "1"),  # alone once the row above is out
+    ("k{n}", "frank", "1", "2024-01-03T10:00:00Z", "1"),
+    ("k{n}", "gina", "2", "2024-01-04T10:00:00Z", "1"),
+    ("m{n}", "erin", "2", None, "0"),
+    ("m{n}", "\tfrank", "1", "", "-0"),  # no time and weight zero, as the row above
+    ("n{n}", "erin", "1", "2024-01-05T10:00:00Z", "1"),
+    ("n{n}", "frank", "2", "  ", "1"),  # a time and none
+    ("p{n}", "erin", "1", "", "1"),
+    ("p{n}", "frank", "2", "", "2"),
 ]
 
 
 def adversarial_games(games: int = 20) -> pa.Table:
     rows = [tuple(value.format(n=n) if value else value for value in row) for n in range(games) for row in GAME]
-    return pa.table(dict(zip(("game_id", "player", "place", "timestamp"), map(list, zip(*rows)))))
+    return pa.table(dict(zip(("game_id", "player", "place", "timestamp", "weight"), map(list, zip(*rows)))))
 
 
 def read(path) -> tuple[list[dict], list[tuple]]:
@@ -60,7 +65,7 @@ def files(tmp_path):
 
 
 def test_every_format_gives_the_same_games_and_quarantine(files):
-    assert label_columns(pq.read_metadata(files["dictionary"])) == ["player", "place", "timestamp"]  # read as categoricals
+    assert label_columns(pq.read_metadata(files["dictionary"])) == ["player", "place", "timestamp", "weight"]  # read as categoricals
     rows, quarantined = read(files["dictionary"])
     assert read(files["plain"]) == (rows, quarantined)
     csv_rows, csv_quarantined = read(files["csv"])
@@ -73,7 +78,11 @@ def test_every_format_gives_the_same_games_and_quarantine(files):
                        (8, "game_id", "missing game_id"), (9, "place", "place is not a number"),
                        (10, "game_id", "game has fewer than two players"),
                        (11, "timestamp", "rows of one game disagree on its timestamp"),
-                       (12, "timestamp", "rows of one game disagree on its timestamp")}
+                       (12, "timestamp", "rows of one game disagree on its timestamp"),
+                       (15, "timestamp", "rows of one game disagree on its timestamp"),
+                       (16, "timestamp", "rows of one game disagree on its timestamp"),
+                       (17, "weight", "rows of one game disagree on its weight"),
+                       (0, "weight", "rows of one game disagree on its weight")}
 
 
 def test_a_quarantined_row_keeps_the_text_as_the_file_gave_it(files):
