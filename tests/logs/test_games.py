@@ -40,14 +40,30 @@ GAME = [
 ]
 
 
+def numbered(template: list[tuple], copies: int, columns: tuple[str, ...]) -> pa.Table:
+    """The rows of `template` `copies` times, `{n}` in a value the copy's number."""
+    rows = [tuple(value.format(n=n) if value else value for value in row) for n in range(copies) for row in template]
+    return pa.table(dict(zip(columns, map(list, zip(*rows)))))
+
+
 def adversarial_games(games: int = 20) -> pa.Table:
-    rows = [tuple(value.format(n=n) if value else value for value in row) for n in range(games) for row in GAME]
-    return pa.table(dict(zip(("game_id", "player", "place", "timestamp", "weight"), map(list, zip(*rows)))))
+    return numbered(GAME, games, ("game_id", "player", "place", "timestamp", "weight"))
 
 
-def read(path) -> tuple[list[dict], list[tuple]]:
-    result = read_log(path, "games")
+def read(path, kind: str = "games") -> tuple[list[dict], list[tuple]]:
+    result = read_log(path, kind)
     return result.table.to_pylist(), [(q["line"], q["field"], q["reason"], q["record"]) for q in result.quarantined.to_pylist()]
+
+
+def assert_labels_are_cleaned_dictionaries(path, kind: str, columns: tuple[str, ...]) -> None:
+    """The read table of `kind` carries `columns` as dictionary arrays of stripped, non-empty text."""
+    from pipeline.logs import read_batches
+
+    [result] = read_batches(path, kind)
+    for name in columns:
+        column = result.table.column(name).combine_chunks()
+        assert pa.types.is_dictionary(column.type), name
+        assert all(value == value.strip() and value for value in column.dictionary.to_pylist()), name
 
 
 def header_counted(quarantined: list[tuple]) -> list[tuple]:
@@ -92,13 +108,8 @@ def test_a_quarantined_row_keeps_the_text_as_the_file_gave_it(files):
 
 
 def test_labels_are_dictionary_arrays_of_cleaned_text_until_stored(files):
-    from pipeline.logs import read_batches
-
-    [result] = read_batches(files["dictionary"], "games")
-    for name in ("game_id", "player"):
-        column = result.table.column(name).combine_chunks()
-        assert pa.types.is_dictionary(column.type)
-        assert all(value == value.strip() and value for value in column.dictionary.to_pylist())
+    for path in files.values():
+        assert_labels_are_cleaned_dictionaries(path, "games", ("game_id", "player"))
 
 
 def test_players_stored_as_numbers_or_as_a_dictionary_with_unused_values(tmp_path):

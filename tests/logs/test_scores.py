@@ -7,10 +7,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.logs import read_batches, read_log
 from pipeline.logs.parquet_files import label_columns
 from tests.conftest import write_label_formats
-from tests.logs.test_games import header_counted
+from tests.logs.test_games import assert_labels_are_cleaned_dictionaries, header_counted, numbered
+from tests.logs.test_games import read as read_games_or_scores
 
 # Per task (task, agent, score, category, higher_is_better): padded names, tasks and categories,
 # case kept apart, one name in two Unicode spellings (NFC: one agent), a zero-width space, blank
@@ -42,13 +42,11 @@ TASK = [
 
 
 def adversarial_scores(tasks: int = 20) -> pa.Table:
-    rows = [tuple(value.format(n=n) if value else value for value in row) for n in range(tasks) for row in TASK]
-    return pa.table(dict(zip(("task", "agent", "score", "category", "higher_is_better"), map(list, zip(*rows)))))
+    return numbered(TASK, tasks, ("task", "agent", "score", "category", "higher_is_better"))
 
 
 def read(path) -> tuple[list[dict], list[tuple]]:
-    result = read_log(path, "scores")
-    return result.table.to_pylist(), [(q["line"], q["field"], q["reason"], q["record"]) for q in result.quarantined.to_pylist()]
+    return read_games_or_scores(path, "scores")
 
 
 def test_every_format_gives_the_same_scores_and_quarantine(tmp_path):
@@ -88,9 +86,5 @@ def test_a_wide_table_in_every_format(tmp_path):
 
 
 def test_labels_are_dictionary_arrays_of_cleaned_text_until_stored(tmp_path):
-    files = write_label_formats(adversarial_scores(), tmp_path, "scores")
-    [result] = read_batches(files["dictionary"], "scores")
-    for name in ("task", "agent", "category"):
-        column = result.table.column(name).combine_chunks()
-        assert pa.types.is_dictionary(column.type)
-        assert all(value == value.strip() and value for value in column.dictionary.to_pylist())
+    for path in write_label_formats(adversarial_scores(), tmp_path, "scores").values():
+        assert_labels_are_cleaned_dictionaries(path, "scores", ("task", "agent", "category"))
