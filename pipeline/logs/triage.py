@@ -9,10 +9,12 @@ where a name is expected, bytes that are not text, a date beyond the year 9999) 
 before any check of the kind.
 
 Columns of labels and names, which hold few distinct values over many rows (models, winners,
-judges), are derived with `Triage.derive_labels`: each distinct raw value is cleaned once (as
-`text` cleans it) and rows carry codes into the cleaned values, so that checks compare integers
-and `result` hands the column on as a dictionary array, which the store encodes without hashing
-its names again.
+judges, players, agents, tasks, categories; a game's id, shared by its rows), are derived with
+`Triage.derive_labels`: each distinct raw value is cleaned once (as `text` cleans it) and rows
+carry codes into the cleaned values, so that checks compare integers and `result` hands the column
+on as a dictionary array, which the store encodes without hashing its names again. Checks over the
+rows of a unit (a game's players agree on its time) run with `Triage.reject_units`, one grouping
+by the unit's codes for all of them.
 """
 
 from __future__ import annotations
