@@ -7,9 +7,13 @@ ballots under 2 GB); and the duplicate check alone, per batch of a million ids, 
 of ids seen, with the id filter and without it (the galloping search of every run, which touched
 every page of the index each batch); with `--stages`, the CPU of each stage of ingest (reading,
 triage, names, duplicates, encoding, writing) run one after the other in a process of its own.
+With `--kind games` (7 players a game of 5,000) or `--kind scores` (20 agents a task of 2,000, 8
+categories), that kind alone: its ingest from CSV and Parquet against the same anchor, and its CPU
+by stage.
 
     python -m benchmarks.bench_ingest [--rows 2000000] [--days 365] [--ballots 1000000]
                                       [--check-ids 10000000] [--only-check] [--stages]
+                                      [--kind games|scores]
 
 Battles are generated with a fixed seed (ids, two of 1,000 models, a winner, a timestamp spread
 over `days` days). Every measurement runs in a child process of its own, so that its peak RSS is
@@ -55,6 +59,39 @@ def make_battles(rows: int, days: int, seed: int = 0) -> pa.Table:
     })
 
 
+def make_games(rows: int, days: int, seed: int = 0, players: int = 5_000, per_game: int = 7) -> pa.Table:
+    """Games of `per_game` distinct players of `players`, a place each, one timestamp per game."""
+    rng = np.random.default_rng(seed)
+    games = rows // per_game
+    names = np.array([f"player-{i:05d}" for i in range(players)])
+    steps = rng.integers(1, players // per_game, (games, per_game))  # distinct: the steps sum below `players`
+    seats = (rng.integers(0, players, (games, 1)) + np.cumsum(steps, axis=1)) % players
+    places = np.argsort(rng.random((games, per_game)), axis=1) + 1
+    start = np.datetime64("2024-01-01T00:00:00", "s").astype(np.int64)
+    return pa.table({
+        "game_id": pa.array(np.repeat(np.char.add("g", np.arange(games).astype(str)), per_game)),
+        "player": pa.array(names[seats.ravel()]),
+        "place": pa.array(places.ravel()),
+        "timestamp": pa.array(np.repeat(start + rng.integers(0, days * 86_400, games), per_game)),
+    })
+
+
+def make_scores(rows: int, seed: int = 0, agents: int = 2_000, per_task: int = 20, categories: int = 8) -> pa.Table:
+    """Tasks scoring `per_task` distinct agents of `agents`, each task in one of `categories`."""
+    rng = np.random.default_rng(seed)
+    tasks = rows // per_task
+    names = np.array([f"agent-{i:04d}" for i in range(agents)])
+    steps = rng.integers(1, agents // per_task, (tasks, per_task))
+    seats = (rng.integers(0, agents, (tasks, 1)) + np.cumsum(steps, axis=1)) % agents
+    groups = np.array([f"category-{i}" for i in range(categories)])
+    return pa.table({
+        "task": pa.array(np.repeat(np.char.add("task-", np.arange(tasks).astype(str)), per_task)),
+        "agent": pa.array(names[seats.ravel()]),
+        "score": pa.array(rng.normal(size=tasks * per_task).round(4)),
+        "category": pa.array(np.repeat(groups[rng.integers(0, categories, tasks)], per_task)),
+    })
+
+
 def baseline(source: Path, target: Path) -> int:
     table = pq.read_table(source) if source.suffix == ".parquet" else pa_csv.read_csv(source)
     pq.write_table(table, target, compression="zstd")
@@ -70,10 +107,11 @@ def ingest(source: Path, store: Path, kind: str = "battles") -> int:
     return report.rows_accepted
 
 
-def stage_split(source: Path, store: Path) -> dict[str, float]:
-    """CPU seconds (all threads) of each stage of ingesting `source` as battles, the stages run one
-    after the other on each batch (ingest overlaps them on threads; their sum is the work)."""
+def stage_split(source: Path, store: Path, kind_name: str = "battles") -> dict[str, float]:
+    """CPU seconds (all threads) of each stage of ingesting `source` as `kind_name`, the stages run
+    one after the other on each batch (ingest overlaps them on threads; their sum is the work)."""
     from pipeline.logs import formats, log_kind
+    from pipeline.logs.records import RawRecords
     from pipeline.logs.identity import drop_seen, ingest_positions
     from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP
     from pipeline.logs.names import check_names
@@ -82,12 +120,14 @@ def stage_split(source: Path, store: Path) -> dict[str, float]:
     from pipeline.store.partitions import PartitionWriter
     from pipeline.store.store import distinct_columns, encode
 
-    kind = log_kind("battles")
+    kind = log_kind(kind_name)
     maps = {name: IdMap() for name in DICTIONARIES}
     ids = FileIds(KindIndex(store, kind.name), 0)
     writer = PartitionWriter(store, kind.name, "bench", kind.dated, TIMESTAMP, distinct=distinct_columns(kind))
     cpu = dict.fromkeys(("read", "triage", "names", "duplicates", "encode", "write"), 0.0)
     batches, clock = formats.batches(source), time.process_time()
+    if not kind.independent_rows:  # read whole, as ingest does (a game spans rows anywhere in the file)
+        batches = iter([RawRecords.concat(list(batches))])
 
     def done(stage: str) -> None:
         nonlocal clock
@@ -101,9 +141,11 @@ def stage_split(source: Path, store: Path) -> dict[str, float]:
         done("triage")
         result = check_names(result, dict(kind.ids), kind.record_id)
         done("names")
-        result = drop_seen(result, kind.record_id, ids, 0, str, unit_rows=False)
+        result = drop_seen(result, kind.record_id, ids, 0, str, unit_rows=kind.unit_column is not None)
         done("duplicates")
-        table = encode(kind, result.table, maps).append_column("ingest_position", ingest_positions(0, result.lines))
+        table = encode(kind, result.table, maps)
+        if kind.record_id:
+            table = table.append_column("ingest_position", ingest_positions(0, result.lines))
         done("encode")
         writer.add(table)
         done("write")
@@ -243,6 +285,33 @@ def report_duplicate_check(ids: int, folder: Path) -> dict:
     return {"ids": ids, "by_batch": rows, "total": total}
 
 
+def report_kind(kind: str, rows: int, days: int, folder: Path) -> dict:
+    """Ingest of a games or scores log from CSV and from Parquet against the pyarrow read + Parquet
+    write of the same file, and the CPU of each stage of its ingest."""
+    table = make_games(rows, days) if kind == "games" else make_scores(rows)
+    results: dict = {"rows": table.num_rows}
+    for source in (folder / f"{kind}.csv", folder / f"{kind}.parquet"):
+        fmt = source.suffix[1:]
+        if fmt == "csv":
+            pa_csv.write_csv(table, source)
+        else:
+            pq.write_table(table, source, row_group_size=1_000_000)
+        plain = min((measure(baseline, source, folder / "plain.parquet") for _ in range(2)), key=lambda m: m["wall_s"])
+        ingested = measure(ingest, source, folder / f"store-{kind}-{fmt}", kind)
+        shutil.rmtree(folder / f"store-{kind}-{fmt}")
+        stages = measure(stage_split, source, folder / f"stages-{kind}-{fmt}", kind)
+        shutil.rmtree(folder / f"stages-{kind}-{fmt}")
+        assert ingested["rows"] == plain["rows"] == table.num_rows, (ingested, plain)
+        results[fmt] = {"ingest": ingested, "read_write": plain, "cpu_ratio": ingested["cpu_s"] / plain["cpu_s"],
+                        "stages_cpu_s": stages["rows"]}
+        print(f"{kind} {fmt}: ingest {ingested['wall_s']:.2f} s ({ingested['cpu_s']:.2f} s CPU), pyarrow read + Parquet "
+              f"write {plain['wall_s']:.2f} s ({plain['cpu_s']:.2f} s CPU): {ingested['cpu_s'] / plain['cpu_s']:.1f}x CPU; "
+              "CPU by stage: " + ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in stages["rows"].items())
+              + f" ({stages['cpu_s']:.2f} s in all)")
+        source.unlink()
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
@@ -251,8 +320,15 @@ def main() -> None:
     parser.add_argument("--check-ids", type=int, default=10_000_000, help="ids of the duplicate check alone")
     parser.add_argument("--only-check", action="store_true", help="the duplicate check alone")
     parser.add_argument("--stages", action="store_true", help="CPU per stage of ingest, after the ratios")
+    parser.add_argument("--kind", choices=("games", "scores"), help="that kind alone, with its CPU per stage")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
+    if args.kind:
+        try:
+            save(f"ingest-{args.kind}", report_kind(args.kind, args.rows, args.days, folder))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return
     if args.only_check:
         try:
             save("ingest-check", {"duplicate_check": report_duplicate_check(args.check_ids, folder)})

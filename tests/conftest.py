@@ -180,6 +180,20 @@ def write_log(path: Path, kind: str, rows: list[dict]) -> Path:
     return path
 
 
+def write_label_formats(table, folder: Path, stem: str, row_group_size: int = 200) -> dict[str, Path]:
+    """`table` (text columns) as CSV, as Parquet whose text is stored as dictionaries (those of few
+    values read as categoricals, each row group with a dictionary of its own) and as plain Parquet."""
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    paths = {"csv": folder / f"{stem}.csv", "dictionary": folder / f"{stem}-dictionary.parquet",
+             "plain": folder / f"{stem}-plain.parquet"}
+    pa_csv.write_csv(table, paths["csv"])
+    pq.write_table(table, paths["dictionary"], row_group_size=row_group_size)
+    pq.write_table(table, paths["plain"], row_group_size=row_group_size, use_dictionary=False)
+    return paths
+
+
 def renamed_rows(kind: str, rows: list[dict], rename: dict[str, str]) -> list[dict]:
     """The same log with every agent name mapped through `rename`."""
     import re

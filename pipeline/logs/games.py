@@ -23,8 +23,8 @@ from pipeline.arrays import column, unit_codes
 from pipeline.logs.kinds import LogKind, register_kind
 from pipeline.logs.orders import MAX_RANKED, WeakOrders
 from pipeline.logs.records import RawRecords, UnreadableFile
-from pipeline.logs.triage import (Check, ReadResult, Triage, number, text, timestamp_checks, timestamps, weight_checks,
-                                  weight_value)
+from pipeline.logs.triage import (Check, ReadResult, Triage, differs, number, text, timestamp_checks, timestamps,
+                                  weight_checks, weight_value)
 from pipeline.weights import quantize_expr
 
 SCHEMA = pa.schema(
@@ -51,9 +51,9 @@ def read_games(raw: RawRecords, source: str) -> ReadResult:
     schema = t.frame.schema
     value, field = (place, "place") if place else (score, "score")
 
+    t.derive_labels({"game_id": game})  # a game's rows share its id: checks by game compare codes
+    t.derive_labels({"player": player})
     t.derive(
-        game_id=text(game),
-        player=text(player),
         value=number(value, schema[value]) if value else pl.lit(None, pl.Float64),
         timestamp=timestamps(t.frame, stamp) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
         weight=weight_value(weight, schema.get(weight)),
@@ -73,14 +73,14 @@ def read_games(raw: RawRecords, source: str) -> ReadResult:
     t.reject(checks)
 
     t.reject_repeats(["~game_id", "~player"], "player", "duplicate player in game")
-    by_game = ["~game_id"]
-    t.reject(
+    t.reject_units(
+        "~game_id",
         [
-            Check("weight", "rows of one game disagree on its weight", pl.col("~weight").n_unique().over(by_game) > 1),
-            Check("timestamp", "rows of one game disagree on its timestamp", pl.col("~timestamp").n_unique().over(by_game) > 1),
-            Check("game_id", "game has fewer than two players", pl.len().over(by_game) < 2),
-            Check("game_id", f"game has more than {MAX_RANKED:,} players", pl.len().over(by_game) > MAX_RANKED),
-        ]
+            Check("weight", "rows of one game disagree on its weight", differs("~weight")),
+            Check("timestamp", "rows of one game disagree on its timestamp", differs("~timestamp")),
+            Check("game_id", "game has fewer than two players", pl.len() < 2),
+            Check("game_id", f"game has more than {MAX_RANKED:,} players", pl.len() > MAX_RANKED),
+        ],
     )
     canonical = {
         "game_id": pl.col("~game_id"),

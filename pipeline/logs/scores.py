@@ -22,7 +22,8 @@ from pipeline.arrays import column, unit_codes
 from pipeline.logs.kinds import LogKind, register_kind
 from pipeline.logs.orders import MAX_RANKED, WeakOrders
 from pipeline.logs.records import INVALID, LINE, NESTED, RawRecords, UnreadableFile
-from pipeline.logs.triage import Check, ReadResult, Triage, alias_key, number, text, unparsable, weight_checks, weight_value
+from pipeline.logs.triage import (Check, ReadResult, Triage, alias_key, differs, number, text, unparsable, weight_checks,
+                                  weight_value)
 from pipeline.weights import quantize_expr
 
 SCHEMA = pa.schema(
@@ -98,13 +99,13 @@ def read_scores(raw: RawRecords, source: str) -> ReadResult:
     category = t.column(*CATEGORY_ALIASES, required=False)
     schema = t.frame.schema
 
+    t.derive_labels({"task": task})  # a task's rows share its name: checks by task compare codes
+    t.derive_labels({"agent": agent})
+    t.derive_labels({"category": category})
     t.derive(
-        task=text(task),
-        agent=text(agent),
         score=number(score, schema[score]),
         hib=_boolean(hib, schema[hib]) if hib else pl.lit(True),
         weight=weight_value(weight, schema.get(weight)),
-        category=text(category) if category else pl.lit(None, pl.String),
     )
     checks = [
         Check("task", "missing task", pl.col("~task").is_null()),
@@ -119,14 +120,15 @@ def read_scores(raw: RawRecords, source: str) -> ReadResult:
     t.reject(checks)
 
     t.reject_repeats(["~task", "~agent"], "agent", "duplicate agent in task")
-    t.reject(
+    t.reject_units(
+        "~task",
         [
-            Check("higher_is_better", "rows of one task disagree on higher_is_better", pl.col("~hib").n_unique().over("~task") > 1),
-            Check("task_weight", "rows of one task disagree on task_weight", pl.col("~weight").n_unique().over("~task") > 1),
-            Check("category", "rows of one task disagree on category", pl.col("~category").n_unique().over("~task") > 1),
-            Check("task", "task has fewer than two agents", pl.len().over("~task") < 2),
-            Check("task", f"task has more than {MAX_RANKED:,} agents", pl.len().over("~task") > MAX_RANKED),
-        ]
+            Check("higher_is_better", "rows of one task disagree on higher_is_better", differs("~hib")),
+            Check("task_weight", "rows of one task disagree on task_weight", differs("~weight")),
+            Check("category", "rows of one task disagree on category", differs("~category")),
+            Check("task", "task has fewer than two agents", pl.len() < 2),
+            Check("task", f"task has more than {MAX_RANKED:,} agents", pl.len() > MAX_RANKED),
+        ],
     )
     canonical = {
         "task": pl.col("~task"),

@@ -9,10 +9,12 @@ where a name is expected, bytes that are not text, a date beyond the year 9999) 
 before any check of the kind.
 
 Columns of labels and names, which hold few distinct values over many rows (models, winners,
-judges), are derived with `Triage.derive_labels`: each distinct raw value is cleaned once (as
-`text` cleans it) and rows carry codes into the cleaned values, so that checks compare integers
-and `result` hands the column on as a dictionary array, which the store encodes without hashing
-its names again.
+judges, players, agents, tasks, categories; a game's id, shared by its rows), are derived with
+`Triage.derive_labels`: each distinct raw value is cleaned once (as `text` cleans it) and rows
+carry codes into the cleaned values, so that checks compare integers and `result` hands the column
+on as a dictionary array, which the store encodes without hashing its names again. Checks over the
+rows of a unit (a game's players agree on its time) run with `Triage.reject_units`, one grouping
+by the unit's codes for all of them.
 """
 
 from __future__ import annotations
@@ -236,6 +238,21 @@ class Triage:
         first = pl.col(LINE).min().over(columns)
         self.reject_rows(pl.col(LINE) != first, field_name, pl.lit(f"{reason} (first at line ") + first.cast(pl.String) + pl.lit(")"))
 
+    def reject_units(self, unit: str, checks: list[Check]) -> None:
+        """Reject every row of each unit (the rows sharing a value of `unit`, e.g. a game) for which
+        a check holds, the checks' `bad` being aggregations over a unit's rows (`pl.len() < 2`,
+        `differs`). The units are grouped once, where a window (`over`) per check groups them again
+        for each; the first check that holds names the reason, as in `reject`."""
+        self._reject_marked()
+        if not self.frame.height:
+            return
+        names = [f"~unit:{i}" for i in range(len(checks))]
+        flagged = self.frame.group_by(unit).agg(*(check.bad.alias(name) for check, name in zip(checks, names)))
+        flagged = flagged.filter(pl.any_horizontal(names).fill_null(False))
+        if flagged.height:
+            self.reject([Check(check.field, check.reason, pl.col(unit).is_in(flagged.filter(pl.col(name)).get_column(unit).implode()))
+                         for check, name in zip(checks, names)])
+
     def _describe(self, bad: pl.DataFrame) -> pl.DataFrame:
         raw = [pl.col(c).cast(pl.String) for c in self._raw_columns]
         return bad.select(
@@ -290,6 +307,13 @@ def clean_text(values: pa.Array, lowercase: bool = False) -> pa.Array:
     """`text` of an array of distinct values (stripped, empty as null), lower-cased if asked."""
     cleaned = text("value").str.to_lowercase() if lowercase else text("value")
     return pl.DataFrame({"value": pl.from_arrow(values)}).select(cleaned).to_series().to_arrow().cast(pa.string())
+
+
+def differs(name: str) -> pl.Expr:
+    """An aggregation over a group's rows: whether they hold more than one value of `name` (a null
+    counts as a value), as `n_unique() > 1` says, at the cost of a minimum and a maximum."""
+    nulls = pl.col(name).null_count()
+    return (pl.col(name).max() != pl.col(name).min()) | ((nulls > 0) & (nulls < pl.len()))
 
 
 def number(name: str, dtype: pl.DataType) -> pl.Expr:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -216,3 +218,62 @@ def test_parquet_dictionaries_differing_by_file_give_one_id_per_name(tmp_path):
     rows = pa.concat_tables(pq.read_table(store.path(p)) for p in store.partitions("battles")).sort_by("ingest_position")
     assert rows.column("model_a").to_pylist() == [1, 0, 2, 1] and rows.column("model_b").to_pylist() == [0, 1, 1, 0]
     assert rows.column("winner").to_pylist() == [0, 2, 1, 1]
+
+
+def _stored(store: Store, sha: str) -> dict[str, bytes]:
+    """Every file of a store but the manifest, by path with the source's hash left out; the id
+    index's runs (named at random) by their order."""
+    files = sorted(p for p in store.root.rglob("*") if p.is_file() and p.name != "manifest.json" and "ids" not in p.parts)
+    runs = sorted(p.read_bytes() for p in (store.root / "ids").rglob("*.npy"))
+    return {str(p.relative_to(store.root)).replace(sha[:16], "<sha>"): p.read_bytes() for p in files} | {
+        f"run {i}": run for i, run in enumerate(runs)}
+
+
+def _rows(store: Store, kind: str, path: str, header: int = 0) -> list[dict]:
+    """A stored Parquet file's rows, lines (and the lines a reason names) less `header`, without its file name."""
+    import re
+
+    rows = pq.read_table(store.root / path).to_pylist()
+    for row in rows:
+        row.pop("file", None)
+        if "line" in row:
+            row["line"] -= header
+            row["reason"] = re.sub(r"line (\d+)", lambda found: f"line {int(found.group(1)) - header}", row["reason"])
+        if "ingest_position" in row:
+            row["ingest_position"] -= header
+    return rows
+
+
+@pytest.mark.parametrize("kind", ["games", "scores"])
+def test_csv_and_parquet_with_and_without_dictionaries_store_the_same_bytes(tmp_path, kind):
+    from tests.conftest import write_label_formats
+    from tests.logs.test_games import adversarial_games
+    from tests.logs.test_scores import adversarial_scores
+
+    files = write_label_formats(adversarial_games() if kind == "games" else adversarial_scores(), tmp_path, kind)
+    stores, reports = {}, {}
+    for name, path in files.items():
+        stores[name] = Store(tmp_path / f"store-{name}")
+        [reports[name]] = stores[name].ingest([path], kind)
+        assert reports[name].status == "ingested" and reports[name].rows_quarantined > 20
+    # Names are stripped and in NFC, case kept; names of rejected rows only are no agents.
+    expected = ["Alice", "alice", "caf\u00e9", "erin", "frank"] if kind == "games" else ["A", "a", "b", "c", "caf\u00e9"]
+    assert stores["dictionary"].dictionary("agents").names == expected
+    stored = {name: _stored(stores[name], reports[name].sha256) for name in files}
+    assert stored["csv"].keys() == stored["dictionary"].keys() == stored["plain"].keys()
+    dated = [f"{kind}/date=2024-01-01/<sha>.parquet"] if kind == "games" else []  # (the other days' games are rejected)
+    assert sorted(p for p in stored["csv"] if p.startswith(kind)) == dated + [f"{kind}/source=<sha>/part.parquet"]
+
+    def rows(name: str, path: str) -> list[dict]:  # CSV lines count the header: its lines and positions are one more
+        return _rows(stores[name], kind, path.replace("<sha>", reports[name].sha256[:16]), header=int(name == "csv"))
+
+    for path, content in stored["dictionary"].items():
+        if path.startswith("quarantine"):  # (which names its file)
+            assert rows("csv", path) == rows("dictionary", path) == rows("plain", path), path
+        elif path.startswith("run"):  # hash high, hash low, file << 40 | line
+            assert stored["plain"][path] == content
+            run, csv_run = (np.load(io.BytesIO(stored[name][path]), allow_pickle=False) for name in ("dictionary", "csv"))
+            assert np.array_equal(csv_run - np.array([[0], [0], [1]], np.uint64), run)
+        else:
+            assert stored["plain"][path] == content, path
+            assert stored["csv"][path] == content or rows("csv", path) == rows("dictionary", path), path
