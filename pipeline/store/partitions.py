@@ -11,9 +11,7 @@ so no row is ever formatted as text. Columns whose values are all different (a k
 one per row; the ingest position; a battle's timestamp) are written without a dictionary: a
 dictionary of distinct values only costs time (half the writing time of a year of daily
 partitions) and, in a small partition where Parquet never falls back to plain pages, space
-(a year of daily partitions of 2e6 battles: 17% smaller without the last two). Numbers written
-with a dictionary (ids, codes) are left uncompressed, the rest compressed with zstd
-(`column_compression`).
+(a year of daily partitions of 2e6 battles: 17% smaller without the last two).
 """
 
 from __future__ import annotations
@@ -71,19 +69,6 @@ def reordered(table: pa.Table, order: np.ndarray) -> pa.Table:
     is the same in any order and is kept as it is instead of gathered."""
     columns = [column if column.null_count == len(column) else column.take(order) for column in table.columns]
     return pa.Table.from_arrays(columns, schema=table.schema)
-
-
-def column_compression(schema: pa.Schema, distinct: tuple[str, ...]) -> dict[str, str]:
-    """The codec of each column: zstd, except for the numbers written with a Parquet dictionary
-    (ids of names, codes of labels). Their data pages hold dictionary indices bit-packed to the
-    fewest bits, which zstd hardly shrinks, and every compressed page costs a zstd context: with
-    a year of daily partitions of about 5,500 rows a row group, leaving them uncompressed took a
-    fifth less CPU to write 2e6 battles for 5% more bytes (the dictionary pages of small ids are
-    what zstd shrank)."""
-    def codec(field: pa.Field) -> str:
-        numeric = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
-        return "none" if numeric and field.name not in distinct else "zstd"
-    return {field.name: codec(field) for field in schema}
 
 
 @dataclass
@@ -164,8 +149,7 @@ class PartitionWriter:
     def _open_file(self, temporary: Path) -> pq.ParquetWriter:
         temporary.parent.mkdir(parents=True, exist_ok=True)
         dictionary = [name for name in self.schema.names if name not in self.distinct]
-        return pq.ParquetWriter(temporary, self.schema, compression=column_compression(self.schema, self.distinct),
-                                use_dictionary=dictionary)
+        return pq.ParquetWriter(temporary, self.schema, compression="zstd", use_dictionary=dictionary)
 
     def finish(self) -> list[Written]:
         """Write what is buffered and close every file; the files in partition order."""

@@ -86,17 +86,3 @@ def test_reordered_is_take_and_keeps_columns_of_nulls_as_they_are():
     kept = [got.column(name).chunk(0).buffers()[-1].address == table.column(name).chunk(0).buffers()[-1].address
             for name in table.column_names]
     assert kept == [False, False, True, False, True]  # only the columns of nulls not copied
-
-
-def test_numbers_with_a_dictionary_are_written_uncompressed_and_the_rest_with_zstd(tmp_path):
-    n = 10_000
-    table = pa.table({"battle_id": [f"b{i}" for i in range(n)], "model_a": (np.arange(n) % 7).astype(np.int32),
-                      "weight": np.ones(n), "category": ["x"] * n, "ingest_position": np.arange(n)})
-    writer = PartitionWriter(tmp_path, "battles", "abc", dated=False, distinct=("battle_id", "ingest_position"))
-    writer.add(table)
-    [written] = writer.finish()
-    group = pq.ParquetFile(written.temporary).metadata.row_group(0)
-    codecs = {group.column(i).path_in_schema: group.column(i).compression for i in range(group.num_columns)}
-    assert codecs == {"battle_id": "ZSTD", "model_a": "UNCOMPRESSED", "weight": "UNCOMPRESSED", "category": "ZSTD",
-                      "ingest_position": "ZSTD"}
-    assert pq.read_table(written.temporary).equals(table)
