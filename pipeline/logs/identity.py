@@ -237,10 +237,9 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
 
     With `unit_rows`, rows sharing an id make one unit (a game's players): the id is new or seen
     for all of them."""
-    from pipeline.sorted_merge import hash_order  # numba is imported on first use only
-
     if not columns or not result.rows_accepted:
         return result
+    from pipeline.sorted_merge import hash_order  # numba is imported on first use only, not for kinds without ids
     keys = key_text(result.table, columns)
     high, low = key_hashes(keys)
     lines = result.lines
