@@ -59,18 +59,24 @@ def make_battles(rows: int, days: int, seed: int = 0) -> pa.Table:
     })
 
 
+def seats(rng: np.random.Generator, units: int, per_unit: int, pool: int) -> np.ndarray:
+    """`per_unit` distinct members of `pool` for each of `units` (a game's players, a task's agents),
+    flattened unit by unit: steps from a random start whose sum stays below `pool`."""
+    steps = rng.integers(1, pool // per_unit, (units, per_unit))
+    return ((rng.integers(0, pool, (units, 1)) + np.cumsum(steps, axis=1)) % pool).ravel()
+
+
 def make_games(rows: int, days: int, seed: int = 0, players: int = 5_000, per_game: int = 7) -> pa.Table:
     """Games of `per_game` distinct players of `players`, a place each, one timestamp per game."""
     rng = np.random.default_rng(seed)
     games = rows // per_game
     names = np.array([f"player-{i:05d}" for i in range(players)])
-    steps = rng.integers(1, players // per_game, (games, per_game))  # distinct: the steps sum below `players`
-    seats = (rng.integers(0, players, (games, 1)) + np.cumsum(steps, axis=1)) % players
+    seated = seats(rng, games, per_game, players)
     places = np.argsort(rng.random((games, per_game)), axis=1) + 1
     start = np.datetime64("2024-01-01T00:00:00", "s").astype(np.int64)
     return pa.table({
         "game_id": pa.array(np.repeat(np.char.add("g", np.arange(games).astype(str)), per_game)),
-        "player": pa.array(names[seats.ravel()]),
+        "player": pa.array(names[seated]),
         "place": pa.array(places.ravel()),
         "timestamp": pa.array(np.repeat(start + rng.integers(0, days * 86_400, games), per_game)),
     })
@@ -81,12 +87,11 @@ def make_scores(rows: int, seed: int = 0, agents: int = 2_000, per_task: int = 2
     rng = np.random.default_rng(seed)
     tasks = rows // per_task
     names = np.array([f"agent-{i:04d}" for i in range(agents)])
-    steps = rng.integers(1, agents // per_task, (tasks, per_task))
-    seats = (rng.integers(0, agents, (tasks, 1)) + np.cumsum(steps, axis=1)) % agents
+    seated = seats(rng, tasks, per_task, agents)
     groups = np.array([f"category-{i}" for i in range(categories)])
     return pa.table({
         "task": pa.array(np.repeat(np.char.add("task-", np.arange(tasks).astype(str)), per_task)),
-        "agent": pa.array(names[seats.ravel()]),
+        "agent": pa.array(names[seated]),
         "score": pa.array(rng.normal(size=tasks * per_task).round(4)),
         "category": pa.array(np.repeat(groups[rng.integers(0, categories, tasks)], per_task)),
     })
@@ -154,6 +159,14 @@ def stage_split(source: Path, store: Path, kind_name: str = "battles") -> dict[s
     done("write")
     ids.discard()
     return cpu
+
+
+def measure_stages(source: Path, store: Path, kind: str = "battles") -> tuple[dict[str, float], str]:
+    """`stage_split` in a process of its own (its store removed after), and a line of its figures."""
+    stages = measure(stage_split, source, store, kind)
+    shutil.rmtree(store)
+    line = "CPU by stage, one after the other: " + ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in stages["rows"].items())
+    return stages["rows"], line + f" ({stages['cpu_s']:.2f} s in all)"
 
 
 def _status(field: str) -> int:
@@ -299,15 +312,13 @@ def report_kind(kind: str, rows: int, days: int, folder: Path) -> dict:
         plain = min((measure(baseline, source, folder / "plain.parquet") for _ in range(2)), key=lambda m: m["wall_s"])
         ingested = measure(ingest, source, folder / f"store-{kind}-{fmt}", kind)
         shutil.rmtree(folder / f"store-{kind}-{fmt}")
-        stages = measure(stage_split, source, folder / f"stages-{kind}-{fmt}", kind)
-        shutil.rmtree(folder / f"stages-{kind}-{fmt}")
+        stages, stage_line = measure_stages(source, folder / f"stages-{kind}-{fmt}", kind)
         assert ingested["rows"] == plain["rows"] == table.num_rows, (ingested, plain)
         results[fmt] = {"ingest": ingested, "read_write": plain, "cpu_ratio": ingested["cpu_s"] / plain["cpu_s"],
-                        "stages_cpu_s": stages["rows"]}
+                        "stages_cpu_s": stages}
         print(f"{kind} {fmt}: ingest {ingested['wall_s']:.2f} s ({ingested['cpu_s']:.2f} s CPU), pyarrow read + Parquet "
               f"write {plain['wall_s']:.2f} s ({plain['cpu_s']:.2f} s CPU): {ingested['cpu_s'] / plain['cpu_s']:.1f}x CPU; "
-              "CPU by stage: " + ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in stages["rows"].items())
-              + f" ({stages['cpu_s']:.2f} s in all)")
+              + stage_line)
         source.unlink()
     return results
 
@@ -348,12 +359,8 @@ def main() -> None:
             ratio, cpu_ratio = ingested["wall_s"] / plain["wall_s"], ingested["cpu_s"] / plain["cpu_s"]
             results[fmt] = {"ingest": ingested, "read_write": plain, "ratio": ratio, "cpu_ratio": cpu_ratio}
             if args.stages:
-                stages = measure(stage_split, source, folder / f"stages-{fmt}")
-                shutil.rmtree(folder / f"stages-{fmt}")
-                results[fmt]["stages_cpu_s"] = stages["rows"]
-                print(f"{fmt}: CPU by stage, one after the other: "
-                      + ", ".join(f"{stage} {seconds:.2f} s" for stage, seconds in stages["rows"].items())
-                      + f" ({stages['cpu_s']:.2f} s in all)")
+                results[fmt]["stages_cpu_s"], stage_line = measure_stages(source, folder / f"stages-{fmt}")
+                print(f"{fmt}: {stage_line}")
             print(f"{fmt}: ingest {ingested['wall_s']:.2f} s ({ingested['cpu_s']:.2f} s CPU), pyarrow read + Parquet write "
                   f"{plain['wall_s']:.2f} s ({plain['cpu_s']:.2f} s CPU): {ratio:.1f}x wall, {cpu_ratio:.1f}x CPU "
                   f"(target 2x); peak RSS {ingested['peak_rss_bytes'] / gb:.2f} GB "
