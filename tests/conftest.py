@@ -194,6 +194,56 @@ def write_label_formats(table, folder: Path, stem: str, row_group_size: int = 20
     return paths
 
 
+def numbered(template: list[tuple], copies: int, columns: tuple[str, ...]):
+    """The rows of `template` `copies` times, `{n}` in a value the copy's number, as a table."""
+    import pyarrow as pa
+
+    rows = [tuple(value.format(n=n) if value else value for value in row) for n in range(copies) for row in template]
+    return pa.table(dict(zip(columns, map(list, zip(*rows)))))
+
+
+def read_rows_and_quarantine(path: Path, kind: str) -> tuple[list[dict], list[tuple]]:
+    """The rows `kind`'s reader accepts from `path` and its quarantine as (line, field, reason, record)."""
+    from pipeline.logs import read_log
+
+    result = read_log(path, kind)
+    return result.table.to_pylist(), [(q["line"], q["field"], q["reason"], q["record"]) for q in result.quarantined.to_pylist()]
+
+
+def header_counted(quarantined: list[tuple]) -> list[tuple]:
+    """Quarantined rows of a Parquet file as those of the same rows in CSV, whose lines (and the
+    lines its reasons name) count the header."""
+    import re
+
+    def later(reason: str) -> str:
+        return re.sub(r"line (\d+)", lambda found: f"line {int(found.group(1)) + 1}", reason)
+
+    return [(line + 1, field, later(reason), record) for line, field, reason, record in quarantined]
+
+
+def read_alike(files: dict[str, Path], kind: str) -> tuple[list[dict], list[tuple]]:
+    """The rows and quarantine of `write_label_formats`' files, asserted the same in every format (CSV's
+    lines counting its header)."""
+    rows, quarantined = read_rows_and_quarantine(files["dictionary"], kind)
+    assert read_rows_and_quarantine(files["plain"], kind) == (rows, quarantined)
+    csv_rows, csv_quarantined = read_rows_and_quarantine(files["csv"], kind)
+    assert csv_rows == rows and csv_quarantined == header_counted(quarantined)
+    return rows, quarantined
+
+
+def assert_labels_are_cleaned_dictionaries(path: Path, kind: str, columns: tuple[str, ...]) -> None:
+    """The read table of `kind` carries `columns` as dictionary arrays of stripped, non-empty text."""
+    import pyarrow as pa
+
+    from pipeline.logs import read_batches
+
+    [result] = read_batches(path, kind)
+    for name in columns:
+        column = result.table.column(name).combine_chunks()
+        assert pa.types.is_dictionary(column.type), name
+        assert all(value == value.strip() and value for value in column.dictionary.to_pylist()), name
+
+
 def renamed_rows(kind: str, rows: list[dict], rename: dict[str, str]) -> list[dict]:
     """The same log with every agent name mapped through `rename`."""
     import re

@@ -3,15 +3,12 @@ the same text cleaned row by row, whatever the format and however Parquet stores
 
 from __future__ import annotations
 
-import re
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.logs import read_log
 from pipeline.logs.parquet_files import label_columns
-from tests.conftest import write_label_formats
+from tests.conftest import assert_labels_are_cleaned_dictionaries, numbered, read_alike, read_rows_and_quarantine, write_label_formats
 
 # Per game (game id, player, place, timestamp, weight): padded names and ids, case kept apart (games
 # do not lower-case), one name in two Unicode spellings (NFC: one player), a zero-width space, blank
@@ -40,39 +37,12 @@ GAME = [
 ]
 
 
-def numbered(template: list[tuple], copies: int, columns: tuple[str, ...]) -> pa.Table:
-    """The rows of `template` `copies` times, `{n}` in a value the copy's number."""
-    rows = [tuple(value.format(n=n) if value else value for value in row) for n in range(copies) for row in template]
-    return pa.table(dict(zip(columns, map(list, zip(*rows)))))
-
-
 def adversarial_games(games: int = 20) -> pa.Table:
     return numbered(GAME, games, ("game_id", "player", "place", "timestamp", "weight"))
 
 
-def read(path, kind: str = "games") -> tuple[list[dict], list[tuple]]:
-    result = read_log(path, kind)
-    return result.table.to_pylist(), [(q["line"], q["field"], q["reason"], q["record"]) for q in result.quarantined.to_pylist()]
-
-
-def assert_labels_are_cleaned_dictionaries(path, kind: str, columns: tuple[str, ...]) -> None:
-    """The read table of `kind` carries `columns` as dictionary arrays of stripped, non-empty text."""
-    from pipeline.logs import read_batches
-
-    [result] = read_batches(path, kind)
-    for name in columns:
-        column = result.table.column(name).combine_chunks()
-        assert pa.types.is_dictionary(column.type), name
-        assert all(value == value.strip() and value for value in column.dictionary.to_pylist()), name
-
-
-def header_counted(quarantined: list[tuple]) -> list[tuple]:
-    """Quarantined rows of a Parquet file as those of the same rows in CSV, whose lines (and the
-    lines its reasons name) count the header."""
-    def later(reason: str) -> str:
-        return re.sub(r"line (\d+)", lambda found: f"line {int(found.group(1)) + 1}", reason)
-
-    return [(line + 1, field, later(reason), record) for line, field, reason, record in quarantined]
+def read(path) -> tuple[list[dict], list[tuple]]:
+    return read_rows_and_quarantine(path, "games")
 
 
 @pytest.fixture
@@ -82,10 +52,7 @@ def files(tmp_path):
 
 def test_every_format_gives_the_same_games_and_quarantine(files):
     assert label_columns(pq.read_metadata(files["dictionary"])) == ["player", "place", "timestamp", "weight"]  # read as categoricals
-    rows, quarantined = read(files["dictionary"])
-    assert read(files["plain"]) == (rows, quarantined)
-    csv_rows, csv_quarantined = read(files["csv"])
-    assert csv_rows == rows and csv_quarantined == header_counted(quarantined)
+    rows, quarantined = read_alike(files, "games")
     assert {r["player"] for r in rows} == {"alice", "Alice", "caf\u00e9", "erin", "frank"}
     assert {r["game_id"] for r in rows} == {f"{prefix}{n}" for prefix in "gm" for n in range(20)}
     reasons = {(line % len(GAME), field, reason.split(" (")[0].split(",")[0]) for line, field, reason, _ in quarantined}

@@ -8,9 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.logs.parquet_files import label_columns
-from tests.conftest import write_label_formats
-from tests.logs.test_games import assert_labels_are_cleaned_dictionaries, header_counted, numbered
-from tests.logs.test_games import read as read_games_or_scores
+from tests.conftest import (assert_labels_are_cleaned_dictionaries, numbered, read_alike, read_rows_and_quarantine,
+                            write_label_formats)
 
 # Per task (task, agent, score, category, higher_is_better): padded names, tasks and categories,
 # case kept apart, one name in two Unicode spellings (NFC: one agent), a zero-width space, blank
@@ -46,16 +45,13 @@ def adversarial_scores(tasks: int = 20) -> pa.Table:
 
 
 def read(path) -> tuple[list[dict], list[tuple]]:
-    return read_games_or_scores(path, "scores")
+    return read_rows_and_quarantine(path, "scores")
 
 
 def test_every_format_gives_the_same_scores_and_quarantine(tmp_path):
     files = write_label_formats(adversarial_scores(), tmp_path, "scores")
     assert label_columns(pq.read_metadata(files["dictionary"])) == ["agent", "score", "category", "higher_is_better"]  # read as categoricals
-    rows, quarantined = read(files["dictionary"])
-    assert read(files["plain"]) == (rows, quarantined)
-    csv_rows, csv_quarantined = read(files["csv"])
-    assert csv_rows == rows and csv_quarantined == header_counted(quarantined)
+    rows, quarantined = read_alike(files, "scores")
     assert {r["agent"] for r in rows} == {"a", "A", "caf\u00e9", "b", "c"}
     assert {(r["task"], r["category"]) for r in rows} == {(f"{t}{n}", c) for n in range(20) for t, c in (("t", "coding"), ("w", None), ("z", "math"))}
     reasons = {(line % len(TASK), field, reason.split(" (")[0].split(",")[0]) for line, field, reason, _ in quarantined}
@@ -74,9 +70,7 @@ def test_a_wide_table_in_every_format(tmp_path):
     wide = pa.table({"task": [" t1", "t1 ", "t2", "  "], "category": ["coding", " coding", "", "math"],
                      " m1": ["1", "2", "3", "4"], "m2": ["2", None, "oops", "1"], "m\u200b3": ["3", "1", "2", "2"]})
     files = write_label_formats(wide, tmp_path, "wide")
-    rows, quarantined = read(files["dictionary"])
-    assert read(files["plain"]) == (rows, quarantined)
-    assert read(files["csv"]) == (rows, header_counted(quarantined))
+    rows, quarantined = read_alike(files, "scores")
     assert [(r["task"], r["agent"], r["category"]) for r in rows] == [("t1", "m1", "coding"), ("t1", "m2", "coding"),
                                                                       ("t2", "m1", None)]
     assert sorted((line, field, reason.split(" (")[0]) for line, field, reason, _ in quarantined) == [
