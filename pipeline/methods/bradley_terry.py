@@ -368,13 +368,12 @@ def _compiled_fit(cells: Cells, prior: float, tol: float, max_iter: int, start: 
     Diplomacy-scale graph than Jacobi CG over arrays), on the agents renumbered by reverse
     Cuthill-McKee (`Banded`, once per fit) so that the substitutions gather from nearby memory;
     the ratings and the steps the messages name come back in the cells' numbering."""
-    from pipeline.methods.bradley_terry_newton import Round, newton  # numba is imported on first use only
+    from pipeline.methods.bradley_terry_newton import Round, effective_wins, newton  # numba is imported on first use only
 
     banded = Banded.of(cells.n, cells.x, cells.y)
     renumbered = np.zeros(cells.n) if start is None else start.beta[banded.order]
-    wx, wy = cells.half()
-    outcome = newton(Round(banded.x, banded.y, banded.adjacency, wx[banded.cells], wy[banded.cells], prior), renumbered, tol,
-                     max_iter, solves)
+    wx, wy = effective_wins(cells.x_wins, cells.y_wins, cells.ties, banded.cells)
+    outcome = newton(Round(banded.x, banded.y, banded.adjacency, wx, wy, prior), renumbered, tol, max_iter, solves)
     if outcome.stopped == "no gain":
         raise no_gain(method, outcome.iterations, banded.in_cells_numbering(outcome.step), outcome.gain, outcome.log_likelihood, agents)
     if outcome.stopped == "iterations":
