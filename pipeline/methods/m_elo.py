@@ -85,7 +85,7 @@ CHORD_SPREAD = 5.0  # the chord's worst error factor per step: this many relativ
 # The price of a bootstrap round on each path (`round_costs`), in flops of a product with the Hessian
 # (2 (2 pairs + n) each), fitted to the CPU per round measured by benchmarks/bench_chord_switch.py
 # (pools of 12 to 2,692 agents; see docs/design-notes.md):
-NEWTON_PRODUCTS = 25  # a compiled Newton round to ROUND_TOL, measured 17-60 products' worth (2-6 steps, 2-25 CG iterations)
+NEWTON_PRODUCTS = 35  # a compiled Newton round to ROUND_TOL, measured 17-60 products' worth (2-6 steps, 2-25 CG iterations)
 NEWTON_OVERHEAD = 60_000  # its fixed cost (Python calls), what a 12-agent round costs beyond its products
 CHORD_STEP_PRODUCTS = 6.5  # a chord step's passes over the cells x rounds of a block (measured 3-7 products,
 #                            the most where those arrays outgrow the cache)

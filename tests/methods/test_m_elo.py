@@ -184,7 +184,7 @@ def test_bootstrap_does_not_depend_on_the_workers(dask_client, monkeypatch, spar
 @pytest.mark.parametrize("n, battles, chord, tried", [
     (12, 3000, True, True),  # a small pool, its lightest agent in 475 battles: Newton's fixed cost a round dominates
     (40, 800, False, False),  # the lightest agent in 30 battles: the chord would not converge
-    (60, 30000, False, True),  # the chord converges (lightest agent 936 battles) but costs more
+    (100, 30000, False, True),  # the chord converges (lightest agent ~500 battles) but costs more
 ])
 def test_the_chord_and_newton_paths_agree_on_either_side_of_the_switch(monkeypatch, n, battles, chord, tried):
     """Near the switch the chord converges slowest and the round-by-round differences to Newton are
