@@ -34,9 +34,9 @@ from benchmarks.bench_m_elo_sparse import wta_like
 from benchmarks.common import save
 from pipeline.methods import m_elo
 from pipeline.methods.bradley_terry import STEP_TOL, Cells, elo_points, evaluate, fit
-from pipeline.methods.bradley_terry_newton import Round, conjugate_gradients, newton
+from pipeline.methods.bradley_terry_newton import WEIGHT, Round, conjugate_gradients, newton
 from pipeline.methods.fanout import CHUNK
-from pipeline.methods.m_elo import bootstrap_intervals, chord_operator, round_costs
+from pipeline.methods.m_elo import ROUND_TOL, bootstrap_intervals, chord_operator, round_costs
 from pipeline.methods.newton_steps import Banded
 from pipeline.methods.resample import poisson_draws, ranks_by_round
 from pipeline.methods.threads import one_blas_thread
@@ -137,10 +137,10 @@ def product_seconds(cells: Cells, full, banded: Banded) -> float:
     """CPU seconds of one Eisenstat CG iteration (about one product) on the full-data Hessian."""
     curvature = evaluate(cells, full.beta, None, PRIOR).curvature
     adjacency = banded.adjacency
-    weight = curvature[adjacency.cell]
+    weight = curvature[adjacency.cell].astype(WEIGHT)  # stored as the rounds store them
     diagonal = np.bincount(np.r_[banded.x, banded.y], np.r_[curvature, curvature], minlength=cells.n) + PRIOR
     rhs = np.random.default_rng(SEED).normal(size=cells.n)
-    args = (adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, 0.0)
+    args = (adjacency.start, adjacency.split, adjacency.other, weight, diagonal, rhs, np.zeros(cells.n), 0.0)
     conjugate_gradients(*args, 1)  # compiled code loaded
 
     def run() -> float:
@@ -151,13 +151,13 @@ def product_seconds(cells: Cells, full, banded: Banded) -> float:
 
 
 def newton_counts(cells: Cells, full, banded: Banded, rounds: int) -> tuple[float, float]:
-    """Newton steps and CG iterations per round, on Poisson draws of their own."""
+    """Newton steps and CG iterations per round, on Poisson draws of their own, to the rounds' tolerance."""
     draws = poisson_draws(np.concatenate([cells.x_wins, cells.y_wins, cells.ties]), rounds, np.random.default_rng(SEED))
     c = len(cells.x)
     steps = products = 0
     for draw in draws:
         wx, wy = draw[:c] + draw[2 * c:] / 2, draw[c: 2 * c] + draw[2 * c:] / 2
-        outcome = newton(Round(banded.x, banded.y, banded.adjacency, wx, wy, PRIOR), full.beta[banded.order], STEP_TOL, 100)
+        outcome = newton(Round(banded.x, banded.y, banded.adjacency, wx, wy, PRIOR), full.beta[banded.order], ROUND_TOL, 100)
         steps, products = steps + outcome.iterations, products + outcome.products
     return steps / rounds, products / rounds
 

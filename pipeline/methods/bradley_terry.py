@@ -398,6 +398,12 @@ def fit_or_refuse(cells: Cells, agents: np.ndarray, method: str, **options) -> F
     return fit(cells, method=method, agents=agents, **options)
 
 
+def elo_tolerance(tol: float, scale: float) -> float:
+    """`tol` natural units in Elo points: scores of fits stopped at steps of `tol` that are closer than
+    this are equal within the fits' accuracy, and share a rank (not two ranks by the solver's last digits)."""
+    return scale / LN10 * tol
+
+
 def elo_points(beta: np.ndarray, scale: float, anchor: float) -> np.ndarray:
     """Elo points, rounded to 1e-9: agents with the same record get the same rating (and rank),
     not two ratings that differ in the solver's last bits."""

@@ -25,9 +25,15 @@ Poisson(1) weight, which approximates resampling battles with replacement (the m
 costs one draw per cell instead of one per battle (a weighted cell is treated as that many
 battles, so intervals narrow as the weights grow; draws by `pipeline.methods.resample`). Cells
 are drawn in the canonical order of their agents' names, so the intervals do not depend on the
-ids a store assigned. Every round refits from the full-data estimate and reports 2.5% and 97.5%
+ids a store assigned. Every round refits from the full-data estimate, to steps of `ROUND_TOL` (or
+`tol` if looser): its ratings are then within about 1e-5 natural units (0.002 Elo points) of its
+exact fit, a hundredth or less of the Monte Carlo error of a 1000-round percentile, at two thirds of
+the CPU a round solved to the default `tol` takes at Diplomacy scale. The rounds report 2.5% and 97.5%
 percentiles as `ci_low`, `ci_high`, and `rank_ci` = 1 + the number of agents whose lower bound
-is above the agent's upper bound. Rounds run in seeded chunks (`pipeline.methods.fanout`) on
+is above the agent's upper bound. Scores closer than a fit's step tolerance in Elo points
+(`bradley_terry.elo_tolerance`, `info["tie_tolerance"]` for the full-data ranks) share a rank, in the
+full-data ranks, a round's ranks and `rank_ci`: structurally tied agents (the same record, or no
+comparisons in a round, at the prior's centre) are not ranked apart by the solver's last digits. Rounds run in seeded chunks (`pipeline.methods.fanout`) on
 the Dask client the registry passes (local threads without one); rounds whose resample has no
 MLE are dropped and counted in `info["bootstrap_dropped"]`, rounds whose fit did not converge in
 `info["bootstrap_unconverged"]`. With ties=half the rounds of a chunk are fitted by the path a
@@ -55,8 +61,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from pipeline.methods.bradley_terry import (STEP_TOL, Cells, Fit, dense_fits, dense_hessian, dense_solve, elo_points, evaluate, existence_problems,
-                                            fit, fit_or_refuse, incidence)
+from pipeline.methods.bradley_terry import (STEP_TOL, Cells, Fit, dense_fits, dense_hessian, dense_solve, elo_points, elo_tolerance,
+                                            evaluate, existence_problems, fit, fit_or_refuse, incidence)
 from pipeline.methods.newton_steps import Banded, SolveLog
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
@@ -70,6 +76,7 @@ from pipeline.stats.game_pairs import PerGameCounts
 
 TIES = ("half", "davidson")
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
+ROUND_TOL = 1e-3  # natural units (0.17 Elo points): a bootstrap round stops at steps this short (see the docstring)
 ROUND_BLOCK = 1 << 22  # cells x rounds taken together from the draws (32 MB per array)
 CHORD_SHARE = 1e-2  # the chord method stops at steps of CHORD_SHARE * tol: its error is then below that
 CHORD_SPREAD = 5.0  # the chord's worst error factor per step: this many relative standard deviations of a
@@ -78,7 +85,7 @@ CHORD_SPREAD = 5.0  # the chord's worst error factor per step: this many relativ
 # The price of a bootstrap round on each path (`round_costs`), in flops of a product with the Hessian
 # (2 (2 pairs + n) each), fitted to the CPU per round measured by benchmarks/bench_chord_switch.py
 # (pools of 12 to 2,692 agents; see docs/design-notes.md):
-NEWTON_PRODUCTS = 45  # a compiled Newton round, measured 36-80 products' worth (2-6 steps, 6-24 CG iterations)
+NEWTON_PRODUCTS = 35  # a compiled Newton round to ROUND_TOL, measured 17-60 products' worth (2-6 steps, 2-25 CG iterations)
 NEWTON_OVERHEAD = 60_000  # its fixed cost (Python calls), what a 12-agent round costs beyond its products
 CHORD_STEP_PRODUCTS = 6.5  # a chord step's passes over the cells x rounds of a block (measured 3-7 products,
 #                            the most where those arrays outgrow the cache)
@@ -129,7 +136,7 @@ def _bootstrap_chunk(job: Resample, size: int, rng: np.random.Generator) -> np.n
         width = max(1, ROUND_BLOCK // max(1, len(cells.x)))  # memory stays at a few arrays of ROUND_BLOCK numbers
         rows = np.concatenate([fit_block(job, *(d[:, lo: lo + width] for d in draws)) for lo in range(0, size, width)])
     points = elo_points(rows[:, :-1], job.scale, job.anchor)
-    return np.column_stack([points, ranks_by_round(points), rows[:, -1]])
+    return np.column_stack([points, ranks_by_round(points, elo_tolerance(job.options["tol"], job.scale)), rows[:, -1]])
 
 
 def _chord_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> np.ndarray:
@@ -139,7 +146,7 @@ def _chord_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: n
     (penalised) Hessian at that estimate, inverted once: the resamples' Hessians differ from it by
     a few per cent, so each step shrinks the error by about that factor. A round stops when its
     largest step is at most CHORD_SHARE * tol (natural units; while the steps at least halve, the
-    error is then below that, 1e-9 with the default tol: linear convergence, so it stops later than
+    error is then below that, 1e-5 at `ROUND_TOL`: linear convergence, so it stops later than
     Newton's quadratic one, whose last step of `tol` leaves an error of about tol^2); a round whose
     steps do not shrink by half is fitted by Newton (`_newton_rounds`). Existence: `_existence`.
     """
@@ -247,7 +254,7 @@ def round_costs(cells: Cells) -> tuple[float, float]:
     contraction = CHORD_SPREAD / np.sqrt(max(lightest, np.finfo(float).tiny))
     if contraction >= 0.5:
         return np.inf, newton
-    steps = np.log(CHORD_SHARE * STEP_TOL) / np.log(contraction)
+    steps = np.log(CHORD_SHARE * ROUND_TOL) / np.log(contraction)
     return float(steps * (CHORD_STEP_PRODUCTS * product + 2 * n * n / CHORD_SPEEDUP)), newton
 
 
@@ -266,7 +273,8 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     `algorithm="chord"` fits the rounds of a chunk together where ties=half: by the chord method
     (`_chord_rounds`) where a model of the cost says so (`chord_is_cheaper`), else by compiled Newton
     round by round (`_newton_rounds`); with Davidson ties each round alone. "newton"
-    always fits each round alone (the reference). All draw the same resamples and stop at the same `tol`.
+    always fits each round alone (the reference). All draw the same resamples and stop at the same
+    tolerance: `ROUND_TOL`, or `options["tol"]` (the full-data fit's) if looser.
     Chunks run on `client` (a distributed Client), or on local threads without one.
     """
     if algorithm not in ("chord", "newton"):
@@ -276,7 +284,8 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
         path = "chord" if chord_is_cheaper(cells) else "rounds"
     if path == "chord":
         chord = chord_operator(cells, full, options["prior"])
-    job = Resample(cells, full, options, path, chord, Banded.of(cells.n, cells.x, cells.y), scale, anchor)
+    rounds_options = options | {"tol": max(options["tol"], ROUND_TOL)}
+    job = Resample(cells, full, rounds_options, path, chord, Banded.of(cells.n, cells.x, cells.y), scale, anchor)
     rows = fan_out(_bootstrap_chunk, job, rounds, seed, client=client)
     status, n = rows[:, -1], cells.n
     kept = rows[status == FITTED]
@@ -286,8 +295,10 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
         raise NoEstimate(f"m-elo: none of the {rounds} bootstrap resamples has a maximum-likelihood estimate "
                          f"({summary['bootstrap_dropped']} without one, {summary['bootstrap_unconverged']} not converged); "
                          "use m-elo:prior=0.01, or bootstrap=0 for no intervals")
-    columns = interval_columns(kept[:, :n], kept[:, n: 2 * n], competition_ranks(elo_points(full.beta, scale, anchor)))
-    return columns | {"rank_ci": rank_upper_bounds(columns["ci_low"], columns["ci_high"])}, summary
+    rank = competition_ranks(elo_points(full.beta, scale, anchor), tolerance=elo_tolerance(options["tol"], scale))
+    columns = interval_columns(kept[:, :n], kept[:, n: 2 * n], rank)
+    return columns | {"rank_ci": rank_upper_bounds(columns["ci_low"], columns["ci_high"],
+                                                   elo_tolerance(rounds_options["tol"], scale))}, summary
 
 
 @method("m-elo", needs=("pairwise", "agent_keys"),
@@ -313,8 +324,10 @@ def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts
     solves = SolveLog()
     options = {"davidson": ties == "davidson", "prior": prior, "tol": tol, "max_iter": max_iter}
     full = fit_or_refuse(cells, by_key, "m-elo", solves=solves, **options)
+    tie = elo_tolerance(tol, scale)
     info: dict[str, object] = {"logistic_scale": scale, "anchor": f"mean rating = {anchor}", "iterations": full.iterations,
-                               "stopped": full.stopped, "last_step": full.last_step, "log_likelihood": full.log_likelihood}
+                               "stopped": full.stopped, "last_step": full.last_step, "log_likelihood": full.log_likelihood,
+                               "tie_tolerance": tie}
     if solves.shortfalls:
         info |= {"cg_shortfalls": solves.shortfalls, "cg_worst_relative_residual": solves.worst_residual}
     if full.log_nu is not None:
@@ -324,4 +337,5 @@ def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts
         by_cell, summary = bootstrap_intervals(cells, full, options, bootstrap, seed, scale, anchor, client=client)
         extras = {key: values[agent_keys] for key, values in by_cell.items()}
         info |= summary
-    return Ratings.from_scores(counts.agents, elo_points(full.beta, scale, anchor)[agent_keys], extras=extras, info=info)
+    return Ratings.from_scores(counts.agents, elo_points(full.beta, scale, anchor)[agent_keys], extras=extras, info=info,
+                               tie_tolerance=tie)

@@ -77,27 +77,30 @@ def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray) ->
             "tier": tiers(rank, rank_low, rank_high)}
 
 
-def rank_upper_bounds(ci_low: np.ndarray, ci_high: np.ndarray) -> np.ndarray:
-    """`rank_ci` [Arena]: 1 + the number of agents whose lower bound is above the agent's upper bound
-    (a NaN bound is above nothing). By a search in the sorted lower bounds: the agents x agents
-    comparison took 2.8 GB and 4 s at 53k agents."""
+def rank_upper_bounds(ci_low: np.ndarray, ci_high: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
+    """`rank_ci` [Arena]: 1 + the number of agents whose lower bound is more than `tolerance` (the
+    rounds' accuracy) above the agent's upper bound (a NaN bound is above nothing): bounds that agree
+    within the fits' accuracy are equal, not above by the solver's last digits. By a search in the
+    sorted lower bounds: the agents x agents comparison took 2.8 GB and 4 s at 53k agents."""
     lows = np.sort(ci_low[~np.isnan(ci_low)])
-    return (1 + len(lows) - np.searchsorted(lows, ci_high, side="right")).astype(np.int64)
+    return (1 + len(lows) - np.searchsorted(lows, ci_high + tolerance, side="right")).astype(np.int64)
 
 
-def ranks_by_round(scores: np.ndarray) -> np.ndarray:
+def ranks_by_round(scores: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
     """The competition ranks of each round's scores (rows of rounds x agents), as float64; NaN in a
-    round without scores. A round's rank is 1 + the number of agents scored strictly higher, counted
-    by a search in its sorted scores (the ranks `competition_ranks` gives, without its stable
-    argsort: 2.2x faster at 2,692 agents); a round with some scores NaN goes to `competition_ranks`."""
+    round without scores. A round's rank is 1 + the number of agents scored more than `tolerance`
+    (the rounds' accuracy) higher, counted by a search in its sorted scores (with no tolerance the
+    ranks `competition_ranks` gives, without its stable argsort: 2.2x faster at 2,692 agents); a round
+    with some scores NaN goes to `competition_ranks` (whose tie groups chain scores each within the
+    tolerance of the next)."""
     ranks = np.full(scores.shape, np.nan)
     for r, round_scores in enumerate(scores):
         missing = np.isnan(round_scores)
         if missing.all():
             continue
         if missing.any():
-            ranks[r] = competition_ranks(round_scores)
+            ranks[r] = competition_ranks(round_scores, tolerance=tolerance)
             continue
         ascending = np.sort(round_scores)
-        ranks[r] = 1 + len(ascending) - np.searchsorted(ascending, round_scores, side="right")
+        ranks[r] = 1 + len(ascending) - np.searchsorted(ascending, round_scores + tolerance, side="right")
     return ranks

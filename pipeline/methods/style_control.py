@@ -41,7 +41,7 @@ import pyarrow as pa
 from scipy.special import expit
 
 from pipeline.logs.orders import A_WINS, B_WINS, TIE
-from pipeline.methods.bradley_terry import LN10, STEP_TOL, Cells, elo_points, existence_problems, laplacian_solve
+from pipeline.methods.bradley_terry import LN10, STEP_TOL, Cells, elo_points, elo_tolerance, existence_problems, laplacian_solve
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.fanout import fan_out
@@ -248,7 +248,7 @@ def style_controlled(features: BattleFeatures, agent_keys: np.ndarray, covariate
                          "small Gaussian prior", by_key[local].tolist())
     options = {"prior": prior, "tol": tol, "max_iter": max_iter}
     full = fit_covariates(design, **options)
-    points = scale / LN10
+    points, tie = scale / LN10, elo_tolerance(tol, scale)
     info: dict[str, object] = {"logistic_scale": scale, "anchor": f"mean rating = {anchor}", "iterations": full.iterations,
                                "stopped": full.stopped, "last_step": full.last_step, "log_likelihood": full.log_likelihood,
                                "covariates": {c: float(g) for c, g in zip(covariates, full.gamma)}}
@@ -265,11 +265,12 @@ def style_controlled(features: BattleFeatures, agent_keys: np.ndarray, covariate
             raise NoEstimate(f"m-elo: none of the {bootstrap} bootstrap resamples with covariates could be fitted; use "
                              "m-elo:prior=0.01, or bootstrap=0 for no intervals")
         scores = elo_points(kept[:, :design.n], scale, anchor)
-        columns = interval_columns(scores, ranks_by_round(scores), competition_ranks(elo_points(full.beta, scale, anchor)))
-        columns["rank_ci"] = rank_upper_bounds(columns["ci_low"], columns["ci_high"])
+        columns = interval_columns(scores, ranks_by_round(scores, tie), competition_ranks(elo_points(full.beta, scale, anchor),
+                                                                                          tolerance=tie))
+        columns["rank_ci"] = rank_upper_bounds(columns["ci_low"], columns["ci_high"], tie)
         extras = {key: values[agent_keys] for key, values in columns.items()}
         low, high = np.percentile(kept[:, design.n:-1], (2.5, 97.5), axis=0)
         table |= {"ci_low": low, "ci_high": high}
         info["covariate_intervals"] = {c: [float(lo), float(hi)] for c, lo, hi in zip(covariates, low, high)}
-    return Ratings.from_scores(features.agents, elo_points(full.beta, scale, anchor)[agent_keys], extras=extras, info=info,
-                               tables={"coefficients": pa.table(table)})
+    return Ratings.from_scores(features.agents, elo_points(full.beta, scale, anchor)[agent_keys], extras=extras,
+                               info=info | {"tie_tolerance": tie}, tables={"coefficients": pa.table(table)}, tie_tolerance=tie)

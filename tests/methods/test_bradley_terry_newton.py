@@ -187,6 +187,7 @@ def test_bootstrap_rounds_by_compiled_newton_agree_with_a_plain_fit_per_round(mo
     cells = heavy_tailed_cells(seed=6) if prior else random_cells(150, 600, seed=6)
     monkeypatch.setattr("pipeline.methods.m_elo.chord_is_cheaper", lambda cells: False)
     monkeypatch.setattr("pipeline.methods.bradley_terry.DENSE_ALWAYS", cells.n)  # the plain fits by dense Cholesky
+    monkeypatch.setattr("pipeline.methods.m_elo.ROUND_TOL", 1e-7)  # the paths compared at the full-data fit's tolerance
     options = {"davidson": False, "prior": prior, "tol": 1e-7, "max_iter": 100}
     full = fit(cells, prior=prior)
     compiled, compiled_info = bootstrap_intervals(cells, full, options, 60, 8, 400.0, 1000.0, algorithm="chord")

@@ -8,8 +8,8 @@ import pytest
 import scipy.sparse as sp
 
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
-from pipeline.methods.bradley_terry import Cells, fit
-from pipeline.methods.m_elo import bootstrap_intervals, chord_is_cheaper, round_costs
+from pipeline.methods.bradley_terry import Cells, elo_tolerance, fit
+from pipeline.methods.m_elo import ROUND_TOL, bootstrap_intervals, chord_is_cheaper, round_costs
 from pipeline.methods.m_elo import m_elo as m_elo_method
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.game_pairs import PerGameCounts
@@ -184,13 +184,14 @@ def test_bootstrap_does_not_depend_on_the_workers(dask_client, monkeypatch, spar
 @pytest.mark.parametrize("n, battles, chord, tried", [
     (12, 3000, True, True),  # a small pool, its lightest agent in 475 battles: Newton's fixed cost a round dominates
     (40, 800, False, False),  # the lightest agent in 30 battles: the chord would not converge
-    (60, 30000, False, True),  # the chord converges (lightest agent 936 battles) but costs more
+    (100, 30000, False, True),  # the chord converges (lightest agent ~500 battles) but costs more
 ])
 def test_the_chord_and_newton_paths_agree_on_either_side_of_the_switch(monkeypatch, n, battles, chord, tried):
     """Near the switch the chord converges slowest and the round-by-round differences to Newton are
     largest; both paths must give the same intervals to far below the rounding of a rating."""
     cells = Cells.from_counts(counts(random_counts(n=n, battles=battles, seed=11)[0]))
     assert chord_is_cheaper(cells) is chord and bool(np.isfinite(round_costs(cells)[0])) is tried
+    monkeypatch.setattr("pipeline.methods.m_elo.ROUND_TOL", 1e-7)  # the paths compared at the full-data fit's tolerance
     options = {"davidson": False, "prior": 0.01, "tol": 1e-7, "max_iter": 100}
     full = fit(cells, prior=0.01)
     chosen, chosen_info = bootstrap_intervals(cells, full, options, 100, 4, 400.0, 1000.0)
@@ -199,6 +200,59 @@ def test_the_chord_and_newton_paths_agree_on_either_side_of_the_switch(monkeypat
     assert chosen_info == other_info
     for key in ("ci_low", "ci_high"):
         assert np.abs(chosen[key] - other[key]).max() < 1e-6  # Elo points
+
+
+@pytest.mark.parametrize("sparse", [False, True])  # the chord (a complete pool), or compiled Newton round by round
+def test_rounds_stopped_at_round_tol_are_within_the_stated_accuracy_of_exact_rounds(monkeypatch, sparse):
+    """Rounds stop at steps of ROUND_TOL: their intervals sit within 1e-5 natural units of rounds solved
+    to the full-data fit's tolerance, and the rounds take the looser of the two tolerances."""
+    if sparse:
+        monkeypatch.setattr("pipeline.methods.m_elo.chord_is_cheaper", lambda cells: False)
+    cells = Cells.from_counts(counts(random_counts(n=30, battles=1500, seed=5)[0]))
+    options = {"davidson": False, "prior": 0.01, "tol": 1e-7, "max_iter": 100}
+    full = fit(cells, prior=0.01)
+    loose, loose_info = bootstrap_intervals(cells, full, options, 100, 6, 400.0, 1000.0)
+    monkeypatch.setattr("pipeline.methods.m_elo.ROUND_TOL", 1e-7)
+    exact, exact_info = bootstrap_intervals(cells, full, options, 100, 6, 400.0, 1000.0)
+    assert loose_info == exact_info and loose_info["bootstrap_unconverged"] == 0
+    for key in ("ci_low", "ci_high"):
+        assert np.abs(loose[key] - exact[key]).max() < elo_tolerance(1e-5, 400.0)
+
+
+def test_the_rounds_take_the_looser_of_round_tol_and_the_fits_tol(monkeypatch):
+    asked = []
+    monkeypatch.setattr("pipeline.methods.m_elo.fan_out", lambda work, job, *a, **k: asked.append(job.options["tol"]) or
+                        np.zeros((0, 2 * job.cells.n + 1)))
+    cells = Cells.from_counts(counts(random_counts(n=5, battles=200, seed=1)[0]))
+    for tol in (1e-7, 1e-2):
+        with pytest.raises(NoEstimate):  # no rounds came back
+            bootstrap_intervals(cells, fit(cells, prior=0.01), {"davidson": False, "prior": 0.01, "tol": tol, "max_iter": 100},
+                                10, 0, 400.0, 1000.0)
+    assert asked == [ROUND_TOL, 1e-2]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_agents_tied_by_their_record_share_ranks_and_rank_intervals(monkeypatch, sparse):
+    """Six newcomers each beat agent 0 once, six each lost to agent 5 once: every newcomer is absent
+    from a third of the rounds, where the prior puts it at the mean (1000), so the winners' lower
+    bounds and the losers' upper bounds are all 1000, equal up to the rounds' accuracy: a loser's
+    rank_ci counts none of the winners, and agents with the same record share every rank."""
+    if sparse:
+        monkeypatch.setattr("pipeline.methods.m_elo.chord_is_cheaper", lambda cells: False)
+    core, newcomers = 6, 6
+    n = core + 2 * newcomers
+    wins = np.zeros((n, n))
+    wins[:core, :core] = random_counts(n=core, battles=3000, seed=2)[0]
+    winners, losers = np.arange(core, core + newcomers), np.arange(core + newcomers, n)
+    wins[winners, 0] = 1
+    wins[5, losers] = 1
+    ratings = m_elo(counts(wins), NONE, prior=0.01, bootstrap=300, seed=4)
+    low, high, rank_ci = ratings.extras["ci_low"], ratings.extras["ci_high"], ratings.extras["rank_ci"]
+    assert np.abs(low[winners] - 1000).max() < 1e-2 and np.abs(high[losers] - 1000).max() < 1e-2
+    assert rank_ci[losers].tolist() == [1 + int(np.sum(low[:core] > 1000.1))] * newcomers
+    for group in (winners, losers):
+        for column in (ratings.rank, ratings.extras["rank_low"], ratings.extras["rank_high"], rank_ci):
+            assert len(set(column[group].tolist())) == 1
 
 
 @pytest.mark.parametrize("prior, wins", [
@@ -212,6 +266,7 @@ def test_the_chord_bootstrap_agrees_with_newton_round_by_round(monkeypatch, prio
         monkeypatch.setattr("pipeline.methods.m_elo.chord_is_cheaper", lambda cells: False)
         monkeypatch.setattr("pipeline.methods.m_elo.ROUND_BLOCK", 7 * 3)  # blocks of 7 rounds: a chunk in pieces
     cells = Cells.from_counts(counts(wins))
+    monkeypatch.setattr("pipeline.methods.m_elo.ROUND_TOL", 1e-7)  # the paths compared at the full-data fit's tolerance
     options = {"davidson": False, "prior": prior, "tol": 1e-7, "max_iter": 100}
     full = fit(cells, prior=prior)
     chord, chord_info = bootstrap_intervals(cells, full, options, 120, 3, 400.0, 1000.0, algorithm="chord")

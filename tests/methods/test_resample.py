@@ -91,6 +91,20 @@ def test_rank_upper_bounds_count_the_intervals_wholly_above():
     assert rank_upper_bounds(np.array([]), np.array([])).tolist() == []
 
 
+def test_bounds_and_round_scores_within_the_tolerance_count_as_equal():
+    rng = np.random.default_rng(5)
+    low = 1000 + rng.choice([-3e-9, 0.0, 2e-9, 0.5, 2.0], 200)  # equal up to a solver's last digits, or apart
+    high = low + rng.choice([0.0, 1e-9, 1.0], 200)
+    brute = 1 + (low[None, :] > high[:, None] + 1e-3).sum(axis=1)
+    assert rank_upper_bounds(low, high, 1e-3).tolist() == brute.tolist()
+    assert rank_upper_bounds(low, high).tolist() == (1 + (low[None, :] > high[:, None]).sum(axis=1)).tolist()
+    scores = 1000 + rng.choice([-3e-9, 0.0, 2e-9, 0.5, 2.0], (4, 50))
+    ranks = ranks_by_round(scores, 1e-3)
+    assert ranks.tolist() == (1 + (scores[:, None, :] > scores[:, :, None] + 1e-3).sum(axis=2)).tolist()
+    for round_scores, round_ranks in zip(scores, ranks):  # the near-equal scores of a round share its rank
+        assert len(np.unique(round_ranks[round_scores < 1000.1])) == 1
+
+
 def test_interval_columns_take_the_same_percentiles_with_and_without_missing_rounds():
     rng = np.random.default_rng(4)
     scores = np.round(rng.normal(1000, 50, (203, 40)), 3)
