@@ -68,7 +68,7 @@ from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
 from pipeline.methods.registry import method
-from pipeline.methods.resample import interval_columns, poisson_draws, rank_upper_bounds, ranks_by_round
+from pipeline.methods.resample import PoissonTable, interval_columns, rank_upper_bounds, ranks_by_round
 from pipeline.methods.style_control import parse_covariates, style_controlled
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.features import BattleFeatures
@@ -103,14 +103,15 @@ class Resample:
     path: str  # "chord" (`_chord_rounds`), "rounds" (`_newton_rounds`) or "plain" (`_fit_round` per round)
     chord: tuple[np.ndarray, np.ndarray] | None  # `chord_operator` on the chord path
     banded: Banded  # the agents renumbered for Newton per round (and the chord's fallback), with the Hessian's pattern
+    table: PoissonTable  # of the cells' x wins, then y wins, then ties: built once for every chunk
     scale: float  # of the Elo points, whose ranks each chunk reads off its rounds
     anchor: float
 
 
-def _draw(cells: Cells, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _draw(job: Resample, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Poisson(weight) redraws of every cell, (cells, rounds) each: x's wins, y's wins, ties."""
-    draws = poisson_draws(np.concatenate([cells.x_wins, cells.y_wins, cells.ties]), size, rng).T
-    c = len(cells.x)
+    draws = job.table.draws(size, rng).T
+    c = len(job.cells.x)
     return draws[:c], draws[c: 2 * c], draws[2 * c:]
 
 
@@ -128,7 +129,7 @@ def _fit_round(job: Resample, sample: Cells) -> np.ndarray:
 def _bootstrap_chunk(job: Resample, size: int, rng: np.random.Generator) -> np.ndarray:
     """`size` resamples, one row each: the Elo points, their ranks (`resample.ranks_by_round`: on the
     workers, 6 s a thousand rounds of 53k agents), then the round's status."""
-    cells, draws = job.cells, _draw(job.cells, size, rng)
+    cells, draws = job.cells, _draw(job, size, rng)
     if job.path == "plain":
         rows = np.array([_fit_round(job, cells.with_weights(*(d[:, k] for d in draws))) for k in range(size)])
     else:
@@ -285,7 +286,8 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     if path == "chord":
         chord = chord_operator(cells, full, options["prior"])
     rounds_options = options | {"tol": max(options["tol"], ROUND_TOL)}
-    job = Resample(cells, full, rounds_options, path, chord, Banded.of(cells.n, cells.x, cells.y), scale, anchor)
+    table = PoissonTable.of(np.concatenate([cells.x_wins, cells.y_wins, cells.ties]))
+    job = Resample(cells, full, rounds_options, path, chord, Banded.of(cells.n, cells.x, cells.y), table, scale, anchor)
     rows = fan_out(_bootstrap_chunk, job, rounds, seed, client=client)
     status, n = rows[:, -1], cells.n
     kept = rows[status == FITTED]
