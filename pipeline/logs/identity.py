@@ -66,7 +66,7 @@ def key_hashes(keys: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     return keys.hash(SEEDS[0]).to_numpy(), keys.hash(SEEDS[1]).to_numpy()
 
 
-def unit_codes(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, pa.Array]:
+def id_codes(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, pa.Array]:
     """Each row's code into the texts of the ids: a dictionary column's codes as they are (a
     reader's triage encoded a game's id once per distinct value), any other id encoded here. A
     row without an id has the last code, whose text is null (as `key_text` gives it)."""
@@ -83,12 +83,12 @@ def distinct_ids(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray,
     """The hashes (high, low) of each distinct id of `table`'s rows, the row where each is first,
     and each row's entry among them: the ids of a game's rows are one entry. Only the distinct
     texts are hashed (a game's id once, not once per player), and the rows find their entry by
-    their codes (`unit_codes`), not by sorting their hashes.
+    their codes (`id_codes`), not by sorting their hashes.
 
     Entries are grouped by text, which is grouping by both hashes unless two texts share the
     high hash (or a dictionary repeats a text): then the rows are grouped by both hashes, so that
     the entries and their first rows are those of the hashes in every case."""
-    codes, texts = unit_codes(table, columns)
+    codes, texts = id_codes(table, columns)
     rows = len(codes)
     first = np.full(len(texts), rows)
     np.minimum.at(first, codes, np.arange(rows))
