@@ -39,8 +39,9 @@ from typing import ClassVar
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from pipeline.logs.triage import ReadResult, quarantine_rows
+from pipeline.logs.triage import ReadResult, distinct_values, quarantine_rows
 
 SEEDS = (0x7A5E_0001, 0x7A5E_0002)
 HASHER = f"polars-{pl.__version__}-{sys.byteorder}-{SEEDS[0]:x}-{SEEDS[1]:x}"  # a stored index built by another is rebuilt
@@ -63,6 +64,43 @@ def key_text(table: pa.Table, columns: tuple[str, ...]) -> pl.Series:
 
 def key_hashes(keys: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     return keys.hash(SEEDS[0]).to_numpy(), keys.hash(SEEDS[1]).to_numpy()
+
+
+def id_codes(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, pa.Array]:
+    """Each row's code into the texts of the ids: a dictionary column's codes as they are (a
+    reader's triage encoded a game's id once per distinct value), any other id encoded here. A
+    row without an id has the last code, whose text is null (as `key_text` gives it)."""
+    column = table.column(columns[0])
+    if len(columns) == 1 and pa.types.is_dictionary(column.type):
+        encoded = table.select(list(columns)).unify_dictionaries().column(0).combine_chunks()
+    else:
+        encoded = distinct_values(key_text(table, columns))
+    codes = pc.fill_null(encoded.indices.cast(pa.int64()), len(encoded.dictionary)).to_numpy()
+    return codes, pa.concat_arrays([encoded.dictionary, pa.nulls(1, encoded.dictionary.type)])
+
+
+def distinct_ids(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The hashes (high, low) of each distinct id of `table`'s rows, the row where each is first,
+    and each row's entry among them: the ids of a game's rows are one entry. Only the distinct
+    texts are hashed (a game's id once, not once per player), and the rows find their entry by
+    their codes (`id_codes`), not by sorting their hashes.
+
+    Entries are grouped by text, which is grouping by both hashes unless two texts share the
+    high hash (or a dictionary repeats a text): then the rows are grouped by both hashes, so that
+    the entries and their first rows are those of the hashes in every case."""
+    codes, texts = id_codes(table, columns)
+    rows = len(codes)
+    first = np.full(len(texts), rows)
+    np.minimum.at(first, codes, np.arange(rows))
+    used = np.flatnonzero(first < rows)
+    high, low = key_hashes(pl.from_arrow(texts.take(used)).cast(pl.String))
+    if pl.Series(high).n_unique() < len(high):
+        high, low = key_hashes(key_text(table, columns))
+        first, entry = np.unique(np.stack([high, low]), axis=1, return_index=True, return_inverse=True)[1:]
+        return high[first], low[first], first, entry.ravel()
+    entry_of_code = np.empty(len(texts), np.int64)  # unused codes are never read
+    entry_of_code[used] = np.arange(len(used))
+    return high, low, first[used], entry_of_code[codes]
 
 
 def where(file: int, line: np.ndarray) -> np.ndarray:
@@ -240,16 +278,13 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
     if not columns or not result.rows_accepted:
         return result
     from pipeline.sorted_merge import hash_order  # numba is imported on first use only, not for kinds without ids
-    keys = key_text(result.table, columns)
-    high, low = key_hashes(keys)
     lines = result.lines
     if unit_rows:  # one entry per distinct id, at its first line
-        first, codes = np.unique(np.stack([high, low]), axis=1, return_index=True, return_inverse=True)[1:]
-        codes = codes.ravel()
-        uh, ul, ulines = high[first], low[first], lines[first]
+        uh, ul, first, entries = distinct_ids(result.table, columns)
+        ulines = lines[first]
     else:
-        codes = None
-        uh, ul, ulines = high, low, lines
+        uh, ul = key_hashes(key_text(result.table, columns))
+        ulines, entries = lines, None
     order = hash_order(uh)  # sorted once: each run's search and the new run then need no sort
     sh, sl = uh[order], ul[order]
     found_sorted = seen.find(sh, sl)
@@ -258,11 +293,11 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
     found = np.empty_like(found_sorted)
     found[order] = found_sorted
     seen_before = found != NOT_FOUND
-    rows = seen_before[codes] if unit_rows else seen_before
+    rows = seen_before[entries] if unit_rows else seen_before
     if not rows.any():
         return result
     label = " and ".join(columns)
-    firsts = found[codes][rows] if unit_rows else found[rows]
+    firsts = found[entries][rows] if unit_rows else found[rows]
     reasons = [f"duplicate {label} (first at line {line_of(w)})" if file_of(w) == file else
                f"duplicate {label} (first in {name_of(file_of(w))}, line {line_of(w)})" for w in firsts.tolist()]
     bad = np.flatnonzero(rows)

@@ -3,11 +3,14 @@ the same runs as one searched and stored unsorted."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
+import pytest
 
-from pipeline.logs import identity
-from pipeline.logs.identity import NOT_FOUND, Run, SeenIds, drop_seen, merge, sort_order, where
+from pipeline.logs import identity, read_batches
+from pipeline.logs.identity import NOT_FOUND, Run, SeenIds, distinct_ids, drop_seen, line_of, merge, sort_order, where
 from pipeline.logs.triage import ReadResult, empty_quarantine
 
 
@@ -100,3 +103,114 @@ def test_find_with_the_filter_equals_the_search_of_the_runs_as_ids_arrive_and_th
             capacities.add(seen.id_filter.capacity)
             assert seen.id_filter.ids == len(stored) <= seen.id_filter.capacity
     assert len(capacities) > 2  # rebuilt as it grew
+
+
+def by_row_hashes(table: pa.Table, columns: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The oracle of `distinct_ids`: every row's id hashed, the distinct pairs of hashes found by a
+    sort, each at its first row (the entries ordered by their hashes)."""
+    high, low = identity.key_hashes(identity.key_text(table, columns))
+    first, entry = np.unique(np.stack([high, low]), axis=1, return_index=True, return_inverse=True)[1:]
+    return high[first], low[first], first, entry.ravel()
+
+
+def assert_same_entries(table: pa.Table, columns: tuple[str, ...]) -> None:
+    """`distinct_ids` gives the oracle's entries (in another order): the same hashes at the same
+    first rows, and every row in the entry of its own hashes."""
+    high, low, first, entry = distinct_ids(table, columns)
+    want_high, want_low, want_first, want_entry = by_row_hashes(table, columns)
+    order = np.lexsort((low, high))
+    assert [a[order].tolist() for a in (high, low, first)] == [want_high.tolist(), want_low.tolist(), want_first.tolist()]
+    position = np.empty(len(order), np.int64)
+    position[order] = np.arange(len(order))
+    assert position[entry].tolist() == want_entry.tolist()
+
+
+def games_result(folder: Path, text: str, name: str = "games.csv") -> ReadResult:
+    """The games of a CSV text as ingest reads them (ids in NFC, stripped, as a dictionary)."""
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    [result] = read_batches(path, "games")
+    return result
+
+
+LOOK_ALIKES = ("game_id,player,place\n" "g1,a,1\n" " g1 ,b,2\n" "G1,a,1\n" "G1,b,2\n" "g\u00e9,a,1\n" "ge\u0301,b,2\n"
+               + "".join(f"filler{n},a,1\nfiller{n},b,2\n" for n in range(40)) + "g1,c,3\n" "ab,a,1\n" "ba,a,1\n" "ab,b,2\n"
+               "ba,b,2\n")
+
+
+@pytest.mark.parametrize("table", [
+    pytest.param(lambda folder: games_result(folder, LOOK_ALIKES).table, id="triage-dictionary"),
+    pytest.param(lambda folder: pa.table({"game_id": ["g2", "g1", "g2", *(f"f{n}" for n in range(50)), "g1", "g2"]}), id="plain"),
+    pytest.param(lambda folder: pa.table({"game_id": pa.DictionaryArray.from_arrays(pa.array([0, 2, 1, 4, 0, 2], pa.int8()),
+                                                                             ["a", "b", "a", "unused", "c"])}),
+                 id="a-dictionary-repeating-a-text"),
+    pytest.param(lambda folder: pa.table({"game_id": pa.chunked_array([pa.array(["x", "y"]).dictionary_encode(),
+                                                                pa.array(["y", "z", "x"]).dictionary_encode()])}),
+                 id="chunks-of-other-dictionaries"),
+    pytest.param(lambda folder: pa.table({"game_id": ["a", None, "b", None, "a"]}), id="missing-ids"),
+    pytest.param(lambda folder: pa.table({"game_id": pa.array(["a", None, "a"]).dictionary_encode()}),
+                 id="missing-dictionary-ids"),
+    pytest.param(lambda folder: pa.table({"game_id": pa.array([7, 3, 7, 3], pa.int64()).dictionary_encode()}), id="numbers"),
+    pytest.param(lambda folder: pa.table({"a": ["x", "x", "y", "x"], "b": ["1", "2", "1", "1"]}), id="two-columns"),
+    pytest.param(lambda folder: pa.table({"game_id": pa.array([], pa.string()).dictionary_encode()}), id="empty"),
+    pytest.param(lambda folder: pa.table({"game_id": pa.array(["solo"] * 3).dictionary_encode()}), id="one-game"),
+])
+def test_distinct_ids_are_the_distinct_hashes_of_the_rows_at_their_first_rows(tmp_path, table):
+    table = table(tmp_path)
+    assert_same_entries(table, ("a", "b") if "a" in table.column_names else ("game_id",))
+
+
+def test_ids_sharing_a_high_hash_are_grouped_by_both_hashes(tmp_path, monkeypatch):
+    """A high hash shared by two texts (a 2^-64 chance per pair, forced here) leaves them apart,
+    as their low hashes differ; a text repeated in a dictionary is one id."""
+    hashes = identity.key_hashes
+    monkeypatch.setattr(identity, "key_hashes", lambda keys: (hashes(keys)[0] % np.uint64(3), hashes(keys)[1]))
+    table = games_result(tmp_path, LOOK_ALIKES).table
+    assert_same_entries(table, ("game_id",))
+    assert len(distinct_ids(table, ("game_id",))[0]) == 45  # g1, G1, g\u00e9, 40 fillers, ab, ba
+    repeated = pa.table({"game_id": pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 1]), ["a", "b", "a"])})
+    assert_same_entries(repeated, ("game_id",))
+    entry = distinct_ids(repeated, ("game_id",))[3]
+    assert entry[0] == entry[2] != entry[1] == entry[3]
+
+
+def test_games_are_duplicates_whole_naming_the_file_and_line_of_their_first_row(tmp_path):
+    """Look-alike ids as triage cleans them (padding stripped, NFD read as NFC, case kept), a game
+    whose rows lie far apart, a game of an earlier file: the runs hold each game once, at its first
+    line, whatever the order of its rows."""
+    seen, name_of = SeenIds(), ["first.csv", "second.csv"].__getitem__
+    first = drop_seen(games_result(tmp_path, LOOK_ALIKES, "first.csv"), ("game_id",), seen, 0, name_of, True)
+    assert first.rows_accepted == 91 and first.quarantined.num_rows == 0  # (the reader counts the header: g1 at line 2)
+    stored = {line_of(w) for w in seen.runs[0].data[2].tolist()} if len(seen.runs) == 1 else None
+    assert stored == {2, 4, 6, *range(8, 88, 2), 89, 90}
+    second_text = ("game_id,player,place\n" "new,a,1\n" "G1,a,1\n" "g1\t,c,1\n" "G1,c,2\n" "new,b,2\n" "g1 ,d,2\n"
+                   "GE\u0301,a,1\n" "GE\u0301,b,2\n")
+    second = drop_seen(games_result(tmp_path, second_text, "second.csv"), ("game_id",), seen, 1, name_of, True)
+    assert second.table.column("game_id").to_pylist() == ["new", "new", "G\u00c9", "G\u00c9"]
+    assert second.lines.tolist() == [2, 6, 8, 9]
+    assert [(q["line"], q["field"], q["reason"]) for q in second.quarantined.to_pylist()] == [
+        (3, "game_id", "duplicate game_id (first in first.csv, line 4)"),
+        (4, "game_id", "duplicate game_id (first in first.csv, line 2)"),
+        (5, "game_id", "duplicate game_id (first in first.csv, line 4)"),
+        (7, "game_id", "duplicate game_id (first in first.csv, line 2)")]
+    assert sum(len(run) for run in seen.runs) == 45 + 2
+
+
+def test_the_runs_hold_the_distinct_games_as_the_rows_hashes_give_them(tmp_path):
+    """The same run, byte for byte, as the one made of the distinct pairs of every row's hashes,
+    on 20,000 rows drawn among 3,000 game ids (a game's rows scattered over the file)."""
+    rng = np.random.default_rng(7)
+    ids = rng.integers(0, 3_000, 20_000)
+    rows = "".join(f"game-{i},p{n},{1 + n % 5}\n" for n, i in enumerate(ids))
+    result = games_result(tmp_path, "game_id,player,place\n" + rows)
+    seen = SeenIds()
+    drop_seen(result, ("game_id",), seen, 3, str, True)
+    high, low, first, _ = by_row_hashes(result.table, ("game_id",))
+    expected = Run.of(high, low, where(3, result.lines[first]))
+    assert len(seen.runs) == 1 and np.array_equal(seen.runs[0].data, expected.data)
+
+
+def test_an_empty_file_of_games_changes_nothing(tmp_path):
+    seen = SeenIds()
+    empty = games_result(tmp_path, "game_id,player,place\n")
+    assert drop_seen(empty, ("game_id",), seen, 0, str, True) is empty and not seen.runs

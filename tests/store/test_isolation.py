@@ -185,6 +185,46 @@ def test_games_are_duplicates_as_whole_units(tmp_path):
     assert (second.rows_accepted, second.rows_quarantined) == (2, 2)
 
 
+def test_games_of_earlier_files_are_quarantined_whole_and_indexed_once_at_their_first_row(tmp_path):
+    """Games whose rows lie far apart, ids that triage makes one (padding; NFD and NFC) and ones it
+    keeps apart (case), in CSV and in Parquet with and without dictionaries: each game is in the
+    index once, at the file and line of its first row, and its repeats in later files are
+    quarantined whole, naming them."""
+    import pyarrow as pa
+
+    from pipeline.logs.identity import key_hashes, where
+
+    a = tmp_path / "a.csv"  # the header is line 1
+    fillers = "".join(f"f{n},a,1\nf{n},b,2\n" for n in range(30))  # f<n> at lines 5 + 2n and 6 + 2n
+    a.write_text("game_id,player,place\ng1,a,1\n G1,a,1\nG1 ,b,2\n" + fillers + "g1,b,2\nge\u0301,a,1\ng\u00e9,b,2\n")
+    b = tmp_path / "b.parquet"  # ids stored as a dictionary; the first row is line 1
+    ids = ["new", "g1", "G1", "new", "g\u00e9 ", "g1", "G1", "ge\u0301", "gE\u0301", "g\u00c9"]
+    pq.write_table(pa.table({"game_id": ids, "player": list("aaababbbab"), "place": [1, 1, 1, 2, 1, 2, 2, 2, 1, 2]}), b)
+    c = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"game_id": ["f3", "f3", "last", "last"], "player": list("abab"), "place": [1, 2, 1, 2]}), c,
+                   use_dictionary=False)
+    empty, one = tmp_path / "empty.csv", tmp_path / "one.csv"
+    empty.write_text("game_id,player,place\n")
+    one.write_text("game_id,player,place\nsolo,a,1\nsolo,b,2\nsolo,c,3\n")
+    store = Store(tmp_path / "store")
+    reports = store.ingest([a, b, c, empty, one], "games")
+    assert [(r.status, r.rows_accepted, r.rows_quarantined) for r in reports] == [
+        ("ingested", 66, 0), ("ingested", 4, 6), ("ingested", 2, 2), ("ingested", 0, 0), ("ingested", 3, 0)]
+    first_in_a = [(2, 2), (3, 3), (5, 66), (6, 2), (7, 3), (8, 66)]
+    assert [(q["line"], q["reason"]) for q in quarantine(store, reports[1])] == [
+        (line, f"duplicate game_id (first in a.csv, line {first})") for line, first in first_in_a]
+    assert [(q["line"], q["reason"]) for q in quarantine(store, reports[2])] == [
+        (line, "duplicate game_id (first in a.csv, line 11)") for line in (1, 2)]
+    entry = json.loads((store.root / "manifest.json").read_text())["ids"]["games"]
+    ordinal = {r.source: entry["files"].index(r.sha256[:16]) for r in reports}
+    indexed = {"g1": (a, 2), "G1": (a, 3), **{f"f{n}": (a, 5 + 2 * n) for n in range(30)}, "g\u00e9": (a, 66),
+               "new": (b, 1), "g\u00c9": (b, 9), "last": (c, 3), "solo": (one, 2)}
+    high, low = key_hashes(pl.Series(list(indexed)))
+    at = [int(where(ordinal[str(path)], np.array([line]))[0]) for path, line in indexed.values()]
+    runs = np.concatenate([np.load(store.root / run["path"]) for run in entry["runs"]], axis=1)
+    assert sorted(map(tuple, runs.T.tolist())) == sorted(zip(high.tolist(), low.tolist(), at))
+
+
 def test_look_alike_names_are_kept_apart_and_reported(tmp_path, good):
     other = tmp_path / "other.csv"
     other.write_text(HEADER + "c1,M0,m1,tie,\nc2,\u043c1,m_2,tie,\nc3,m0,m1,tie,\n")  # m0, m1, m2 known; \u043c is Cyrillic
