@@ -9,7 +9,7 @@ from open_spiel.python.voting import (approval, base, borda, copeland, elo, keme
                                      schulze, stv)
 
 from experiments.reproductions import (ELO, ROOT, VASE_ALPHA_RANK_ORDER, VASE_TABLE5, VASE_TABLE6, Row, compare,
-                                       devr_markdown, document, label, main, nash_alpha_markdown, rate_atari,
+                                       devr_markdown, label, main, nash_alpha_markdown, rate_atari,
                                        rate_biased_shapley, reproduce_vase_table6, tiebreaks, write_atari)
 
 # [VasE] section 4.1, table 2: the rank orders of the eight Rainbow-paper agents, best first, per

@@ -1,7 +1,6 @@
 """Uniform ratings [DevR] section 3.2: the baseline column of table 2b."""
 
 import numpy as np
-import pytest
 
 from pipeline.methods.uniform import uniform
 
