@@ -92,22 +92,24 @@ def _header(head: bytes, skip: int, delimiter: str, path: Path) -> tuple[list[st
 
 
 def _record_cut(data: bytes, force: bool) -> int:
-    """The end of the last whole record in `data` (0 if none): just past a newline with an even
-    number of quotes before it. With broken quoting (or `force`), just past the last newline."""
+    """The end of the last whole record in `data` (0 if none yet): just past a newline with an
+    even number of quotes before it. `data` starts at a record, so a quote still open at its first
+    newline is a record longer than `data`, whose end is still to be read; odd counts for
+    `_MAX_RECORD_LINES` lines are broken quoting, cut just past the last newline, as is everything
+    once `force` (the buffer's bound) holds."""
     last = data.rfind(b"\n")
     if last < 0:
         return 0
-    quotes = data.count(b'"', 0, last)
-    end = last
+    quotes, end = data.count(b'"', 0, last), last
     for _ in range(_MAX_RECORD_LINES):
         if quotes % 2 == 0:
             return end + 1
         previous = data.rfind(b"\n", 0, end)
         if previous < 0:
-            break
+            return last + 1 if force else 0
         quotes -= data.count(b'"', previous, end)
         end = previous
-    return last + 1 if force or quotes % 2 else 0
+    return last + 1
 
 
 def parse_chunk(chunk: bytes, newlines: int, first_line: int, offset: int, names: list[str], delimiter: str,
