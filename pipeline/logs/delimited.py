@@ -58,10 +58,11 @@ def read_batches(path: Path, delimiter: str, start: FileStart | None = None) -> 
             if not cut:
                 continue
             chunk, pending = pending[:cut], pending[cut:]
-            records = parse_chunk(chunk, line, offset, names, delimiter, path)
+            newlines = chunk.count(b"\n")
+            records = parse_chunk(chunk, newlines, line, offset, names, delimiter, path)
             if records.rows_in:
                 yield records
-            line += chunk.count(b"\n")
+            line += newlines
             offset += cut
 
 
@@ -91,29 +92,33 @@ def _header(head: bytes, skip: int, delimiter: str, path: Path) -> tuple[list[st
 
 
 def _record_cut(data: bytes, force: bool) -> int:
-    """The end of the last whole record in `data` (0 if none): just past a newline with an even
-    number of quotes before it. With broken quoting (or `force`), just past the last newline."""
+    """The end of the last whole record in `data` (0 if none yet): just past a newline with an
+    even number of quotes before it. `data` starts at a record, so a quote still open at its first
+    newline is a record longer than `data`, whose end is still to be read; odd counts for
+    `_MAX_RECORD_LINES` lines are broken quoting, cut just past the last newline, as is everything
+    once `force` (the buffer's bound) holds."""
     last = data.rfind(b"\n")
     if last < 0:
         return 0
-    quotes = data.count(b'"', 0, last)
-    end = last
+    quotes, end = data.count(b'"', 0, last), last
     for _ in range(_MAX_RECORD_LINES):
         if quotes % 2 == 0:
             return end + 1
         previous = data.rfind(b"\n", 0, end)
         if previous < 0:
-            break
+            return last + 1 if force else 0
         quotes -= data.count(b'"', previous, end)
         end = previous
-    return last + 1 if force or quotes % 2 else 0
+    return last + 1
 
 
-def parse_chunk(chunk: bytes, first_line: int, offset: int, names: list[str], delimiter: str, path: Path) -> RawRecords:
-    """The records of `chunk` (whole records, starting at physical line `first_line`)."""
-    if not chunk.isascii():  # pyarrow's handler of invalid rows cannot report a row that is not UTF-8
+def parse_chunk(chunk: bytes, newlines: int, first_line: int, offset: int, names: list[str], delimiter: str,
+                path: Path) -> RawRecords:
+    """The records of `chunk` (whole records, `newlines` newline bytes, starting at physical line
+    `first_line`)."""
+    if not chunk.isascii():  # refused here, naming the line, rather than by pyarrow without one
         decode(chunk, path, first_line, offset)
-    parsed = _fast(chunk, names, delimiter)
+    parsed = _fast(chunk, newlines, names, delimiter)
     if parsed is not None:
         return RawRecords(frame_of_text(dict(zip(names, parsed.columns)), first_line + np.arange(parsed.num_rows)))
     text = decode(chunk, path, first_line, offset)  # from here on the bytes are known to be UTF-8
@@ -123,33 +128,36 @@ def parse_chunk(chunk: bytes, first_line: int, offset: int, names: list[str], de
     return _resync(text, first_line, names, delimiter)
 
 
-def _options(names: list[str], delimiter: str, on_invalid=None) -> dict:
+def _options(names: list[str], delimiter: str) -> dict:
     return {
         "read_options": pa_csv.ReadOptions(column_names=names, use_threads=True),
         "parse_options": pa_csv.ParseOptions(delimiter=delimiter, quote_char='"', double_quote=True, escape_char=False,
-                                             newlines_in_values=True, ignore_empty_lines=True, invalid_row_handler=on_invalid),
+                                             newlines_in_values=True, ignore_empty_lines=True),
         "convert_options": pa_csv.ConvertOptions(column_types=dict.fromkeys(names, pa.string()), strings_can_be_null=False,
                                                  quoted_strings_can_be_null=False, check_utf8=True),
     }
 
 
-def _parse(data: bytes, names: list[str], delimiter: str, on_invalid=None) -> pa.Table | None:
+def _parse(data: bytes, names: list[str], delimiter: str) -> pa.Table | None:
     if not data:
         return pa.table({name: pa.array([], pa.string()) for name in names})
     try:
-        return pa_csv.read_csv(pa.py_buffer(data), **_options(names, delimiter, on_invalid))
+        return pa_csv.read_csv(pa.py_buffer(data), **_options(names, delimiter))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # not UTF-8, or a parse error
         return None
 
 
-def _fast(chunk: bytes, names: list[str], delimiter: str) -> pa.Table | None:
-    """pyarrow's parse when it accounts for every line of the chunk: one record per line."""
-    if chunk.startswith((b"\n", b"\r\n")) or b"\n\n" in chunk or b"\n\r\n" in chunk:
+def _fast(chunk: bytes, newlines: int, names: list[str], delimiter: str) -> pa.Table | None:
+    """pyarrow's parse when it accounts for every line of the chunk: one record per line.
+
+    pyarrow skips blank lines and joins the lines of a quoted field, so as many records as lines
+    means neither is there, with one exception the scans below rule out: a bare carriage return,
+    which pyarrow takes for a line break, adding a record that a blank line would take away. A
+    chunk without a carriage return (one `memchr`) needs no scan."""
+    if b"\r" in chunk and (chunk.startswith((b"\n", b"\r\n")) or b"\n\n" in chunk or b"\n\r\n" in chunk):
         return None  # blank lines: records and lines differ
-    invalid = []
-    table = _parse(chunk, names, delimiter, lambda row: invalid.append(1) or "skip")
-    lines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
-    if table is None or invalid or table.num_rows != lines:
+    table = _parse(chunk, names, delimiter)  # a row with the wrong number of fields raises: None
+    if table is None or table.num_rows != newlines + (not chunk.endswith(b"\n")):
         return None
     return table
 
