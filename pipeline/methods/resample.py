@@ -53,16 +53,20 @@ class PoissonTable:
         positive = weights > 0  # Poisson(0) is 0: half the cells of a sparse log (a pair met once)
         return cls(weights, (group[positive], guide, cdf.ravel(), low, width, np.flatnonzero(positive), np.flatnonzero(~positive)))
 
-    def draws(self, size: int, rng: np.random.Generator) -> np.ndarray:
-        """`size` rows of independent Poisson(weights) draws, as float64, shape (size, len(weights))."""
+    def draws(self, size: int, rng: np.random.Generator, out: np.ndarray | None = None) -> np.ndarray:
+        """`size` rows of independent Poisson(weights) draws, as float64, shape (size, len(weights)), into
+        `out` if given (a C-contiguous float64 array of that shape). The rows are drawn in order, so
+        drawing them in several calls gives the same rows as one call."""
         from pipeline.methods.guide_table import invert  # numba is imported on first use only
 
+        out = np.empty((size, len(self.weights))) if out is None else out
         if self.tables is None:
-            return rng.poisson(self.weights, size=(size, len(self.weights))).astype(np.float64)
+            out[:] = rng.poisson(self.weights, size=(size, len(self.weights)))
+            return out
         group, guide, cdf, low, width, drawn, skipped = self.tables
-        draws = rng.random((size, len(self.weights)))  # one uniform per cell, also of weight 0: the stream stays the same
-        invert(draws, drawn, skipped, group, guide, cdf, low, width)
-        return draws
+        rng.random(out=out)  # one uniform per cell, also of weight 0: the stream stays the same
+        invert(out, drawn, skipped, group, guide, cdf, low, width)
+        return out
 
 
 def poisson_draws(weights: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:

@@ -6,7 +6,7 @@ from scipy.stats import poisson
 
 from pipeline.methods import resample
 from pipeline.methods.ratings import competition_ranks
-from pipeline.methods.resample import interval_columns, poisson_draws, rank_upper_bounds, ranks_by_round
+from pipeline.methods.resample import PoissonTable, interval_columns, poisson_draws, rank_upper_bounds, ranks_by_round
 
 
 @pytest.mark.parametrize("weight", [0.0, 0.5, 3.0, 7.25, 400.0])
@@ -27,6 +27,18 @@ def test_same_seed_same_draws_and_the_fallback_is_poisson_too(monkeypatch):
     monkeypatch.setattr(resample, "TABLE_MAX", 1)
     fallback = poisson_draws(weights, 100, np.random.default_rng(5))
     assert fallback.tobytes() == np.random.default_rng(5).poisson(weights, size=(100, 4)).astype(np.float64).tobytes()
+
+
+@pytest.mark.parametrize("table_max", [resample.TABLE_MAX, 1])  # the guide tables, and the fallback to Generator.poisson
+def test_rounds_drawn_in_blocks_into_a_buffer_are_the_rounds_drawn_at_once(monkeypatch, table_max):
+    monkeypatch.setattr(resample, "TABLE_MAX", table_max)
+    weights = np.random.default_rng(2).integers(0, 5, 500) * 1.5
+    table = PoissonTable.of(weights)
+    at_once = table.draws(23, np.random.default_rng(7))
+    rng, buffer, blocks = np.random.default_rng(7), np.full((5, 500), np.nan), []
+    for lo in range(0, 23, 5):
+        blocks.append(table.draws(min(5, 23 - lo), rng, buffer[: min(5, 23 - lo)]).copy())
+    assert np.concatenate(blocks).tobytes() == at_once.tobytes()
 
 
 def test_each_draw_inverts_the_cdf_at_its_own_uniform_also_among_cells_of_weight_zero():
