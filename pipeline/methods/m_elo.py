@@ -33,13 +33,14 @@ percentiles as `ci_low`, `ci_high`, and `rank_ci` = 1 + the number of agents who
 is above the agent's upper bound. Scores closer than a fit's step tolerance in Elo points
 (`bradley_terry.elo_tolerance`, `info["tie_tolerance"]` for the full-data ranks) share a rank, in the
 full-data ranks, a round's ranks and `rank_ci`: structurally tied agents (the same record, or no
-comparisons in a round, at the prior's centre) are not ranked apart by the solver's last digits. Rounds run in seeded chunks (`pipeline.methods.fanout`) on
-the Dask client the registry passes (local threads without one); rounds whose resample has no
-MLE are dropped and counted in `info["bootstrap_dropped"]`, rounds whose fit did not converge in
-`info["bootstrap_unconverged"]`. With ties=half the rounds of a chunk are fitted by the path a
-model of their cost picks (`chord_is_cheaper`, with a memory bound): the chord method [OR70,
-10.1], all rounds of a chunk at once by Newton steps that reuse the full-data Hessian's dense
-inverse, stopping when the largest step is at most `tol` / 100 (while the steps at least halve,
+comparisons in a round, at the prior's centre) are not ranked apart by the solver's last digits.
+Rounds run in seeded chunks (`pipeline.methods.fanout`) on the Dask client the registry passes
+(local threads without one); rounds whose resample has no MLE are dropped and counted in
+`info["bootstrap_dropped"]`, rounds whose fit did not converge in `info["bootstrap_unconverged"]`.
+With ties=half the rounds of a chunk are fitted by the path a model of their cost picks
+(`chord_is_cheaper`, with a memory bound): the chord method [OR70, 10.1], all rounds of a chunk at
+once by Newton steps that reuse the full-data Hessian's dense inverse, stopping when the largest
+step is at most a hundredth of the rounds' tolerance (while the steps at least halve,
 so the error is then below that), with Newton as the fallback, where every agent has enough
 comparisons for the resamples' Hessians to stay close to the full-data one; otherwise Newton
 round by round (`_newton_rounds`, compiled in `pipeline.methods.bradley_terry_newton`: the same
@@ -129,7 +130,8 @@ def _fit_round(job: Resample, sample: Cells) -> np.ndarray:
 
 def _plain_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> np.ndarray:
     """The rounds of a block by the plain path, one at a time (`_fit_round`)."""
-    return np.array([_fit_round(job, job.cells.with_weights(x_wins[:, k], y_wins[:, k], ties[:, k])) for k in range(x_wins.shape[1])])
+    return np.array([_fit_round(job, job.cells.with_weights(x_wins[:, k], y_wins[:, k], ties[:, k]))
+                     for k in range(x_wins.shape[1])])
 
 
 def _bootstrap_chunk(job: Resample, size: int, rng: np.random.Generator) -> np.ndarray:
