@@ -42,7 +42,7 @@ class PoissonTable:
         reach = 10 * np.sqrt(distinct) + 20
         low = np.floor(np.maximum(distinct - reach, 0.0))
         width = int(np.ceil((distinct + reach - low).max(initial=0.0))) + 1
-        if len(distinct) * width > TABLE_MAX:
+        if not len(distinct) or len(distinct) * width > TABLE_MAX:  # no weights (no comparisons) draw nothing
             return cls(weights, None)
         cdf = poisson.cdf(low[:, None] + np.arange(width), distinct[:, None])
         cdf[:, -1] = 2.0  # above every uniform: the search always stops inside the table

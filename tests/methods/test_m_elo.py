@@ -255,6 +255,15 @@ def test_agents_tied_by_their_record_share_ranks_and_rank_intervals(monkeypatch,
             assert len(set(column[group].tolist())) == 1
 
 
+@pytest.mark.parametrize("wins", [[[0]], [[0, 0], [0, 0]]])
+def test_with_a_prior_agents_without_comparisons_sit_at_the_centre_with_no_spread(wins):
+    ratings = m_elo(counts(wins), NONE, prior=0.01, bootstrap=20, seed=1)
+    n = len(wins)
+    assert ratings.score.tolist() == [1000.0] * n and ratings.rank.tolist() == [1] * n
+    assert ratings.extras["ci_low"].tolist() == ratings.extras["ci_high"].tolist() == [1000.0] * n
+    assert ratings.extras["rank_ci"].tolist() == [1] * n and ratings.info["bootstrap_dropped"] == 0
+
+
 @pytest.mark.parametrize("prior, wins", [
     (0.0, random_counts(n=10, battles=600, seed=6)[0]),  # some resamples lose a thin edge
     (0.0, [[0, 1, 5], [4, 0, 1], [1, 6, 0]]),  # many resamples have no MLE: dropped in both paths

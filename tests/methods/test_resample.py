@@ -41,6 +41,12 @@ def test_rounds_drawn_in_blocks_into_a_buffer_are_the_rounds_drawn_at_once(monke
     assert np.concatenate(blocks).tobytes() == at_once.tobytes()
 
 
+def test_no_weights_draw_rows_of_nothing_and_leave_the_stream_as_it_was():
+    rng = np.random.default_rng(3)
+    assert poisson_draws(np.array([]), 4, rng).shape == (4, 0)
+    assert rng.random() == np.random.default_rng(3).random()
+
+
 def test_each_draw_inverts_the_cdf_at_its_own_uniform_also_among_cells_of_weight_zero():
     """Every cell consumes one uniform, weight 0 or not, and its draw is the Poisson quantile of that
     uniform: skipping the look-ups of weight-0 cells changes no draw of the others."""
