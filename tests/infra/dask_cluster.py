@@ -42,6 +42,15 @@ def client_security(tls: Path, ca: Path | None = None) -> Security:
                     tls_client_key=str(tls / "client-key.pem"), require_encryption=True)
 
 
+def scheduler_address(scheduler_file: Path) -> str | None:
+    """The address in `dask scheduler`'s --scheduler-file, or None until the file is whole: the
+    scheduler creates it before writing it, so a reader may find it empty or half written."""
+    try:
+        return json.loads(scheduler_file.read_text())["address"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 @contextmanager
 def dask_processes(folder: Path, env: dict[str, str], workers: int = 2, security: Security | None = None) -> Iterator[tuple[str, list[int]]]:
     """A `dask scheduler` and `workers` `dask worker` processes with `env`, every listener on
@@ -53,8 +62,8 @@ def dask_processes(folder: Path, env: dict[str, str], workers: int = 2, security
                        "--scheduler-file", str(scheduler_file)], folder / "scheduler.log", env)
     started = []
     try:
-        wait_until(scheduler_file.exists, 120, "dask scheduler", folder / "scheduler.log")
-        address = json.loads(scheduler_file.read_text())["address"]
+        wait_until(lambda: scheduler_address(scheduler_file), 120, "dask scheduler", folder / "scheduler.log")
+        address = scheduler_address(scheduler_file)
         for i in range(workers):
             started.append(start([str(BIN / "dask"), "worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--name", f"w{i}",
                                   "--dashboard-address", "127.0.0.1:0"], folder / f"worker{i}.log", env, ROOT))
