@@ -22,6 +22,7 @@ from pipeline.logs.kinds import KINDS, LogKind, log_kind, register_kind
 from pipeline.logs.names import check_names
 from pipeline.logs.records import FileStart, RawRecords, UnreadableFile, internal
 from pipeline.logs.triage import QUARANTINE_SCHEMA, ReadResult
+from pipeline.overlap import read_ahead
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     importlib.import_module(f"{__name__}.{_module}")
@@ -64,7 +65,9 @@ def read_batches(path: str | Path, kind: str, *, columns: Mapping[str, str] | No
         raise ValueError(f"{kind} files are rated directly, not stored")
     path = Path(path)
     raws = (rename_columns(raw, columns or {}, str(path)) for raw in _raw_batches(path, chosen, start))
-    if not chosen.independent_rows:  # a game, a task, a query spans rows anywhere in the file
+    if chosen.independent_rows:  # the next batch parsed on a thread while this one is validated
+        raws = read_ahead(raws)
+    else:  # a game, a task, a query spans rows anywhere in the file
         raws = iter([RawRecords.concat(list(raws))])
     for raw in raws:
         yield check_names(chosen.read(raw, str(path)), dict(chosen.ids), chosen.record_id)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import resource
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,9 @@ BUFFER_ROWS = 2_000_000
 MAX_OPEN = max(64, min(4_096, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2))
 MICROS_PER_DAY = 86_400_000_000
 UNDATED = np.iinfo(np.int64).min  # the day key of rows without a timestamp
+# Threads writing the partitions of one flush: each file is written by one call, so its bytes do
+# not depend on them; the writes run in pyarrow without the GIL, beside ingest's other stages.
+FLUSH_THREADS = 2
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,21 @@ def reordered(table: pa.Table, order: np.ndarray) -> pa.Table:
     is the same in any order and is kept as it is instead of gathered."""
     columns = [column if column.null_count == len(column) else column.take(order) for column in table.columns]
     return pa.Table.from_arrays(columns, schema=table.schema)
+
+
+def write_row_group(writer: pq.ParquetWriter, buffered: list[pa.Table]) -> None:
+    """A partition's buffered slices, written as one row group (or more, past `ROW_GROUP_ROWS`)."""
+    writer.write_table(pa.concat_tables(buffered), row_group_size=ROW_GROUP_ROWS)
+
+
+def _write_row_groups(writes: list[tuple[pq.ParquetWriter, list[pa.Table]]]) -> None:
+    """`write_row_group` for each (file, slices), on `FLUSH_THREADS`; raises the first error."""
+    if FLUSH_THREADS == 1 or len(writes) < 2:
+        for writer, buffered in writes:
+            write_row_group(writer, buffered)
+        return
+    with ThreadPoolExecutor(FLUSH_THREADS, thread_name_prefix="vase-flush") as pool:
+        list(pool.map(write_row_group, *zip(*writes)))
 
 
 @dataclass
@@ -122,23 +141,29 @@ class PartitionWriter:
             self._flush([key])
 
     def _flush(self, keys: list[int]) -> None:
-        """Write the buffered rows of these partitions, each as a row group of its file."""
+        """Write the buffered rows of these partitions, each as a row group of its file: the files
+        opened (and closed past `MAX_OPEN`) here, the row groups written on `FLUSH_THREADS`."""
+        writes: list[tuple[pq.ParquetWriter, list[pa.Table]]] = []
         for key in keys:
             part = self._partitions[key]
             if not part.rows:
                 continue
             writer = self._open.pop(key, None)
             if writer is None:
+                if len(self._open) >= MAX_OPEN:  # a file about to close may have a write pending
+                    _write_row_groups(writes)
+                    writes = []
                 while len(self._open) >= MAX_OPEN:
                     self._open.popitem(last=False)[1].close()
                 part.files.append(self._next_file(key, part))
                 writer = self._open_file(part.files[-1].temporary)
             self._open[key] = writer  # the most recently used last
-            writer.write_table(pa.concat_tables(part.buffered), row_group_size=ROW_GROUP_ROWS)
+            writes.append((writer, part.buffered))
             file = part.files[-1]
             part.files[-1] = Written(file.path, file.temporary, file.rows + part.rows)
             self._buffered -= part.rows
             part.buffered, part.rows = [], 0
+        _write_row_groups(writes)
 
     def _next_file(self, key: int, part: _Partition) -> Written:
         stem = "part" if key == UNDATED else self.short

@@ -56,7 +56,7 @@ from pipeline.paths import UnsafePath, below
 from pipeline.store.dictionary import IdMap
 from pipeline.store.files import digest_file, exclusive_lock, remove_temporary, sync_files, write_json
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
-from pipeline.store.overlap import Behind, read_ahead
+from pipeline.overlap import Behind, read_ahead
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 
 MANIFEST = "manifest.json"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from pipeline.store import partitions
 from pipeline.store.partitions import MICROS_PER_DAY, PartitionWriter
@@ -37,11 +38,49 @@ def test_many_days_in_small_buffers_give_one_file_per_day_and_every_row(tmp_path
     assert sorted(rows) == list(range(n + 1))
 
 
+def test_past_max_open_a_partition_continues_in_a_second_file_and_keeps_every_row(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitions, "BUFFER_ROWS", 200)
+    monkeypatch.setattr(partitions, "MAX_OPEN", 8)  # a flush of 20 days closes files it opened itself
+    days = 20
+    micros = 19_000 * MICROS_PER_DAY + np.arange(2_000) * 7 % days * MICROS_PER_DAY
+    table = pa.table({"row": np.arange(2_000), "timestamp": pa.array(micros).cast(pa.timestamp("us", "UTC"))})
+    writer = PartitionWriter(tmp_path, "battles", "abc", dated=True)
+    for start in range(0, table.num_rows, 250):
+        writer.add(table.slice(start, 250))
+    written = writer.finish()
+    assert len({w.path.split("/")[1] for w in written}) == days and any(w.path.endswith("-1.parquet") for w in written)
+    rows = [pq.read_table(w.temporary).column("row").to_pylist() for w in written]
+    assert [len(r) for r in rows] == [w.rows for w in written]
+    assert sorted(sum(rows, [])) == list(range(2_000))
+
+
 def test_discard_leaves_no_file(tmp_path, monkeypatch):
     monkeypatch.setattr(partitions, "ROW_GROUP_ROWS", 1)  # written at once
     writer = PartitionWriter(tmp_path, "battles", "abc", dated=False)
     writer.add(pa.table({"row": [1, 2]}))
     assert [p for p in tmp_path.rglob("*") if p.is_file()]
+    writer.discard()
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_a_write_failing_on_a_flush_thread_is_raised_and_discard_leaves_no_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitions, "BUFFER_ROWS", 100)
+    write = partitions.write_row_group
+
+    def full_on_the_third_day(writer, buffered):
+        days = pa.concat_tables(buffered).column("timestamp").cast(pa.int64()).to_numpy() // MICROS_PER_DAY
+        if days[0] == 19_002:
+            raise OSError(28, "No space left on device")
+        write(writer, buffered)
+
+    monkeypatch.setattr(partitions, "write_row_group", full_on_the_third_day)
+    micros = 19_000 * MICROS_PER_DAY + np.arange(300) % 6 * MICROS_PER_DAY  # six days in each batch
+    table = pa.table({"row": np.arange(300), "timestamp": pa.array(micros).cast(pa.timestamp("us", "UTC"))})
+    writer = PartitionWriter(tmp_path, "battles", "abc", dated=True)
+    with pytest.raises(OSError, match="No space left"):
+        for start in range(0, 300, 150):
+            writer.add(table.slice(start, 150))
+        writer.finish()
     writer.discard()
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
 
@@ -55,7 +94,7 @@ def test_key_order_is_the_stable_order_of_the_keys():
         assert np.array_equal(partitions.key_order(keys), np.argsort(keys, kind="stable"))
 
 
-def test_files_are_the_same_bytes_each_time_and_ids_have_no_dictionary(tmp_path, monkeypatch):
+def test_files_are_the_same_bytes_each_time_on_any_threads_and_ids_have_no_dictionary(tmp_path, monkeypatch):
     monkeypatch.setattr(partitions, "BUFFER_ROWS", 3_000)
     rng = np.random.default_rng(2)
     n = 20_000
@@ -63,7 +102,8 @@ def test_files_are_the_same_bytes_each_time_and_ids_have_no_dictionary(tmp_path,
     table = pa.table({"battle_id": [f"b{i}" for i in range(n)], "model_a": rng.integers(0, 5, n).astype(np.int32),
                       "timestamp": pa.array(micros).cast(pa.timestamp("us", "UTC"))})
     contents = []
-    for attempt in (1, 2):
+    for attempt, threads in ((1, 1), (2, partitions.FLUSH_THREADS)):  # a flush's files written one by one, or side by side
+        monkeypatch.setattr(partitions, "FLUSH_THREADS", threads)
         writer = PartitionWriter(tmp_path / str(attempt), "battles", "abc", dated=True, distinct=("battle_id",))
         for start in range(0, n, 1_500):
             writer.add(table.slice(start, 1_500))

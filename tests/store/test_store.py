@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+import pipeline.logs as logs_module
 from pipeline.logs import log_kind
 from pipeline.store import IdMap, Store
 from pipeline.store import store as store_module
@@ -176,7 +177,9 @@ def test_overlapped_ingest_stores_the_bytes_of_a_sequential_one_whatever_the_bat
             patch.setattr(delimited, "CHUNK_BYTES", 4_096)  # many small batches
             if sequential:
                 patch.setattr(store_module, "read_ahead", lambda batches: batches)
+                patch.setattr(logs_module, "read_ahead", lambda batches: batches)
                 patch.setattr(store_module, "Behind", _Sequential)
+                patch.setattr(partitions, "FLUSH_THREADS", 1)
             store = Store(tmp_path / name)
             [report] = store.ingest([log], "battles")
         assert (report.rows_accepted, report.rows_quarantined) == (6_000, 1)

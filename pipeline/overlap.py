@@ -1,5 +1,6 @@
-"""Stages of ingest overlapped on threads: the next batch is read and validated while the current
-one is checked for duplicates and encoded, and the one before is partitioned and written.
+"""Stages of ingest overlapped on threads: the next chunk of a file is parsed while the current one
+is validated (`pipeline.logs.read_batches`), the batch before is checked for duplicates and
+encoded, and the one before that is partitioned and written (`pipeline.store.store`).
 
 Each stage still handles its batches one at a time and in file order, so the stored bytes are
 those of a sequential run; only the stages run side by side. It pays because the work of each

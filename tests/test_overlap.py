@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from pipeline.store.overlap import Behind, read_ahead
+from pipeline.overlap import Behind, read_ahead
 
 
 def test_read_ahead_yields_every_item_in_order_and_raises_the_producers_error():
