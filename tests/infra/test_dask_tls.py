@@ -77,13 +77,14 @@ def test_the_flows_client_connects_with_the_shipped_configuration(dask_tls, tmp_
     assert remote.histogram.ballots == local.histogram.ballots
 
 
-def connect_as(address: str, security: Security) -> None:
-    """Dask's own connection and handshake with the scheduler, as a client with `security`.
+def connect_as(address: str, security: Security, timeout: float = 5) -> None:
+    """Dask's own connection and handshake with the scheduler, as a client with `security`, given up
+    after `timeout` seconds (a refusal may be a handshake that never completes).
     (Not a `Client`: one that fails in its constructor is closed by the garbage collector, which
     can deadlock the event-loop thread of the next Client of this process.)"""
 
     async def handshake() -> None:
-        comm = await connect(address, timeout=5, **security.get_connection_args("client"))
+        comm = await connect(address, timeout=timeout, **security.get_connection_args("client"))
         await comm.close()
 
     asyncio.run(handshake())
@@ -91,7 +92,7 @@ def connect_as(address: str, security: Security) -> None:
 
 def test_a_client_of_the_cluster_ca_is_accepted(dask_tls):
     """The refusals below can fail: the same connection with our client certificate succeeds."""
-    connect_as(dask_tls.address, client_security(dask_tls.ours / "tls"))
+    connect_as(dask_tls.address, client_security(dask_tls.ours / "tls"), timeout=60)  # a loaded machine may be slow
 
 
 def test_the_shipped_configuration_refuses_plain_tcp_addresses(dask_tls):
