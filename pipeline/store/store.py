@@ -52,11 +52,11 @@ from pipeline.logs.records import LINE_SUFFIXES
 from pipeline.logs.identity import INGEST_POSITION, drop_seen, ingest_positions
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
 from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
+from pipeline.overlap import Behind, read_ahead
 from pipeline.paths import UnsafePath, below
 from pipeline.store.dictionary import IdMap
 from pipeline.store.files import digest_file, exclusive_lock, remove_temporary, sync_files, write_json
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
-from pipeline.overlap import Behind, read_ahead
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 
 MANIFEST = "manifest.json"
