@@ -69,7 +69,7 @@ from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
 from pipeline.methods.registry import method
-from pipeline.methods.resample import PoissonTable, interval_columns, rank_upper_bounds, ranks_by_round
+from pipeline.methods.resample import PoissonTable, ranks_by_round, score_interval_columns
 from pipeline.methods.style_control import parse_covariates, style_controlled
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.features import BattleFeatures
@@ -307,9 +307,7 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
                          f"({summary['bootstrap_dropped']} without one, {summary['bootstrap_unconverged']} not converged); "
                          "use m-elo:prior=0.01, or bootstrap=0 for no intervals")
     rank = competition_ranks(elo_points(full.beta, scale, anchor), tolerance=elo_tolerance(options["tol"], scale))
-    columns = interval_columns(kept[:, :n], kept[:, n: 2 * n], rank)
-    return columns | {"rank_ci": rank_upper_bounds(columns["ci_low"], columns["ci_high"],
-                                                   elo_tolerance(rounds_options["tol"], scale))}, summary
+    return score_interval_columns(kept[:, :n], kept[:, n: 2 * n], rank, elo_tolerance(rounds_options["tol"], scale)), summary
 
 
 @method("m-elo", needs=("pairwise", "agent_keys"),

@@ -104,6 +104,13 @@ def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray) ->
             "tier": tiers(rank, rank_low, rank_high)}
 
 
+def score_interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray, tolerance: float) -> dict[str, np.ndarray]:
+    """`interval_columns` of a bootstrap of scores, with their `rank_ci` (`rank_upper_bounds` at the
+    rounds' accuracy `tolerance`)."""
+    columns = interval_columns(scores, ranks, rank)
+    return columns | {"rank_ci": rank_upper_bounds(columns["ci_low"], columns["ci_high"], tolerance)}
+
+
 def rank_upper_bounds(ci_low: np.ndarray, ci_high: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
     """`rank_ci` [Arena]: 1 + the number of agents whose lower bound is more than `tolerance` (the
     rounds' accuracy) above the agent's upper bound (a NaN bound is above nothing): bounds that agree

@@ -46,7 +46,7 @@ from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
-from pipeline.methods.resample import interval_columns, poisson_draws, rank_upper_bounds, ranks_by_round
+from pipeline.methods.resample import poisson_draws, ranks_by_round, score_interval_columns
 from pipeline.stats.features import BattleFeatures, value_bits
 
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
@@ -265,9 +265,8 @@ def style_controlled(features: BattleFeatures, agent_keys: np.ndarray, covariate
             raise NoEstimate(f"m-elo: none of the {bootstrap} bootstrap resamples with covariates could be fitted; use "
                              "m-elo:prior=0.01, or bootstrap=0 for no intervals")
         scores = elo_points(kept[:, :design.n], scale, anchor)
-        columns = interval_columns(scores, ranks_by_round(scores, tie), competition_ranks(elo_points(full.beta, scale, anchor),
-                                                                                          tolerance=tie))
-        columns["rank_ci"] = rank_upper_bounds(columns["ci_low"], columns["ci_high"], tie)
+        columns = score_interval_columns(scores, ranks_by_round(scores, tie),
+                                         competition_ranks(elo_points(full.beta, scale, anchor), tolerance=tie), tie)
         extras = {key: values[agent_keys] for key, values in columns.items()}
         low, high = np.percentile(kept[:, design.n:-1], (2.5, 97.5), axis=0)
         table |= {"ci_low": low, "ci_high": high}
