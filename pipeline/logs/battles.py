@@ -26,8 +26,7 @@ from pipeline.logs.features import FEATURES_TYPE, read_features
 from pipeline.logs.kinds import LogKind, register_kind
 from pipeline.logs.orders import TIE, Comparisons
 from pipeline.logs.records import LINE, RawRecords
-from pipeline.logs.triage import (Check, ReadResult, Triage, text, timestamp_checks, timestamps, weight_checks,
-                                  weight_value)
+from pipeline.logs.triage import Check, ReadResult, Triage, text, weight_checks, weight_value
 from pipeline.weights import quantize_expr
 
 WINNERS = ("model_a", "model_b", "tie", "tie (bothbad)")
@@ -68,9 +67,9 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
         battle_id=text(ident) if ident else pl.lit(stem + ":") + pl.col(LINE).cast(pl.String),
         prompt=text(prompt) if prompt else pl.lit(None, pl.String),
         category=text(category) if category else pl.lit(None, pl.String),
-        timestamp=timestamps(t.frame, stamp) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
         weight=weight_value(weight, schema.get(weight)),
     )
+    stamp_checks = t.derive_timestamp(stamp)
     checks = [
         Check("battle_id", "missing battle_id", pl.col("~battle_id").is_null()),
         Check("model_a", "missing model_a", pl.col("~model_a").is_null()),
@@ -80,8 +79,7 @@ def read_battles(raw: RawRecords, source: str) -> ReadResult:
         Check("winner", f"unknown winner value (expected one of {', '.join(WINNERS)})",
               ~pl.col("~winner").is_in([code for code, value in enumerate(winners) if value in WINNERS])),
     ]
-    if stamp:
-        checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])
+    checks += stamp_checks
     checks += weight_checks("~weight", weight) + feature_checks
     t.reject(checks)
     t.reject_repeats(["~battle_id"], "battle_id", "duplicate battle_id")

@@ -23,8 +23,7 @@ from pipeline.arrays import column, unit_codes
 from pipeline.logs.kinds import LogKind, register_kind
 from pipeline.logs.orders import MAX_RANKED, WeakOrders
 from pipeline.logs.records import RawRecords, UnreadableFile
-from pipeline.logs.triage import (Check, ReadResult, Triage, differs, number, text, timestamp_checks, timestamps,
-                                  weight_checks, weight_value)
+from pipeline.logs.triage import Check, ReadResult, Triage, differs, number, text, weight_checks, weight_value
 from pipeline.weights import quantize_expr
 
 SCHEMA = pa.schema(
@@ -55,9 +54,9 @@ def read_games(raw: RawRecords, source: str) -> ReadResult:
     t.derive_labels({"player": player})
     t.derive(
         value=number(value, schema[value]) if value else pl.lit(None, pl.Float64),
-        timestamp=timestamps(t.frame, stamp) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
         weight=weight_value(weight, schema.get(weight)),
     )
+    stamp_checks = t.derive_timestamp(stamp)
     checks = [
         Check("game_id", "missing game_id", pl.col("~game_id").is_null()),
         Check("player", "missing player", pl.col("~player").is_null()),
@@ -67,8 +66,7 @@ def read_games(raw: RawRecords, source: str) -> ReadResult:
     ]
     if place:
         checks.append(Check(field, "place must be 1 or more", pl.col("~value") < 1))
-    if stamp:
-        checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])
+    checks += stamp_checks
     checks += weight_checks("~weight", weight)
     t.reject(checks)
 

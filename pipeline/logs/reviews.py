@@ -44,7 +44,7 @@ from pipeline.arrays import column
 from pipeline.logs.kinds import LogKind, register_kind
 from pipeline.logs.orders import MAX_RANKED, WeakOrders
 from pipeline.logs.records import LINE, RawRecords
-from pipeline.logs.triage import Check, ReadResult, Triage, text, timestamp_checks, timestamps
+from pipeline.logs.triage import Check, ReadResult, Triage, text
 
 SCHEMA = pa.schema(
     [
@@ -216,12 +216,11 @@ def read_reviews(raw: RawRecords, source: str) -> ReadResult:
         query_id=_any_of(t, "query_id", "event_id", "query"),
         reviewer=_any_of(t, "reviewer", "model", "reviewer_model"),
         category=text(category) if category else pl.lit(None, pl.String),
-        timestamp=timestamps(t.frame, stamp) if stamp else pl.lit(None, pl.Datetime("us", "UTC")),
     )
+    stamp_checks = t.derive_timestamp(stamp)
     checks = [Check("query_id", "missing query_id", pl.col("~query_id").is_null()),
               Check("reviewer", "missing reviewer", pl.col("~reviewer").is_null())]
-    if stamp:
-        checks += timestamp_checks(stamp, "~timestamp", t.frame.schema[stamp])
+    checks += stamp_checks
     t.reject(checks)
     for name in ("label_to_model", "abstained", "ranking", "scores"):
         t.reject_rows(pl.col("~problem_field") == name, name, pl.col("~problem"))

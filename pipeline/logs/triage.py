@@ -175,6 +175,16 @@ class Triage:
     def derive(self, **exprs: pl.Expr | pl.Series) -> None:
         self.frame = self.frame.with_columns(**{f"~{k}": v for k, v in exprs.items()})
 
+    def derive_timestamp(self, raw: str | None) -> list[Check]:
+        """Derive `~timestamp` from the raw column `raw` (`timestamps`; all null without one) and return
+        the checks that name why a present value did not become a timestamp (`timestamp_checks`)."""
+        if raw is None:
+            self.derive(timestamp=pl.lit(None, UTC_MICROS))
+            return []
+        parsed, numeric = timestamps(self.frame, raw)
+        self.derive(timestamp=parsed, **({} if numeric is None else {"timestamp:number": numeric}))
+        return timestamp_checks(raw, "~timestamp", self.frame.schema[raw])
+
     def derive_labels(self, columns: Mapping[str, str | None], lowercase: bool = False) -> pa.Array:
         """Derive `~<name>` for each `name: raw column` (None: absent, all null) as the codes of
         `text(raw column)` (lower-cased if asked) in one dictionary shared by these columns, which
@@ -344,22 +354,25 @@ def _epoch(seconds: pl.Series) -> pl.Series:
     return pl.select(pl.when(inside).then(micros).otherwise(None).cast(UTC_MICROS)).to_series()
 
 
-def timestamps(frame: pl.DataFrame, name: str) -> pl.Series:
+def timestamps(frame: pl.DataFrame, name: str) -> tuple[pl.Series, pl.Series | None]:
     """A raw column as UTC microsecond timestamps: typed dates and timestamps as they are (the
     Parquet reader made them UTC and marked those out of range), numbers as epoch seconds, text as
     epoch seconds or ISO-8601 (the formats of a column may vary row by row). Null where a value
-    does not parse or is out of range (`timestamp_checks` says which)."""
+    does not parse or is out of range (`timestamp_checks` says which). For a text column, also
+    whether each value reads as a number (null where there is no text), so that the checks name
+    the reason without stripping the text again."""
     column = frame.get_column(name)
     if column.dtype.is_temporal():
-        return column.cast(UTC_MICROS) if column.dtype == UTC_MICROS else column.dt.replace_time_zone("UTC").cast(UTC_MICROS)
+        return column.cast(UTC_MICROS) if column.dtype == UTC_MICROS else column.dt.replace_time_zone("UTC").cast(UTC_MICROS), None
     if column.dtype.is_numeric():
-        return _epoch(column.cast(pl.Float64))
+        return _epoch(column.cast(pl.Float64)), None
     raw = frame.select(text(name)).to_series()
     seconds = raw.cast(pl.Float64, strict=False)
+    numeric = pl.select(pl.when(raw.is_not_null()).then(seconds.is_not_null())).to_series()
     result = _epoch(seconds)
     rest = raw.is_not_null() & seconds.is_null()
     if not rest.any():
-        return result
+        return result, numeric
     try:  # polars infers the format of the first value that parses and applies it to all
         parsed = raw.str.to_datetime(time_unit="us", time_zone="UTC", strict=False).cast(UTC_MICROS)
         result = pl.select(pl.when(rest).then(parsed).otherwise(result)).to_series()
@@ -371,12 +384,13 @@ def timestamps(frame: pl.DataFrame, name: str) -> pl.Series:
             break
         parsed = raw.filter(missing).str.to_datetime(time_format, time_unit="us", time_zone="UTC", strict=False)
         result = result.scatter(missing.arg_true(), parsed.cast(UTC_MICROS))
-    return result
+    return result, numeric
 
 
 def timestamp_checks(raw_name: str, parsed: str, dtype: pl.DataType) -> list[Check]:
     """The reasons a present timestamp (raw column of type `dtype`) did not become one: a number out
-    of range, or not a date. A typed column is checked as it is, never formatted as text."""
+    of range, or not a date. A typed column is checked as it is, never formatted as text; a text
+    column by the flags `Triage.derive_timestamp` derived beside `parsed` (`<parsed>:number`)."""
     if dtype.is_temporal():  # the format reader already marked values beyond the year 9999
         return [Check("timestamp", "timestamp outside the years 1 to 9999",
                       pl.col(raw_name).is_not_null() & pl.col(parsed).is_null())]
@@ -384,9 +398,9 @@ def timestamp_checks(raw_name: str, parsed: str, dtype: pl.DataType) -> list[Che
                          pl.col(raw_name).is_not_null() & pl.col(parsed).is_null())
     if dtype.is_numeric():
         return [out_of_range]
-    value = text(raw_name).cast(pl.Float64, strict=False)
-    missing = text(raw_name).is_not_null() & pl.col(parsed).is_null()
-    return [Check(out_of_range.field, out_of_range.reason, missing & value.is_not_null()),
+    number = pl.col(f"{parsed}:number")
+    missing = number.is_not_null() & pl.col(parsed).is_null()
+    return [Check(out_of_range.field, out_of_range.reason, missing & number),
             Check("timestamp", "unparsable timestamp", missing)]
 
 
