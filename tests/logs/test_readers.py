@@ -271,3 +271,37 @@ def test_nfc_keeps_the_type_of_every_chunk():
 
     mixed = pa.chunked_array([["plain"], ["Pe\u0301rez"]])  # only the second chunk needs normalising
     assert nfc_text(mixed).to_pylist() == ["plain", "P\u00e9rez"] and nfc_text(mixed).type == pa.string()
+
+
+TEXT_TIMESTAMPS = [  # (CSV text, the stored timestamp or the quarantine's reason)
+    (" 1700000000 ", "2023-11-14T22:13:20+00:00"),
+    ("2024-01-02T03:04:05Z", "2024-01-02T03:04:05+00:00"),
+    ("   ", None),
+    (" 1e20 ", "timestamp is not a finite number of seconds within the years 1 to 9999"),
+    ("inf", "timestamp is not a finite number of seconds within the years 1 to 9999"),
+    (" yesterday ", "unparsable timestamp"),
+]
+
+
+@pytest.mark.parametrize("kind", ["battles", "games"])
+def test_text_timestamps_are_stripped_once_and_each_failure_names_its_reason(tmp_path, kind):
+    # Padded numbers and dates parse, blank text is no timestamp, and a present value that does not
+    # parse is quarantined as out of range (a number) or unparsable (anything else), in every kind.
+    path = tmp_path / f"{kind}.csv"
+    if kind == "battles":
+        rows = [f'b{i},x,y,tie,"{stamp}"' for i, (stamp, _) in enumerate(TEXT_TIMESTAMPS)]
+        path.write_text("battle_id,model_a,model_b,winner,timestamp\n" + "\n".join(rows) + "\n")
+    else:
+        rows = [f'g{i},{player},{player},"{stamp}"' for i, (stamp, _) in enumerate(TEXT_TIMESTAMPS) for player in (1, 2)]
+        path.write_text("game_id,player,score,timestamp\n" + "\n".join(rows) + "\n")
+    result = read_log(path, kind)
+    seats = 1 if kind == "battles" else 2
+    kept = [expected for _, expected in TEXT_TIMESTAMPS if expected is None or expected[0].isdigit()]
+    stored = [row["timestamp"] for row in result.table.to_pylist()][::seats]
+    assert [None if t is None else t.isoformat() for t in stored] == kept
+    failed = [expected for _, expected in TEXT_TIMESTAMPS if expected is not None and not expected[0].isdigit()]
+    assert [(field, reason) for _, field, reason in reasons(result)][::seats] == [("timestamp", r) for r in failed]
+
+
+def reasons(result) -> list[tuple[int, str, str]]:
+    return [(r["line"], r["field"], r["reason"]) for r in result.quarantined.to_pylist()]
