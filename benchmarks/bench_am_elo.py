@@ -34,7 +34,7 @@ from pipeline.backtest.stability import simulate_votes
 from pipeline.methods.am_elo import ABILITY_LIMIT, AmFit, AnnotatorCells, fit_am_elo, penalised_loss
 from pipeline.methods.bradley_terry import fit_or_refuse, laplacian_solve, spread
 from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE
-from pipeline.methods.convergence import SHOWN, ConvergenceError, NoEstimate
+from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.stats.annotators import AnnotatorCounts
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data-samples" / "llmfao" / "crowd_battles.csv"
@@ -62,7 +62,8 @@ def _backtrack(objective: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
 
 def alternating_fit(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None, *, prior: float = 0.0,
                ability_prior: float = 1.0, tol: float = 1e-8, max_iter: int = 2000) -> AmFit:
-    """The solver before the joint Newton step (a verbatim copy, kept only here as the baseline)."""
+    """The solver before the joint Newton step (its iterations copied verbatim, kept only here as the baseline; its
+    diagnostics of a fit that does not converge, which the benchmark's data never reach, left out)."""
     cells = AnnotatorCells.from_counts(counts, agent_keys)
     m, pooled = cells.m, cells.pooled
     store_ids = counts.agents[cells.rated]
@@ -103,22 +104,7 @@ def alternating_fit(counts: AnnotatorCounts, agent_keys: np.ndarray | None = Non
         if ratings_floor.all() and ability_floor.all() and change > previous / 2:
             return r / m, theta, iteration, cells
         previous = change
-    d = cells.differences(r)
-    consistent = np.bincount(cells.judge, cells.wx * (d <= 0) + cells.wy * (d >= 0), minlength=m) == 0
-    contrary = np.bincount(cells.judge, cells.wx * (d >= 0) + cells.wy * (d <= 0), minlength=m) == 0
-    judge_ids = [int(j) for j in counts.judges[cells.annotators]]  # `pipeline.report` names them
-    if ability_prior == 0 and np.any(separable := consistent | contrary):
-        raise NoEstimate(f"am-elo: the abilities of annotators (judge ids) {[judge_ids[k] for k in np.flatnonzero(separable)]} grow "
-                         "without bound (their votes all agree or all disagree with the ranking); use ability_prior > 0")
-    moving = np.argsort(-np.abs(theta * m), kind="stable")[:SHOWN]
-    if not np.all(np.abs(theta * m) < ABILITY_LIMIT):
-        raise ConvergenceError(f"am-elo: the relative abilities of annotators (judge ids) {[judge_ids[k] for k in moving[:3]]} exceed "
-                               f"{ABILITY_LIMIT:g} after {iteration} rounds; ability_prior={ability_prior:g} counts as that "
-                               "many votes of weight 1, so with heavier weights raise it")
-    raise ConvergenceError(f"am-elo did not converge in {max_iter} rounds (largest change {change:.3g} > tol={tol:g}, "
-                           f"the largest abilities M*theta: {', '.join(f'judge {judge_ids[k]}: {theta[k] * m:.4g}' for k in moving[:3])}); "
-                           "ratings still moving most: {agents}",
-                           store_ids[np.argsort(-np.abs(moved), kind="stable")[:SHOWN]].tolist())
+    raise ConvergenceError(f"alternating am-elo did not converge in {iteration} rounds (largest change {change:.3g} > tol={tol:g})")
 
 
 def _ability_step(cells: AnnotatorCells, r: np.ndarray, theta: np.ndarray, ability_prior: float) -> tuple[np.ndarray, np.ndarray]:
