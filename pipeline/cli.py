@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
 from pipeline.progress import progress_bar
@@ -36,8 +36,10 @@ if TYPE_CHECKING:
     from pipeline.store import IngestReport
 
 # Paths and messages are never wrapped mid-word (soft_wrap: the terminal wraps long lines whole).
-console = Console(soft_wrap=True)
-errors = Console(stderr=True, soft_wrap=True)
+# Markup is off: names, paths and messages are data (an agent `[/bold]` is a name, not a closing
+# tag), so what is styled is styled through `Text`.
+console = Console(soft_wrap=True, markup=False)
+errors = Console(stderr=True, soft_wrap=True, markup=False)
 SAMPLES = Path(__file__).resolve().parent.parent / "data-samples"
 TOP = 3  # agents shown per method at the end of `rate`
 
@@ -53,8 +55,7 @@ class OneLineErrors(TyperGroup):
         except Exception as exc:
             if ctx.params.get("debug"):
                 raise
-            errors.print(f"[bold red]error[/bold red]: {type(exc).__name__}: {exc} (--debug shows the traceback)",
-                         markup=True, highlight=False)
+            error_line("error", f"{type(exc).__name__}: {exc} (--debug shows the traceback)")
             raise typer.Exit(1) from None
 
 
@@ -76,9 +77,14 @@ def main(
     quiet_logs(verbose)
 
 
+def error_line(label: str, message: str) -> None:
+    """One line on stderr: `label` in bold red, then the message as it is (never read as markup)."""
+    errors.print(Text.assemble((label, "bold red"), ": ", message), highlight=False)
+
+
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print one error line on stderr; the caller raises the returned `Exit`."""
-    errors.print(f"[bold red]error[/bold red]: {message}", markup=True, highlight=False)
+    error_line("error", message)
     return typer.Exit(code)
 
 
@@ -120,7 +126,7 @@ def report_ingest(reports: list[IngestReport]) -> None:
 def report_refusals(refused: dict[str, str]) -> None:
     """Print each method's one-line refusal; the command then exits with status 1."""
     for spec, message in refused.items():
-        errors.print(f"[bold red]{spec}[/bold red] could not rate: {message}", markup=True, highlight=False)
+        errors.print(Text.assemble((spec, "bold red"), f" could not rate: {message}"), highlight=False)
     if refused:
         raise typer.Exit(1)
 
@@ -130,7 +136,7 @@ def report_merged(merged: dict[str, list[str]]) -> None:
         console.print(f"{' and '.join(spellings)} are the same spec ({spec}): rated once")
 
 
-def method_cell(spec: str) -> str:
+def method_cell(spec: str) -> Text:
     """A method's short name, and the parameters it was given (those that differ from its defaults)
     on a second, dim line; the full spec is in run.json."""
     from pipeline.methods import REGISTRY, Spec
@@ -138,10 +144,10 @@ def method_cell(spec: str) -> str:
     try:
         parsed = Spec.parse(spec)
     except ValueError:  # a label that is not a spec (e.g. a backtest task's)
-        return spec
+        return Text(spec)
     defaults = REGISTRY[parsed.name].parameters
     changed = ", ".join(f"{k}={v}" for k, v in sorted(parsed.params.items()) if k in defaults and v != defaults[k])
-    return f"[bold]{parsed.name}[/bold]" + (f"\n[dim]{changed}[/dim]" if changed else "")
+    return Text.assemble((parsed.name, "bold"), *(("\n", (changed, "dim")) if changed else ()))
 
 
 def reading(value: object, digits: int) -> str:
@@ -166,7 +172,7 @@ def top_agents_table(records: list[dict], top: int = TOP) -> Table:
     for spec, rows in by_method.items():
         digits = decimals([r["score"] for r in rows])
         best = sorted(rows, key=lambda r: (r["rank"], r["agent"]))[:top]
-        cells = [f"{r['agent']}\n[dim]rank {r['rank']}, {reading(r['score'], digits)}[/dim]" for r in best]
+        cells = [Text.assemble(r["agent"], "\n", (f"rank {r['rank']}, {reading(r['score'], digits)}", "dim")) for r in best]
         table.add_row(method_cell(spec), str(len(rows)), *cells, *[""] * (top - len(cells)), end_section=True)
     return table
 
@@ -189,7 +195,7 @@ def ingest(
         reports = ingest_board(Store(store), board, advance)
     report_ingest(reports)
     for bad in (r for r in reports if r.status == "unreadable"):
-        errors.print(f"[bold red]unreadable[/bold red]: {bad.error}", markup=True, highlight=False)
+        error_line("unreadable", bad.error)
     if any(r.status == "unreadable" for r in reports):
         raise typer.Exit(1)
 
@@ -241,7 +247,7 @@ def rate(
             raise fail(str(exc)) from None
     report_ingest(result.reports)
     for bad in (r for r in result.reports if r.status == "unreadable"):
-        errors.print(f"[bold red]unreadable[/bold red]: {bad.error}", markup=True, highlight=False)
+        error_line("unreadable", bad.error)
     records = json.loads((out / "ratings.json").read_text(encoding="utf-8"))
     if records:
         console.print(top_agents_table(records))
@@ -259,17 +265,16 @@ def report_categories(categories) -> bool:
     for column in table.columns:
         column.overflow = "fold"
     table.columns[1].justify = "right"
-    shown = lambda text: escape(text if text.isprintable() else repr(text))  # noqa: E731 (categories are user text)
+    shown = lambda text: text if text.isprintable() else repr(text)  # noqa: E731 (categories are user text)
     for c in categories.boards:
-        outcome = "[red]failed[/red]" if c.failed else f"[yellow]{len(c.errors)} method(s) refused[/yellow]" if c.errors else "published"
+        outcome = Text("failed", "red") if c.failed else Text(f"{len(c.errors)} method(s) refused", "yellow") if c.errors else "published"
         table.add_row(shown(c.category), f"{c.rows:,}", c.folder, outcome)
     console.print(table)
     console.print(f"rows without a {categories.column}: {categories.rows_without_category:,} (in the overall board only)",
                   highlight=False)
     for c in categories.boards:
         for spec, message in ({"": c.failed} if c.failed else c.errors).items():
-            errors.print(f"[bold red]{shown(c.category)}[/bold red]: " + (f"{escape(spec)} could not rate: " if spec else "failed: ")
-                         + escape(message), markup=True, highlight=False)
+            error_line(shown(c.category), (f"{spec} could not rate: " if spec else "failed: ") + message)
     return any(c.failed or c.errors for c in categories.boards)
 
 
@@ -422,7 +427,7 @@ def history(
         for agent, ranks, score, interval in zip(view.agents, view.ranks, view.score, view.interval):
             now, before = ranks[-1], ranks[-2] if len(ranks) > 1 else None
             change = "" if len(ranks) < 2 else "new" if before is None else "=" if before == now else \
-                f"[green]\u25b2 {before - now}[/green]" if before > now else f"[red]\u25bc {now - before}[/red]"
+                Text(f"\u25b2 {before - now}", "green") if before > now else Text(f"\u25bc {now - before}", "red")
             table.add_row(agent, " \u2192 ".join("-" if r is None else str(r) for r in ranks), change, shown(score),
                           "" if interval is None else f"{shown(interval[0])}\u2013{shown(interval[1])}")
         console.print(table)
