@@ -17,9 +17,9 @@ boards:
 
 Method specs are parsed once, when a board is made (`Board.methods` holds `Spec`s); a spec given
 twice under different spellings (`borda`, `borda:normalise=false`) runs once, and run.json says
-so (`parameters.methods_merged`). A method that cannot rate the data (a `RatingError`) does not
-stop the board: the other methods are published, and run.json's `errors` holds its one-line
-message with the agents named.
+so (`parameters.methods_merged`). A method that cannot rate the data (a `RatingError`), or that
+fails in any other way, does not stop the board: the other methods are published, and run.json's
+`errors` holds its one-line message with the agents named.
 
 A board `by: category` also rates each category of its logs on its own, into
 `<out>/category=<folder>/` (`pipeline.paths.category_folder`): the statistics of a category are
@@ -32,6 +32,7 @@ one failed.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import shutil
 import time
@@ -54,6 +55,8 @@ from pipeline.stats.extras import kind_statistics
 from pipeline.stats.game_data import PromptCounts
 from pipeline.store import IngestReport, Store
 from pipeline.store.files import atomic_write, sha256_file
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,9 @@ class Rated:
 
 def rate(stats: Statistics, specs: Iterable[str | Spec], client=None) -> Rated:
     """Rate with every spec; methods that fan out do so on `client` (None: local threads). A method
-    that cannot rate the data is refused, and the others still rate."""
+    that cannot rate the data is refused, and the others still rate. So is a method that fails
+    otherwise (a parameter value it rejects, a bug): its refusal names the error, and its
+    traceback goes to this module's log at DEBUG level."""
     rated = Rated()
     for spec in map(Spec.parse, specs):
         start = time.perf_counter()
@@ -214,6 +219,11 @@ def rate(stats: Statistics, specs: Iterable[str | Spec], client=None) -> Rated:
             rated.ratings.append(run(spec, stats, client=client))
         except RatingError as error:
             rated.refused[spec.canonical] = error
+        except Exception as error:  # noqa: BLE001 (one method never stops the others)
+            log.debug("%s failed", spec, exc_info=True)
+            reason = next(iter(str(error).splitlines()), "")
+            reason = reason if isinstance(error, ValueError) else f"{type(error).__name__}: {reason}"
+            rated.refused[spec.canonical] = RatingError(reason if reason.startswith(f"{spec.name}:") else f"{spec.name}: {reason}")
         rated.timings[f"rate {spec}"] = time.perf_counter() - start
     return rated
 
