@@ -402,14 +402,17 @@ def history(
     top: Annotated[int, typer.Option(help="agents shown per board and method (0: all)")] = 10,
 ) -> None:
     """Print the ranks of the top agents over the last nightly runs, per board and method."""
-    from pipeline.report.history import HISTORY_FILE, history_views, read_history
+    from pipeline.report.history import HISTORY_FILE, history_table, history_views
     from pipeline.report.site import method_label, run_label
     from pipeline.report.tables import decimals
 
     path = out / HISTORY_FILE if out.is_dir() else out
     if not path.exists():
         raise typer.BadParameter(f"no history at {path} (the nightly flow writes it)", param_hint="OUT")
-    views = history_views(read_history(path), board, method, max(1, runs), top or None)
+    if (table := history_table(path)) is None:
+        raise fail(f"{path} cannot be read as a history (cut short, or not Parquet); "
+                   "the next nightly run keeps it aside and starts a new one")
+    views = history_views(table, board, method, max(1, runs), top or None)
     if not views:
         raise typer.BadParameter(f"nothing in {path} for board {board or 'any'} and method {method or 'any'}")
     for view in views:
