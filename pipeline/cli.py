@@ -303,7 +303,7 @@ def backtest(
     out: Annotated[Path, typer.Option("--out", help="output folder")],
     splits: Annotated[int, typer.Option("--splits", help="number of splits")] = 50,
     test_size: Annotated[int, typer.Option("--test-size", help="test units (games, battles) per random split")] = 3000,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the splits and of seeded methods")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the splits and of seeded methods")] = 0,
     scheme: Annotated[str, typer.Option("--split", help="random, or temporal (rolling windows)")] = "random",
     window_days: Annotated[float, typer.Option("--window-days", help="test window of temporal splits")] = 30.0,
     reference: Annotated[str, typer.Option("--reference", help="method spec the others are compared with")] = "elo",
