@@ -11,14 +11,18 @@ library it uses (polars, Dask, scipy, the methods) when it runs (`benchmarks/ben
 Exit codes: 0 done; 1 the data could not be (wholly) rated or ingested (an unreadable file, a
 method that refused, nothing of the kind to rate); 2 a usage error found before any work (an
 unknown kind or method, a method that does not rate the kind, a missing input, a test size the
-log cannot give). Errors are one line on stderr; `--debug` shows the traceback.
+log cannot give); 143 stopped by SIGTERM, after unwinding (a temporary store deleted). Errors
+are one line on stderr; `--debug` shows the traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import signal
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -45,18 +49,38 @@ TOP = 3  # agents shown per method at the end of `rate`
 
 
 class OneLineErrors(TyperGroup):
-    """Any error a command did not expect is printed as one line and exits 1; `--debug` re-raises it."""
+    """Any error a command did not expect is printed as one line and exits 1; `--debug` re-raises it.
+    A command stopped by SIGTERM (a scheduler's timeout, `kill`) unwinds as an exit with status
+    143, so what it holds is released: a temporary store is deleted, a local Dask cluster closed."""
 
     def invoke(self, ctx: typer.Context):
-        try:
-            return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own: usage errors, exits
-            raise
-        except Exception as exc:
-            if ctx.params.get("debug"):
+        with exit_on_sigterm():
+            try:
+                return super().invoke(ctx)
+            except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own: usage errors, exits
                 raise
-            error_line("error", f"{type(exc).__name__}: {exc} (--debug shows the traceback)")
-            raise typer.Exit(1) from None
+            except Exception as exc:
+                if ctx.params.get("debug"):
+                    raise
+                error_line("error", f"{type(exc).__name__}: {exc} (--debug shows the traceback)")
+                raise typer.Exit(1) from None
+
+
+@contextlib.contextmanager
+def exit_on_sigterm():
+    """SIGTERM raises SystemExit(143) in the main thread while the block runs (the handler before is restored)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
