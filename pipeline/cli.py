@@ -410,10 +410,13 @@ def report(
 ) -> None:
     """Write the HTML report of a run folder and print the path of its index.html."""
     from pipeline.report import write_report
-    from pipeline.report.folders import read_run
+    from pipeline.report.folders import read_run, unreadable_outputs
 
     if not run_dir.is_dir() or not read_run(run_dir):
-        raise typer.BadParameter(f"{run_dir} holds no published board or backtest", param_hint="RUN_DIR")
+        broken = ", ".join(str(p.relative_to(run_dir)) for p in unreadable_outputs(run_dir))
+        raise typer.BadParameter(f"{run_dir} holds no published board or backtest" +
+                                 (f" that can be read: {broken} cannot be read (cut short, or not Parquet)" if broken else ""),
+                                 param_hint="RUN_DIR")
     console.print(f"report: {write_report(run_dir, history=history)}", highlight=False)
 
 
