@@ -116,17 +116,44 @@ def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
             raise ValueError(f"{spec.name} does not rate {kind} files (methods that do: {', '.join(able)})")
 
 
+BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by")  # the first four required
+
+
 def load_boards(path: str | Path) -> list[Board]:
+    """The boards of a YAML config, each checked before any work: known keys only (a misspelt
+    `method:` is not silently dropped), `sources` and `methods` lists of text (one text is a list
+    of one: `sources: arena.csv` is that file, not its letters), and at least one method."""
     path = Path(path)
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    entries = config.get("boards", []) if isinstance(config, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: expected `boards:`, a list of boards, each with {', '.join(BOARD_KEYS[:4])}")
     boards = []
-    for entry in config.get("boards", []):
-        sources = tuple(str((path.parent / s).resolve()) for s in entry["sources"])
+    for i, entry in enumerate(entries, start=1):
+        where = f"{path}: board {entry.get('name', i) if isinstance(entry, dict) else i}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: expected a mapping with {', '.join(BOARD_KEYS[:4])}, got {entry!r}")
+        if unknown := sorted(map(str, set(entry) - set(BOARD_KEYS))):
+            raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; a board has {', '.join(BOARD_KEYS)}")
+        if missing := [key for key in BOARD_KEYS[:4] if key not in entry]:
+            raise ValueError(f"{where}: missing {', '.join(missing)}")
+        sources, methods = (text_list(entry[key], f"{where}: {key}") for key in ("sources", "methods"))
+        if not methods:
+            raise ValueError(f"{where}: lists no methods")
         name = check_board_name(entry["name"], path)
-        boards.append(Board(name, entry["kind"], sources, tuple(entry["methods"]), entry.get("title", ""), by=entry.get("by")))
+        boards.append(Board(name, entry["kind"], tuple(str((path.parent / s).resolve()) for s in sources), methods,
+                            entry.get("title", ""), by=entry.get("by")))
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
     return boards
+
+
+def text_list(value: object, where: str) -> tuple[str, ...]:
+    """A config value that lists texts: a list of texts, or one text (a list of one)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ValueError(f"{where}: expected a list of texts, got {value!r}")
+    return tuple(items)
 
 
 def source_files(board: Board) -> list[Path]:

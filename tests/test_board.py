@@ -202,6 +202,33 @@ def test_a_nightly_config_asks_for_categories(tmp_path):
     assert [b.by for b in boards.load_boards(config)] == ["category", None]
 
 
+def test_a_nightly_config_reads_one_text_as_a_list_of_one(tmp_path):
+    # `sources: arena.csv` was read letter by letter: `.` named the config's own folder, so every
+    # log in it was rated; `methods: borda` was the unknown methods 'b', 'o', ...
+    config = tmp_path / "nightly.yaml"
+    config.write_text("boards:\n  - {name: arena, kind: battles, sources: arena.csv, methods: borda}\n")
+    [board] = boards.load_boards(config)
+    assert board.sources == (str(tmp_path / "arena.csv"),) and [str(m) for m in board.methods] == ["borda:normalise=false"]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("boards: {name: a}", "expected `boards:`, a list of boards"),
+    ("[1, 2]", "expected `boards:`, a list of boards"),
+    ("boards: [arena]", "board 1: expected a mapping with name, kind, sources, methods, got 'arena'"),
+    ("boards: [{name: a, kind: battles, sources: [x], method: [borda]}]", "board a: unknown key\\(s\\) method; a board has"),
+    ("boards: [{name: a, kind: battles, methods: [borda]}]", "board a: missing sources"),
+    ("boards: [{name: a, kind: battles, sources: [x], methods: []}]", "board a: lists no methods"),
+    ("boards: [{name: a, kind: battles, sources: [1], methods: [borda]}]", "board a: sources: expected a list of texts, got \\[1\\]"),
+])
+def test_a_malformed_nightly_config_is_one_line_naming_the_file_and_board(tmp_path, text, message):
+    # These raised TypeError, AttributeError or KeyError from inside the loader, or were silently dropped.
+    config = tmp_path / "nightly.yaml"
+    config.write_text(text + "\n")
+    with pytest.raises(ValueError, match=f"^{config}: {message}") as error:
+        boards.load_boards(config)
+    assert "\n" not in str(error.value)
+
+
 def test_a_board_rated_without_categories_drops_the_category_boards_of_an_earlier_run(tmp_path):
     battle_log(tmp_path / "log" / "battles.csv", ["coding"], battles=200)
     out = tmp_path / "out"
