@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from pipeline.cli import SAMPLES, SchedulerOption, app, console
 
@@ -30,7 +31,7 @@ def demo(
     console.print(f"nightly flow: boards from {config}, output in {out}")
     nightly(str(config), str(out), scheduler=scheduler, workers=workers)
     latest = (out / "latest").resolve()
-    console.print(f"\n[bold green]leaderboards[/bold green] in {latest}:")
+    console.print(Text.assemble("\n", ("leaderboards", "bold green"), f" in {latest}:"))
     for board in sorted(latest.glob("*/leaderboard.md")):
         console.print(f"  {board}")
     console.print(f"report: {latest / 'index.html'}", soft_wrap=True)

@@ -17,9 +17,9 @@ boards:
 
 Method specs are parsed once, when a board is made (`Board.methods` holds `Spec`s); a spec given
 twice under different spellings (`borda`, `borda:normalise=false`) runs once, and run.json says
-so (`parameters.methods_merged`). A method that cannot rate the data (a `RatingError`) does not
-stop the board: the other methods are published, and run.json's `errors` holds its one-line
-message with the agents named.
+so (`parameters.methods_merged`). A method that cannot rate the data (a `RatingError`), or that
+fails in any other way, does not stop the board: the other methods are published, and run.json's
+`errors` holds its one-line message with the agents named.
 
 A board `by: category` also rates each category of its logs on its own, into
 `<out>/category=<folder>/` (`pipeline.paths.category_folder`): the statistics of a category are
@@ -32,6 +32,7 @@ one failed.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import shutil
 import time
@@ -54,6 +55,8 @@ from pipeline.stats.extras import kind_statistics
 from pipeline.stats.game_data import PromptCounts
 from pipeline.store import IngestReport, Store
 from pipeline.store.files import atomic_write, sha256_file
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -113,17 +116,44 @@ def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
             raise ValueError(f"{spec.name} does not rate {kind} files (methods that do: {', '.join(able)})")
 
 
+BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by")  # the first four required
+
+
 def load_boards(path: str | Path) -> list[Board]:
+    """The boards of a YAML config, each checked before any work: known keys only (a misspelt
+    `method:` is not silently dropped), `sources` and `methods` lists of text (one text is a list
+    of one: `sources: arena.csv` is that file, not its letters), and at least one method."""
     path = Path(path)
     config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    entries = config.get("boards", []) if isinstance(config, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: expected `boards:`, a list of boards, each with {', '.join(BOARD_KEYS[:4])}")
     boards = []
-    for entry in config.get("boards", []):
-        sources = tuple(str((path.parent / s).resolve()) for s in entry["sources"])
+    for i, entry in enumerate(entries, start=1):
+        where = f"{path}: board {entry.get('name', i) if isinstance(entry, dict) else i}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: expected a mapping with {', '.join(BOARD_KEYS[:4])}, got {entry!r}")
+        if unknown := sorted(map(str, set(entry) - set(BOARD_KEYS))):
+            raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; a board has {', '.join(BOARD_KEYS)}")
+        if missing := [key for key in BOARD_KEYS[:4] if key not in entry]:
+            raise ValueError(f"{where}: missing {', '.join(missing)}")
+        sources, methods = (text_list(entry[key], f"{where}: {key}") for key in ("sources", "methods"))
+        if not methods:
+            raise ValueError(f"{where}: lists no methods")
         name = check_board_name(entry["name"], path)
-        boards.append(Board(name, entry["kind"], sources, tuple(entry["methods"]), entry.get("title", ""), by=entry.get("by")))
+        boards.append(Board(name, entry["kind"], tuple(str((path.parent / s).resolve()) for s in sources), methods,
+                            entry.get("title", ""), by=entry.get("by")))
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
     return boards
+
+
+def text_list(value: object, where: str) -> tuple[str, ...]:
+    """A config value that lists texts: a list of texts, or one text (a list of one)."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ValueError(f"{where}: expected a list of texts, got {value!r}")
+    return tuple(items)
 
 
 def source_files(board: Board) -> list[Path]:
@@ -206,7 +236,9 @@ class Rated:
 
 def rate(stats: Statistics, specs: Iterable[str | Spec], client=None) -> Rated:
     """Rate with every spec; methods that fan out do so on `client` (None: local threads). A method
-    that cannot rate the data is refused, and the others still rate."""
+    that cannot rate the data is refused, and the others still rate. So is a method that fails
+    otherwise (a parameter value it rejects, a bug): its refusal names the error, and its
+    traceback goes to this module's log at DEBUG level."""
     rated = Rated()
     for spec in map(Spec.parse, specs):
         start = time.perf_counter()
@@ -214,6 +246,11 @@ def rate(stats: Statistics, specs: Iterable[str | Spec], client=None) -> Rated:
             rated.ratings.append(run(spec, stats, client=client))
         except RatingError as error:
             rated.refused[spec.canonical] = error
+        except Exception as error:  # noqa: BLE001 (one method never stops the others)
+            log.debug("%s failed", spec, exc_info=True)
+            reason = next(iter(str(error).splitlines()), "")
+            reason = reason if isinstance(error, ValueError) else f"{type(error).__name__}: {reason}"
+            rated.refused[spec.canonical] = RatingError(reason if reason.startswith(f"{spec.name}:") else f"{spec.name}: {reason}")
         rated.timings[f"rate {spec}"] = time.perf_counter() - start
     return rated
 

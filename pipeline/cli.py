@@ -11,22 +11,26 @@ library it uses (polars, Dask, scipy, the methods) when it runs (`benchmarks/ben
 Exit codes: 0 done; 1 the data could not be (wholly) rated or ingested (an unreadable file, a
 method that refused, nothing of the kind to rate); 2 a usage error found before any work (an
 unknown kind or method, a method that does not rate the kind, a missing input, a test size the
-log cannot give). Errors are one line on stderr; `--debug` shows the traceback.
+log cannot give); 143 stopped by SIGTERM, after unwinding (a temporary store deleted). Errors
+are one line on stderr; `--debug` shows the traceback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import signal
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 from typer.core import TyperGroup
 
 from pipeline.progress import progress_bar
@@ -36,26 +40,47 @@ if TYPE_CHECKING:
     from pipeline.store import IngestReport
 
 # Paths and messages are never wrapped mid-word (soft_wrap: the terminal wraps long lines whole).
-console = Console(soft_wrap=True)
-errors = Console(stderr=True, soft_wrap=True)
+# Markup is off: names, paths and messages are data (an agent `[/bold]` is a name, not a closing
+# tag), so what is styled is styled through `Text`.
+console = Console(soft_wrap=True, markup=False)
+errors = Console(stderr=True, soft_wrap=True, markup=False)
 SAMPLES = Path(__file__).resolve().parent.parent / "data-samples"
 TOP = 3  # agents shown per method at the end of `rate`
 
 
 class OneLineErrors(TyperGroup):
-    """Any error a command did not expect is printed as one line and exits 1; `--debug` re-raises it."""
+    """Any error a command did not expect is printed as one line and exits 1; `--debug` re-raises it.
+    A command stopped by SIGTERM (a scheduler's timeout, `kill`) unwinds as an exit with status
+    143, so what it holds is released: a temporary store is deleted, a local Dask cluster closed."""
 
     def invoke(self, ctx: typer.Context):
-        try:
-            return super().invoke(ctx)
-        except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own: usage errors, exits
-            raise
-        except Exception as exc:
-            if ctx.params.get("debug"):
+        with exit_on_sigterm():
+            try:
+                return super().invoke(ctx)
+            except (typer.Exit, typer.Abort, typer.TyperException):  # typer's own: usage errors, exits
                 raise
-            errors.print(f"[bold red]error[/bold red]: {type(exc).__name__}: {exc} (--debug shows the traceback)",
-                         markup=True, highlight=False)
-            raise typer.Exit(1) from None
+            except Exception as exc:
+                if ctx.params.get("debug"):
+                    raise
+                error_line("error", f"{type(exc).__name__}: {exc} (--debug shows the traceback)")
+                raise typer.Exit(1) from None
+
+
+@contextlib.contextmanager
+def exit_on_sigterm():
+    """SIGTERM raises SystemExit(143) in the main thread while the block runs (the handler before is restored)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -76,9 +101,14 @@ def main(
     quiet_logs(verbose)
 
 
+def error_line(label: str, message: str) -> None:
+    """One line on stderr: `label` in bold red, then the message as it is (never read as markup)."""
+    errors.print(Text.assemble((label, "bold red"), ": ", message), highlight=False)
+
+
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print one error line on stderr; the caller raises the returned `Exit`."""
-    errors.print(f"[bold red]error[/bold red]: {message}", markup=True, highlight=False)
+    error_line("error", message)
     return typer.Exit(code)
 
 
@@ -120,7 +150,7 @@ def report_ingest(reports: list[IngestReport]) -> None:
 def report_refusals(refused: dict[str, str]) -> None:
     """Print each method's one-line refusal; the command then exits with status 1."""
     for spec, message in refused.items():
-        errors.print(f"[bold red]{spec}[/bold red] could not rate: {message}", markup=True, highlight=False)
+        errors.print(Text.assemble((spec, "bold red"), f" could not rate: {message}"), highlight=False)
     if refused:
         raise typer.Exit(1)
 
@@ -130,7 +160,7 @@ def report_merged(merged: dict[str, list[str]]) -> None:
         console.print(f"{' and '.join(spellings)} are the same spec ({spec}): rated once")
 
 
-def method_cell(spec: str) -> str:
+def method_cell(spec: str) -> Text:
     """A method's short name, and the parameters it was given (those that differ from its defaults)
     on a second, dim line; the full spec is in run.json."""
     from pipeline.methods import REGISTRY, Spec
@@ -138,10 +168,10 @@ def method_cell(spec: str) -> str:
     try:
         parsed = Spec.parse(spec)
     except ValueError:  # a label that is not a spec (e.g. a backtest task's)
-        return spec
+        return Text(spec)
     defaults = REGISTRY[parsed.name].parameters
     changed = ", ".join(f"{k}={v}" for k, v in sorted(parsed.params.items()) if k in defaults and v != defaults[k])
-    return f"[bold]{parsed.name}[/bold]" + (f"\n[dim]{changed}[/dim]" if changed else "")
+    return Text.assemble((parsed.name, "bold"), *(("\n", (changed, "dim")) if changed else ()))
 
 
 def reading(value: object, digits: int) -> str:
@@ -166,7 +196,7 @@ def top_agents_table(records: list[dict], top: int = TOP) -> Table:
     for spec, rows in by_method.items():
         digits = decimals([r["score"] for r in rows])
         best = sorted(rows, key=lambda r: (r["rank"], r["agent"]))[:top]
-        cells = [f"{r['agent']}\n[dim]rank {r['rank']}, {reading(r['score'], digits)}[/dim]" for r in best]
+        cells = [Text.assemble(r["agent"], "\n", (f"rank {r['rank']}, {reading(r['score'], digits)}", "dim")) for r in best]
         table.add_row(method_cell(spec), str(len(rows)), *cells, *[""] * (top - len(cells)), end_section=True)
     return table
 
@@ -189,7 +219,7 @@ def ingest(
         reports = ingest_board(Store(store), board, advance)
     report_ingest(reports)
     for bad in (r for r in reports if r.status == "unreadable"):
-        errors.print(f"[bold red]unreadable[/bold red]: {bad.error}", markup=True, highlight=False)
+        error_line("unreadable", bad.error)
     if any(r.status == "unreadable" for r in reports):
         raise typer.Exit(1)
 
@@ -241,7 +271,7 @@ def rate(
             raise fail(str(exc)) from None
     report_ingest(result.reports)
     for bad in (r for r in result.reports if r.status == "unreadable"):
-        errors.print(f"[bold red]unreadable[/bold red]: {bad.error}", markup=True, highlight=False)
+        error_line("unreadable", bad.error)
     records = json.loads((out / "ratings.json").read_text(encoding="utf-8"))
     if records:
         console.print(top_agents_table(records))
@@ -259,17 +289,16 @@ def report_categories(categories) -> bool:
     for column in table.columns:
         column.overflow = "fold"
     table.columns[1].justify = "right"
-    shown = lambda text: escape(text if text.isprintable() else repr(text))  # noqa: E731 (categories are user text)
+    shown = lambda text: text if text.isprintable() else repr(text)  # noqa: E731 (categories are user text)
     for c in categories.boards:
-        outcome = "[red]failed[/red]" if c.failed else f"[yellow]{len(c.errors)} method(s) refused[/yellow]" if c.errors else "published"
+        outcome = Text("failed", "red") if c.failed else Text(f"{len(c.errors)} method(s) refused", "yellow") if c.errors else "published"
         table.add_row(shown(c.category), f"{c.rows:,}", c.folder, outcome)
     console.print(table)
     console.print(f"rows without a {categories.column}: {categories.rows_without_category:,} (in the overall board only)",
                   highlight=False)
     for c in categories.boards:
         for spec, message in ({"": c.failed} if c.failed else c.errors).items():
-            errors.print(f"[bold red]{shown(c.category)}[/bold red]: " + (f"{escape(spec)} could not rate: " if spec else "failed: ")
-                         + escape(message), markup=True, highlight=False)
+            error_line(shown(c.category), (f"{spec} could not rate: " if spec else "failed: ") + message)
     return any(c.failed or c.errors for c in categories.boards)
 
 
@@ -298,7 +327,7 @@ def backtest(
     out: Annotated[Path, typer.Option("--out", help="output folder")],
     splits: Annotated[int, typer.Option("--splits", help="number of splits")] = 50,
     test_size: Annotated[int, typer.Option("--test-size", help="test units (games, battles) per random split")] = 3000,
-    seed: Annotated[int, typer.Option("--seed", help="seed of the splits and of seeded methods")] = 0,
+    seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the splits and of seeded methods")] = 0,
     scheme: Annotated[str, typer.Option("--split", help="random, or temporal (rolling windows)")] = "random",
     window_days: Annotated[float, typer.Option("--window-days", help="test window of temporal splits")] = 30.0,
     reference: Annotated[str, typer.Option("--reference", help="method spec the others are compared with")] = "elo",
@@ -381,10 +410,13 @@ def report(
 ) -> None:
     """Write the HTML report of a run folder and print the path of its index.html."""
     from pipeline.report import write_report
-    from pipeline.report.folders import read_run
+    from pipeline.report.folders import read_run, unreadable_outputs
 
     if not run_dir.is_dir() or not read_run(run_dir):
-        raise typer.BadParameter(f"{run_dir} holds no published board or backtest", param_hint="RUN_DIR")
+        broken = ", ".join(str(p.relative_to(run_dir)) for p in unreadable_outputs(run_dir))
+        raise typer.BadParameter(f"{run_dir} holds no published board or backtest" +
+                                 (f" that can be read: {broken} cannot be read (cut short, or not Parquet)" if broken else ""),
+                                 param_hint="RUN_DIR")
     console.print(f"report: {write_report(run_dir, history=history)}", highlight=False)
 
 
@@ -397,14 +429,17 @@ def history(
     top: Annotated[int, typer.Option(help="agents shown per board and method (0: all)")] = 10,
 ) -> None:
     """Print the ranks of the top agents over the last nightly runs, per board and method."""
-    from pipeline.report.history import HISTORY_FILE, history_views, read_history
+    from pipeline.report.history import HISTORY_FILE, history_table, history_views
     from pipeline.report.site import method_label, run_label
     from pipeline.report.tables import decimals
 
     path = out / HISTORY_FILE if out.is_dir() else out
     if not path.exists():
         raise typer.BadParameter(f"no history at {path} (the nightly flow writes it)", param_hint="OUT")
-    views = history_views(read_history(path), board, method, max(1, runs), top or None)
+    if (table := history_table(path)) is None:
+        raise fail(f"{path} cannot be read as a history (cut short, or not Parquet); "
+                   "the next nightly run keeps it aside and starts a new one")
+    views = history_views(table, board, method, max(1, runs), top or None)
     if not views:
         raise typer.BadParameter(f"nothing in {path} for board {board or 'any'} and method {method or 'any'}")
     for view in views:
@@ -422,7 +457,7 @@ def history(
         for agent, ranks, score, interval in zip(view.agents, view.ranks, view.score, view.interval):
             now, before = ranks[-1], ranks[-2] if len(ranks) > 1 else None
             change = "" if len(ranks) < 2 else "new" if before is None else "=" if before == now else \
-                f"[green]\u25b2 {before - now}[/green]" if before > now else f"[red]\u25bc {now - before}[/red]"
+                Text(f"\u25b2 {before - now}", "green") if before > now else Text(f"\u25bc {now - before}", "red")
             table.add_row(agent, " \u2192 ".join("-" if r is None else str(r) for r in ranks), change, shown(score),
                           "" if interval is None else f"{shown(interval[0])}\u2013{shown(interval[1])}")
         console.print(table)

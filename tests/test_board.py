@@ -140,6 +140,28 @@ def test_a_category_that_cannot_be_rated_never_stops_the_others(tmp_path, monkey
     assert "category=coding/index.html" in page and "Category &#39;math&#39; failed" in page
 
 
+def test_a_method_that_fails_in_any_way_never_stops_the_others(tmp_path, monkeypatch):
+    # approval:k=0 rejects its parameter when it runs (a ValueError); elo is made to fail as a bug
+    # would (the council's IndexError of an empty comparison once stopped every method of its board).
+    battle_log(tmp_path / "log" / "battles.csv", ["coding"], battles=200)
+    real = boards.run
+
+    def failing(spec, stats, client=None):
+        if spec.name == "elo":
+            raise IndexError("index -1 is out of bounds for axis 0 with size 0\nsecond line")
+        return real(spec, stats, client=client)
+
+    monkeypatch.setattr(boards, "run", failing)
+    out = tmp_path / "out"
+    result = run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("elo", "approval:k=0", "copeland")),
+                       Store(tmp_path / "store"), out)
+    assert {spec.partition(":")[0]: message for spec, message in result.errors.items()} == {
+        "elo": "elo: IndexError: index -1 is out of bounds for axis 0 with size 0",
+        "approval": "approval: k must be at least 1"}
+    assert json.loads((out / "run.json").read_text())["errors"] == result.errors
+    assert {r["method"] for r in json.loads((out / "ratings.json").read_text())} == {"copeland:tie_credit=0.5"}
+
+
 def test_earlier_category_boards_are_removed_and_only_those(tmp_path):
     battle_log(tmp_path / "log" / "battles.csv", ["coding", "math"], battles=300)
     out = tmp_path / "out"
@@ -178,6 +200,33 @@ def test_a_nightly_config_asks_for_categories(tmp_path):
     config.write_text("boards:\n  - {name: council, kind: reviews, sources: [x], methods: [copeland], by: category}\n"
                       "  - {name: plain, kind: battles, sources: [y], methods: [copeland]}\n")
     assert [b.by for b in boards.load_boards(config)] == ["category", None]
+
+
+def test_a_nightly_config_reads_one_text_as_a_list_of_one(tmp_path):
+    # `sources: arena.csv` was read letter by letter: `.` named the config's own folder, so every
+    # log in it was rated; `methods: borda` was the unknown methods 'b', 'o', ...
+    config = tmp_path / "nightly.yaml"
+    config.write_text("boards:\n  - {name: arena, kind: battles, sources: arena.csv, methods: borda}\n")
+    [board] = boards.load_boards(config)
+    assert board.sources == (str(tmp_path / "arena.csv"),) and [str(m) for m in board.methods] == ["borda:normalise=false"]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("boards: {name: a}", "expected `boards:`, a list of boards"),
+    ("[1, 2]", "expected `boards:`, a list of boards"),
+    ("boards: [arena]", "board 1: expected a mapping with name, kind, sources, methods, got 'arena'"),
+    ("boards: [{name: a, kind: battles, sources: [x], method: [borda]}]", "board a: unknown key\\(s\\) method; a board has"),
+    ("boards: [{name: a, kind: battles, methods: [borda]}]", "board a: missing sources"),
+    ("boards: [{name: a, kind: battles, sources: [x], methods: []}]", "board a: lists no methods"),
+    ("boards: [{name: a, kind: battles, sources: [1], methods: [borda]}]", "board a: sources: expected a list of texts, got \\[1\\]"),
+])
+def test_a_malformed_nightly_config_is_one_line_naming_the_file_and_board(tmp_path, text, message):
+    # These raised TypeError, AttributeError or KeyError from inside the loader, or were silently dropped.
+    config = tmp_path / "nightly.yaml"
+    config.write_text(text + "\n")
+    with pytest.raises(ValueError, match=f"^{config}: {message}") as error:
+        boards.load_boards(config)
+    assert "\n" not in str(error.value)
 
 
 def test_a_board_rated_without_categories_drops_the_category_boards_of_an_earlier_run(tmp_path):

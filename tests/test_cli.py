@@ -259,3 +259,43 @@ def test_rate_by_category_of_a_kind_without_categories_is_a_usage_error_naming_t
 def test_rate_help_documents_by_category():
     result = runner.invoke(app, ["rate", "--help"], terminal_width=200)
     assert "--by" in result.output and "category" in result.output
+
+
+def test_names_that_look_like_terminal_markup_are_printed_as_they_are(tmp_path):
+    # Rich reads `[...]` as markup: `[/bold]` closing nothing raised MarkupError (a traceback), and
+    # `[bold red]` or `[link=...]` vanished into styles. Names are data: they print as they are.
+    log = tmp_path / "battles.csv"
+    log.write_text("model_a,model_b,winner\n[/bold]x,[bold red]loud,model_a\n[bold red]loud,[/bold]x,model_a\n"
+                   "[link=http://e]y,[/bold]x,model_b\n[/]never,[/bold]x,model_b\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["rate", str(log), "--kind", "battles", "-m", "borda", "-m", "m-elo", "--out", str(out)])
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output  # 1: m-elo refused
+    assert "[/bold]x" in result.output and "[bold red]loud" in result.output and "[link=http://e]y" in result.output
+    refusal = " ".join(line for line in result.output.splitlines() if "could not rate" in line)
+    assert "never win or never lose: [/]never" in refusal
+
+
+def test_a_rate_stopped_by_sigterm_deletes_its_temporary_store(tmp_path):
+    # SIGTERM (a scheduler's timeout, `kill`) ended the process where it stood, leaving a copy of
+    # every ingested log in the temporary store; now the command unwinds and exits with 143.
+    import os
+    import signal
+    import time
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    command = [sys.executable, "-m", "pipeline.cli", "rate", str(SAMPLES / "llmfao"), "--kind", "battles",
+               "-m", "m-elo:bootstrap=1000000", "--out", str(tmp_path / "out")]
+    process = subprocess.Popen(command, env=os.environ | {"TMPDIR": str(scratch)}, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(p.name.startswith("vase-store-") and (p / "manifest.json").exists() for p in scratch.iterdir()):
+            assert process.poll() is None and time.monotonic() < deadline, "the run ended before its store was written"
+            time.sleep(0.2)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 143 and "Traceback" not in stderr, stderr
+    assert not [p.name for p in scratch.iterdir() if p.name.startswith("vase-store-")]

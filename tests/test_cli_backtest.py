@@ -28,6 +28,8 @@ def test_vase_backtest_summary_is_whole_at_80_columns_and_a_test_size_too_big_st
     too_big = runner.invoke(app, [*args, "--test-size", "100000", "--out", str(tmp_path / "big")])
     assert too_big.exit_code == 2 and "test size must be between 1 and" in too_big.output and "--test-size" in too_big.output
     assert not (tmp_path / "big").exists()
+    negative_seed = runner.invoke(app, [*args, "--seed", "-1", "--test-size", "5", "--out", str(tmp_path / "seed")])
+    assert negative_seed.exit_code == 2 and "--seed" in negative_seed.output  # was numpy's words after loading the log
     wrong_kind = runner.invoke(app, [*args, "-m", "am-elo", "--test-size", "5", "--out", str(tmp_path / "kind")])
     assert wrong_kind.exit_code == 2 and "am-elo does not rate games files" in " ".join(wrong_kind.output.split())
     out = tmp_path / "out"

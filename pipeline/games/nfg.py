@@ -14,13 +14,17 @@ Formats:
   list. Quoted names may contain escaped quotes.
 
 Validation: tensors agree in shape, payoffs are finite, every player has at least one strategy,
-names are distinct. An invalid file raises `UnreadableFile` with the reason (there are no rows to
-quarantine: a game is one record).
+names are distinct. Names are read as the logs' are (`pipeline.logs.names`): in NFC without
+surrounding whitespace, at most `MAX_NAME` characters, and without control or format characters
+(a bidirectional override or a zero-width joiner would print like another name); an empty name
+is its number, as in Gambit's count form (`Player1`, or the strategy's 1-based number). An invalid
+file raises `UnreadableFile` with the reason (there are no rows to quarantine: a game is one record).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +32,7 @@ import numpy as np
 from pipeline.arrays import sort_positions
 from pipeline.games.game import Game
 from pipeline.logs import LogKind, register_kind
+from pipeline.logs.names import MAX_NAME
 from pipeline.logs.records import UnreadableFile
 from pipeline.stats import Statistics
 
@@ -42,12 +47,26 @@ def read_nfg(path: str | Path) -> Game:
         if path.suffix.lower() == ".npz":
             game = _read_npz(path)
         elif path.suffix.lower() == ".nfg":
-            game = _read_gambit(path.read_text(encoding="utf-8"))
+            game = _read_gambit(path.read_text(encoding="utf-8-sig"))  # a byte order mark is fine
         else:
             raise ValueError(f"expected one of {', '.join(NFG_SUFFIXES)}")
+        players = tuple(game_name(name, f"Player{p + 1}", "player") for p, name in enumerate(game.players))
+        strategies = tuple(tuple(game_name(name, str(k + 1), f"a strategy of {player}") for k, name in enumerate(names))
+                           for player, names in zip(players, game.strategies))
+        return Game(game.payoffs, players, strategies, info={"game": "nfg", "source": path.name})
     except (OSError, ValueError, KeyError) as exc:
         raise UnreadableFile(path, str(exc)) from None
-    return Game(game.payoffs, game.players, game.strategies, info={"game": "nfg", "source": path.name})
+
+
+def game_name(text: str, default: str, what: str) -> str:
+    """A player's or strategy's name as an agent's name is read (NFC, stripped); `default` if empty."""
+    name = unicodedata.normalize("NFC", text).strip() or default
+    if bad := next((c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None):
+        raise ValueError(f"{what} {name[:40]!r} contains a control or format character (U+{ord(bad):04X}), "
+                         "which would print like another name")
+    if len(name) > MAX_NAME:
+        raise ValueError(f"{what} {name[:40]!r}... is longer than {MAX_NAME:,} characters")
+    return name
 
 
 def _read_npz(path: Path) -> Game:

@@ -67,7 +67,8 @@ def compare_ranks(base: Ratings, label: str, specs: Sequence[str | Spec], stats:
             unavailable[spec] = f"{type(exc).__name__}: {exc}"
             continue
         rows = other.positions(base.agents)
-        rank = np.where(rows >= 0, other.rank[rows], 0)
+        rank = np.zeros(len(rows), np.int64)  # 0: not rated by `spec` (which may rate no agent at all)
+        rank[rows >= 0] = other.rank[rows[rows >= 0]]
         columns[spec] = [int(r) if r > 0 else None for r in rank]
         known = rank > 0
         gap = np.maximum(gap, np.where(known, np.abs(base.rank - rank), 0))

@@ -108,14 +108,17 @@ def _coerce(method_name: str, key: str, text: str, default: object) -> object:
                 raise ValueError(text)
             return text.lower() in ("true", "1", "yes")
         if isinstance(default, int):
-            return int(text)
+            value = int(text)
+            if key.endswith("seed") and value < 0:  # seeds go to numpy's SeedSequence
+                raise ValueError(text)
+            return value
         if isinstance(default, float):
             value = float(text)
             if not math.isfinite(value):
                 raise ValueError(text)
             return value
     except ValueError:
-        kind = "finite number" if isinstance(default, float) else type(default).__name__
+        kind = "finite number" if isinstance(default, float) else "non-negative int" if key.endswith("seed") else type(default).__name__
         raise ValueError(f"{method_name}: parameter {key}={text!r} is not a valid {kind}") from None
     return text
 

@@ -122,6 +122,15 @@ def read_run(path: str | Path) -> list[Folder]:
             if (f := read_folder(sub, sub.name)) is not None]
 
 
+def unreadable_outputs(path: str | Path) -> list[Path]:
+    """The main outputs (a board's ratings, a backtest's results and summary) of `path` and of its
+    subfolders that exist but cannot be read (cut short, not Parquet): the folders they would make
+    are missing from `read_run`, and the report names them instead."""
+    path = Path(path)
+    folders = [path, *sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))] if path.is_dir() else []
+    return [f / name for f in folders for name in (RATINGS, RESULTS, SUMMARY) if (f / name).is_file() and read_parquet(f / name) is None]
+
+
 def all_boards(folders: list[Folder]) -> list[BoardFolder]:
     """Boards and their sub-boards, depth first."""
     out: list[BoardFolder] = []

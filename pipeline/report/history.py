@@ -10,6 +10,7 @@ Growth is bounded: per board and method, the agents ranked up to `MAX_RANK`, and
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import polars as pl
 
 from pipeline.report.folders import all_boards, read_run, run_id_of
 from pipeline.store.files import write_parquet
+
+log = logging.getLogger(__name__)
 
 HISTORY_FILE = "history.parquet"
 MAX_RANK = 1000
@@ -48,22 +51,35 @@ def run_rows(run_dir: str | Path, run_id: str) -> pl.DataFrame:
 
 def read_history(path: str | Path | None) -> pl.DataFrame:
     """The history file (empty with the history's columns when there is none, or it cannot be read)."""
-    if path is None or not Path(path).exists():
-        return pl.DataFrame(schema=SCHEMA)
+    table = history_table(path) if path is not None and Path(path).exists() else None
+    return pl.DataFrame(schema=SCHEMA) if table is None else table
+
+
+def history_table(path: str | Path) -> pl.DataFrame | None:
+    """The history file with the history's columns, or None when it cannot be read (cut short, not Parquet)."""
     try:
         table = pl.read_parquet(path)
     except (OSError, pl.exceptions.PolarsError):
-        return pl.DataFrame(schema=SCHEMA)
+        return None
     return table.select([(pl.col(c) if c in table.columns else pl.lit(None)).cast(t).alias(c) for c, t in SCHEMA.items()])
 
 
 def append_history(path: str | Path, run_dir: str | Path, run_id: str | None = None, max_runs: int = MAX_RUNS) -> Path:
-    """Add (or replace) one run's rows and write the history atomically; returns its path."""
+    """Add (or replace) one run's rows and write the history atomically; returns its path.
+
+    A history that exists but cannot be read (cut short by hand, a disk error) is never written
+    over: it is renamed `<name>.unreadable-<run id>`, a warning names it, and the history starts
+    again from this run."""
     path = Path(path)
     run_id = run_id or run_id_of(run_dir)
     if run_id is None:
         raise ValueError(f"{run_dir}: not a run folder named by its run id; give run_id")
-    old = read_history(path).filter(pl.col("run_id") != run_id)
+    old = history_table(path) if path.exists() else pl.DataFrame(schema=SCHEMA)
+    if old is None:
+        kept = path.replace(path.with_name(f"{path.name}.unreadable-{run_id}"))
+        log.warning("the history %s cannot be read: kept as %s, and the history starts again from run %s", path, kept.name, run_id)
+        old = pl.DataFrame(schema=SCHEMA)
+    old = old.filter(pl.col("run_id") != run_id)
     rows = pl.concat([old, run_rows(run_dir, run_id)])
     kept = sorted(set(rows.get_column("run_id").to_list()))[-max_runs:]
     rows = rows.filter(pl.col("run_id").is_in(kept)).sort(["run_id", "board", "method", "rank", "agent"])

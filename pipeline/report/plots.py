@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 from collections.abc import Sequence
 
 import matplotlib
@@ -25,6 +26,7 @@ STYLE = {
     # Text stays text (smaller, selectable): laid out with DejaVu Sans, matplotlib's own font, and
     # written with a list of sans-serif fallbacks, all narrower, so labels fit wherever it is viewed.
     "svg.fonttype": "none",
+    "text.parse_math": False,  # names are text: `$5 to $10` is not mathtext, and `$\frac{$` no parse error
     "font.family": "sans-serif",
     "font.size": 9,
     "axes.titlesize": 10,
@@ -50,7 +52,11 @@ def short(label: str, limit: int = LABEL_CHARS) -> str:
 
 def svg(fig: Figure) -> str:
     buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": STYLE["svg.hashsalt"], "svg.fonttype": STYLE["svg.fonttype"]}):
+    keys = ("svg.hashsalt", "svg.fonttype", "text.parse_math")
+    with matplotlib.rc_context({key: STYLE[key] for key in keys}), warnings.catch_warnings():
+        # A name in a script DejaVu Sans lacks (Chinese, say) is only measured with it: the SVG keeps
+        # it as text, which the viewer's fonts draw, so the warning of each missing glyph is noise.
+        warnings.filterwarnings("ignore", r"Glyph \d+ .* missing from font", UserWarning)
         fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     return buffer.getvalue()
 

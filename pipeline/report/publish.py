@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import platform
+import re
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -63,23 +64,49 @@ def ratings_table(records: list[dict[str, object]]) -> pa.Table:
     return pa.Table.from_pylist([{c: rec.get(c) for c in columns} for rec in records])
 
 
+# What a Markdown renderer would read as markup; `_` only at a word's edge (`tie_credit` is plain text).
+MARKDOWN_ACTIVE = re.compile(r"[\\`*\[\]<>|&~]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+
+
+def markdown_text(text: str) -> str:
+    """User text (a name, a title) as Markdown that shows it as it is: every character a renderer
+    would read as markup backslash-escaped, so a name is never an HTML tag, a link, emphasis or a
+    table's column break, and lines joined."""
+    return MARKDOWN_ACTIVE.sub(lambda m: "\\" + m.group(), " ".join(str(text).splitlines()))
+
+
+def code_span(text: str) -> str:
+    """Text as an inline code span (shown as it is): fenced by more backticks than it holds in a row."""
+    text = " ".join(text.splitlines())
+    fence = "`" * (1 + max((len(run) for run in re.findall("`+", text)), default=0))
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def info_markdown(value: object) -> str:
+    """A diagnostic's value in Markdown: text escaped, lists and mappings as JSON in a code span."""
+    if isinstance(value, str):
+        return markdown_text(value)
+    return code_span(json.dumps(value, ensure_ascii=False)) if isinstance(value, (list, dict)) else json.dumps(value)
+
+
 def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
-    return "" if value is None else str(value)
+    return "" if value is None else markdown_text(value)
 
 
 def leaderboard_markdown(ratings: list[Ratings], names: list[str], title: str, top: int | None = None) -> str:
-    lines = [f"# {title}", ""]
+    lines = [f"# {markdown_text(title)}", ""]
     for r in ratings:
         records = ratings_records([r], names)
         shown = records if top is None else records[:top]
         extras = list(r.extras)
-        lines += [f"## {r.spec}", ""]
+        lines += [f"## {markdown_text(r.spec)}", ""]
         if r.info:
-            lines += [f"- {k}: {v if isinstance(v, str) else json.dumps(v)}" for k, v in published_info(r, names).items()] + [""]
+            lines += [f"- {markdown_text(k)}: {info_markdown(v)}" for k, v in published_info(r, names).items()] + [""]
         header = ["rank", "agent", "score", *extras]
-        lines.append("| " + " | ".join(header) + " |")
+        lines.append("| " + " | ".join(map(markdown_text, header)) + " |")
         lines.append("|" + "---|" * len(header))
         lines += ["| " + " | ".join(_cell(rec.get(c)) for c in header) + " |" for rec in shown]
         if len(shown) < len(records):
@@ -109,7 +136,8 @@ def method_tables(ratings: list[Ratings], names: list[str], judges: list[str] | 
 
 
 def table_markdown(title: str, table: pa.Table) -> str:
-    lines = [f"# {title}", "", "| " + " | ".join(table.column_names) + " |", "|" + "---|" * table.num_columns]
+    lines = [f"# {markdown_text(title)}", "", "| " + " | ".join(map(markdown_text, table.column_names)) + " |",
+             "|" + "---|" * table.num_columns]
     lines += ["| " + " | ".join(_cell(_plain(v)) for v in row.values()) + " |" for row in table.to_pylist()]
     return "\n".join(lines) + "\n"
 

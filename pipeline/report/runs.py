@@ -5,12 +5,12 @@ becomes `latest`, and readers of `latest` never see a half-written run."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import shutil
 from pathlib import Path
 
 from pipeline.paths import inside
+from pipeline.report.folders import read_json
 from pipeline.store.files import write_json
 
 FAILED_BOARDS = "failed_boards.json"  # board name -> why it failed, in a run folder where some did
@@ -49,5 +49,4 @@ def record_failures(folder: Path, failures: dict[str, str]) -> None:
 
 
 def read_failures(folder: Path) -> dict[str, str]:
-    path = Path(folder) / FAILED_BOARDS
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return {str(name): str(why) for name, why in read_json(Path(folder) / FAILED_BOARDS).items()}  # {} if it cannot be read

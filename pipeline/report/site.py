@@ -26,7 +26,7 @@ from pipeline.paths import CATEGORY_PREFIX
 from pipeline.report import plots
 from pipeline.report.agreement import RANK_GAP, disagreements, kendall_matrix
 from pipeline.report.diagnostics import Context, Diagnostics, Note, describe, names, number
-from pipeline.report.folders import BacktestFolder, BoardFolder, Folder, read_run, run_id_of
+from pipeline.report.folders import BacktestFolder, BoardFolder, Folder, read_run, run_id_of, unreadable_outputs
 from pipeline.report.history import history_beside, rank_changes, read_history, with_run
 from pipeline.report.provenance import Provenance, provenance
 from pipeline.report.runs import read_failures
@@ -409,6 +409,8 @@ def write_report(folder: str | Path, *, history: str | Path | None = None, run_i
         return write_folder(found[0], past, run_id, None)
     cards = []
     failed = [Note(f"Board {name} failed and was not published: {why}", "warn") for name, why in read_failures(folder).items()]
+    failed += [Note(f"The outputs of {path.parent.name} are not shown: {path.name} cannot be read (cut short, or not Parquet)", "warn")
+               for path in unreadable_outputs(folder)]
     for item in found:
         try:
             write_folder(item, past, run_id, "../index.html")

@@ -40,6 +40,30 @@ def test_invalid_games_are_unreadable(tmp_path, arrays, reason):
         read_nfg(path)
 
 
+@pytest.mark.parametrize(("strategy", "reason"), [
+    ("\u202eevil", r"'\\u202eevil' contains a control or format character \(U\+202E\)"),  # right-to-left override
+    ("a\u200db", r"U\+200D"),  # zero-width joiner
+    ("nul\x00", r"U\+0000"),
+    ("x" * 300, "is longer than 256 characters"),
+])
+def test_names_that_would_print_like_another_are_refused(tmp_path, strategy, reason):
+    # Agents' names in logs are quarantined for these; a game's names become agents' names too.
+    path = tmp_path / "names.nfg"
+    path.write_text(PD.replace('{ "C" "D" } }', f'{{ "C" "{strategy}" }} }}'), encoding="utf-8")
+    with pytest.raises(UnreadableFile, match=f"a strategy of Col .*{reason}"):
+        read_nfg(path)
+
+
+def test_names_are_read_as_agents_names_are(tmp_path):
+    # NFC and stripped, as the logs' names; an empty name is its number (Gambit's count form); a
+    # byte order mark is fine.
+    path = tmp_path / "names.nfg"
+    path.write_text("\ufeff" + PD.replace('{ "Row" "Col" }', '{ " Row " "" }').replace('{ "C" "D" } }', '{ "Cafe\u0301" "" } }'),
+                    encoding="utf-8")
+    game = read_nfg(path)
+    assert game.labels == ["Row:C", "Row:D", "Player2:Caf\u00e9", "Player2:2"]
+
+
 def test_gambit_payoff_count_checked(tmp_path):
     path = tmp_path / "short.nfg"
     path.write_text(PD.replace("1 1\n", "1\n"))

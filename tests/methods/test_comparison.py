@@ -37,3 +37,12 @@ def test_compare_reports_a_method_that_fails():
     got = compare_ranks(base, "base", ["approval:k=0", "borda"], stats)
     assert "k must be at least 1" in got.unavailable["approval:k=0"]
     assert "borda" in got.table.column_names and "approval:k=0" not in got.table.column_names
+
+
+def test_a_method_that_rates_no_agent_leaves_every_rank_empty():
+    # Every review abstained: the council rates its models 0, the pairwise methods see no comparison
+    # and rate nobody. Their ranks are empty (and flag no one) rather than an IndexError.
+    stats, _ = profile([])
+    base = Ratings.from_scores(np.array([4, 7]), np.zeros(2))
+    got = compare_ranks(base, "base", ["copeland"], stats)
+    assert got.table.to_pydict()["copeland"] == [None, None] and got.flagged_by == [[], []]

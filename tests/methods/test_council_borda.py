@@ -201,6 +201,15 @@ def test_comparison_reports_unregistered_specs():
         rate(TIED, "council-borda:compare=council-borda")
 
 
+def test_every_review_abstained_rates_the_models_zero_beside_methods_that_rate_nobody():
+    # No vote at all: every model scores 0 and shares the last (so the first) rank; the default
+    # comparison's pairwise methods see no comparison and rate nobody, which leaves their ranks empty.
+    result, at = rate([review("r1", "", abstained=True), review("r2", "", abstained=True)], "council-borda")
+    assert column(result, at, "score") == {"a": 0.0, "b": 0.0, "c": 0.0}
+    assert column(result, at, "rank") == {"a": 1, "b": 1, "c": 1}
+    assert result.tables["comparison"].to_pydict()["copeland"] == [None, None, None]
+
+
 def test_relabelling_and_reordering_change_nothing():
     records = [review("r1", "BAC"), review("r2", "CAB"), review("a", "ABC"), review("r3", "", abstained=True)]
     first, at1 = rate(records)

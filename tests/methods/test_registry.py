@@ -24,6 +24,9 @@ def test_spec_parsing_converts_types_and_round_trips(pentathlon):
     ("approval:k=two", "approval: parameter k='two' is not a valid int"),
     ("borda:normalise=maybe", "is not a valid bool"),
     ("plurality:k=1", r"\(parameters: bootstrap, bootstrap_seed\)"),  # the registry's bootstrap applies to every method
+    # A negative seed passed parsing and stopped the run later with numpy's "expected non-negative integer".
+    ("m-elo:seed=-1", "m-elo: parameter seed='-1' is not a valid non-negative int"),
+    ("borda:bootstrap=5,bootstrap_seed=-3", "borda: parameter bootstrap_seed='-3' is not a valid non-negative int"),
 ])
 def test_spec_errors(text, message):
     with pytest.raises(ValueError, match=message):

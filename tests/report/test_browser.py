@@ -119,3 +119,42 @@ def test_report_in_chromium(browser, demo_nightly, tmp_path):
     assert page.problems == []
     page.screenshot(path=str(tmp_path / "board.png"), full_page=True)
     assert (tmp_path / "board.png").stat().st_size > 10_000 and (tmp_path / "index.png").stat().st_size > 10_000
+
+
+HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>', "javascript:alert(3)", "</style><b>x</b>",
+           "=HYPERLINK(\"http://e\",\"x\")", "$\\frac{$", "\u901a\u4e49\u5343\u95ee", "10", "9", "1e3", "NaN", "-0",
+           "w" * 256]
+
+
+def test_hostile_names_run_no_script_and_sort_as_text(browser, tmp_path):
+    # Every name is rated against every other by several methods; the page must run none of them
+    # as markup or script, fetch nothing, keep its tabs working, and sort names as text: "10",
+    # "1e3", "9" (names that look like numbers sorted as 10, 1000 and 9 before).
+    import csv
+
+    from pipeline.board import Board, run_board
+    from pipeline.store import Store
+
+    source = tmp_path / "battles.csv"
+    with source.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["model_a", "model_b", "winner"])
+        writer.writerows([a, b, "model_a" if (i + j) % 3 else "tie"] for i, a in enumerate(HOSTILE) for j, b in enumerate(HOSTILE) if a != b)
+    out = tmp_path / "out"
+    run_board(Board("hostile", "battles", (str(source),), ("copeland", "m-elo:bootstrap=20", "schulze")), Store(tmp_path / "store"), out)
+    page = open_page(browser, out / "index.html")
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    for i in range(page.locator(".tabs button").count()):
+        page.locator(".tabs button").nth(i).click()
+    assert page.problems == [] and dialogs == []
+    assert all(url.startswith(("file:", "data:")) for url in page.requests), page.requests
+    assert page.locator("a[href^='javascript']").count() == 0 and page.locator("img[src='x']").count() == 0
+    table = page.locator("article.panel:visible table.leaderboard")
+    headers = table.locator("thead th")
+    agent = [headers.nth(i).inner_text().strip(" \u2195\u2191\u2193") for i in range(headers.count())].index("agent")
+    headers.nth(agent).click()
+    names = column(page, table, agent)
+    assert sorted(names) == sorted(HOSTILE)
+    assert [n for n in names if n in ("10", "9", "1e3")] == ["10", "1e3", "9"]
+    assert dialogs == [] and page.problems == []

@@ -61,6 +61,19 @@ def test_append_is_idempotent_and_bounded(demo_nightly, tmp_path):
     assert not list(tmp_path.glob(".*tmp*"))  # written under a temporary name, then renamed
 
 
+def test_a_history_cut_short_is_kept_aside_never_written_over(demo_nightly, tmp_path, caplog):
+    path = tmp_path / HISTORY_FILE
+    append_history(path, demo_nightly / "runs" / RUNS[0], RUNS[0])
+    whole = path.read_bytes()
+    path.write_bytes(whole[: len(whole) // 2])  # cut short by hand, or by a full disk
+    shown = CliRunner().invoke(app, ["history", str(path)])
+    assert shown.exit_code == 1 and "cannot be read as a history" in shown.output and "Traceback" not in shown.output
+    append_history(path, demo_nightly / "runs" / RUNS[1], RUNS[1])
+    kept = tmp_path / f"{HISTORY_FILE}.unreadable-{RUNS[1]}"
+    assert kept.read_bytes() == whole[: len(whole) // 2] and kept.name in caplog.text
+    assert set(read_history(path).get_column("run_id").to_list()) == {RUNS[1]}
+
+
 def test_history_views_follow_the_latest_order(demo_nightly):
     history = read_history(demo_nightly / HISTORY_FILE)
     (view,) = history_views(history, board="arena", method="copeland", runs=5, top=3)

@@ -73,3 +73,37 @@ def test_pairwise_and_agents_tables(tmp_path):
     ]
     assert pq.read_table(out / "agents.parquet").to_pylist() == [{"agent": "a", "records": 3}, {"agent": "b", "records": 4},
                                                                   {"agent": "c", "records": 1}]
+
+
+HOSTILE_NAMES = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "a|b", "[click](javascript:alert(1))",
+                 "*bold* _it_ `code`", "&lt;b&gt;", "back\\slash", "~~gone~~", "tie_credit"]
+
+
+def test_names_in_markdown_are_text_never_markup(tmp_path):
+    # Rendered by a CommonMark renderer with raw HTML on and GFM tables: every row keeps its
+    # columns, no name becomes a tag, a link or emphasis, and each name reads back as it is.
+    from markdown_it import MarkdownIt
+
+    source = tmp_path / "battles.csv"
+    source.write_text("model_a,model_b,winner\n" + "".join(
+        f'"{a.replace(chr(34), 2 * chr(34))}","{b.replace(chr(34), 2 * chr(34))}",model_a\n'
+        for i, a in enumerate(HOSTILE_NAMES) for b in HOSTILE_NAMES[i + 1:]), encoding="utf-8")
+    out = tmp_path / "out"
+    run_board(Board("b|<i>", "battles", (str(source),), ("schulze", "copeland")), Store(tmp_path / "store"), out)
+    tokens = MarkdownIt("commonmark", {"html": True}).enable("table").parse((out / "leaderboard.md").read_text())
+    inline = [child for token in tokens if token.type == "inline" for child in token.children or ()]
+    assert not [t.type for t in inline if t.type in ("html_inline", "link_open", "em_open", "strong_open", "s_open")]
+    assert not [t for t in tokens if t.type == "html_block"]
+    rows, row = [], None
+    for i, token in enumerate(tokens):
+        if token.type == "tr_open":
+            row = []
+        elif token.type == "inline" and row is not None:
+            row.append("".join(child.content for child in token.children or ()))
+        elif token.type == "tr_close":
+            rows.append(row)
+            row = None
+    agents = [r[1] for r in rows if r[0] != "rank"]
+    assert all(len(r) == len(rows[0]) for r in rows if len(r) in (3, 4)) and sorted(agents) == sorted(HOSTILE_NAMES * 2)
+    heading = next(t for i, t in enumerate(tokens) if i and tokens[i - 1].type == "heading_open")
+    assert heading.children[0].content == "b|<i>"

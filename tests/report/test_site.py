@@ -140,6 +140,21 @@ def test_quarantine_reasons_and_the_report_command(tmp_path):
     assert CliRunner().invoke(app, ["report", str(tmp_path / "nothing")]).exit_code != 0
 
 
+def test_a_board_whose_outputs_cannot_be_read_is_named_and_the_others_shown(demo_nightly, tmp_path):
+    copy = tmp_path / "runs" / RUNS[1]
+    shutil.copytree(demo_nightly / "runs" / RUNS[1], copy)
+    boards = sorted(p.parent for p in copy.glob("*/ratings.parquet"))
+    broken = boards[0] / "ratings.parquet"
+    broken.write_bytes(broken.read_bytes()[:300])  # cut short
+    (copy / "failed_boards.json").write_text("{not json")  # and the list of failed boards too
+    write_report(copy)
+    index = (copy / "index.html").read_text()
+    assert f"The outputs of {boards[0].name} are not shown: ratings.parquet cannot be read" in index
+    assert index.count('class="card"') == len(boards) - 1
+    alone = CliRunner().invoke(app, ["report", str(boards[0])], terminal_width=200)
+    assert alone.exit_code == 2 and "ratings.parquet cannot be read" in alone.output
+
+
 def test_backtest_report(tmp_path):
     rng = np.random.default_rng(0)
     base = 8 + rng.normal(0, 0.3, 6)

@@ -18,13 +18,14 @@
     });
   });
 
-  // A cell sorts by its data-v (numbers as numbers), else by its text; empty cells go last either way.
-  function key(row, index) {
+  // A cell sorts by its data-v, else by its text; empty cells go last either way. Only a numeric
+  // column (its header's class "num") compares numbers: elsewhere "1e3" or "-0" is a name, not 1000 or 0.
+  function key(row, index, numeric) {
     var cell = row.cells[index];
     if (!cell) return null;
     var value = cell.hasAttribute("data-v") ? cell.getAttribute("data-v") : cell.textContent.trim();
     if (value === "") return null;
-    var n = Number(value);
+    var n = numeric ? Number(value) : NaN;
     return isNaN(n) ? value.toLowerCase() : n;
   }
 
@@ -38,12 +39,13 @@
     Array.prototype.forEach.call(headers, function (th, index) {
       th.addEventListener("click", function () {
         var ascending = th.getAttribute("aria-sort") !== "ascending";
+        var numeric = th.classList.contains("num");
         Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
         th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
         var body = table.tBodies[0];
         var rows = Array.prototype.slice.call(body.rows);
         rows.sort(function (r, s) {
-          var a = key(r, index), b = key(s, index);
+          var a = key(r, index, numeric), b = key(s, index, numeric);
           if (a === null || b === null) return a === b ? 0 : (a === null ? 1 : -1);
           return ascending ? compare(a, b) : compare(b, a);
         });
