@@ -28,7 +28,7 @@ import numpy as np
 from pipeline.arrays import sort_positions
 from pipeline.games.game import Game
 from pipeline.logs import LogKind, register_kind
-from pipeline.logs.records import UnreadableFile
+from pipeline.logs.records import UnreadableFile, check_regular_file
 from pipeline.stats import Statistics
 
 NFG_SUFFIXES = (".nfg", ".npz")
@@ -39,12 +39,15 @@ def read_nfg(path: str | Path) -> Game:
     """The game in an `.npz` or Gambit `.nfg` file."""
     path = Path(path)
     try:
+        check_regular_file(path)
         if path.suffix.lower() == ".npz":
             game = _read_npz(path)
         elif path.suffix.lower() == ".nfg":
             game = _read_gambit(path.read_text(encoding="utf-8"))
         else:
             raise ValueError(f"expected one of {', '.join(NFG_SUFFIXES)}")
+    except UnreadableFile:
+        raise
     except (OSError, ValueError, KeyError) as exc:
         raise UnreadableFile(path, str(exc)) from None
     return Game(game.payoffs, game.players, game.strategies, info={"game": "nfg", "source": path.name})

@@ -48,7 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.logs import KINDS, FileStart, UnreadableFile, log_kind, read_batches
-from pipeline.logs.records import LINE_SUFFIXES
+from pipeline.logs.records import LINE_SUFFIXES, check_regular_file
 from pipeline.logs.identity import INGEST_POSITION, drop_seen, ingest_positions
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
 from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
@@ -261,8 +261,11 @@ class Store:
                     names: dict[str, str]) -> IngestReport:
         earlier = _earlier_versions(source, kind.name, manifest)
         try:
+            check_regular_file(source)
             before = _version(source)
             digest = digest_file(source, earlier)
+        except UnreadableFile as exc:
+            return IngestReport(str(source), kind.name, "", "unreadable", error=str(exc))
         except OSError as exc:
             return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}")
         sha = digest.sha256

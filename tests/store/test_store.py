@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
+import threading
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -280,3 +283,21 @@ def test_csv_and_parquet_with_and_without_dictionaries_store_the_same_bytes(tmp_
         else:
             assert stored["plain"][path] == content, path
             assert stored["csv"][path] == content or rows("csv", path) == rows("dictionary", path), path
+
+
+def test_a_fifo_or_a_device_is_refused_in_one_line_without_being_opened(tmp_path, battles_file):
+    # Reading a named pipe waits for a writer forever, and /dev/zero never ends: each is refused
+    # (the ingest runs on a thread, so that a regression fails here instead of hanging the suite).
+    fifo = tmp_path / "incoming.csv"
+    os.mkfifo(fifo)
+    store = Store(tmp_path / "store")
+    reports: list = []
+    ingest = threading.Thread(target=lambda: reports.extend(store.ingest([fifo, Path("/dev/zero"), battles_file], "battles")),
+                              daemon=True)
+    ingest.start()
+    ingest.join(60)
+    assert not ingest.is_alive(), "ingest of a FIFO hung"
+    assert [r.status for r in reports] == ["unreadable", "unreadable", "ingested"]
+    assert reports[0].error == f"{fifo}: not a regular file but a named pipe (FIFO): vase reads log files only"
+    assert "a character device" in reports[1].error
+    assert [r.status for r in store.manifest.files.values()] == ["ingested"]  # nothing recorded for them
