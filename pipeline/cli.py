@@ -53,8 +53,10 @@ class OneLineErrors(TyperGroup):
         except Exception as exc:
             if ctx.params.get("debug"):
                 raise
-            errors.print(f"[bold red]error[/bold red]: {type(exc).__name__}: {exc} (--debug shows the traceback)",
-                         markup=True, highlight=False)
+            from pipeline.store import DamagedStore  # loaded already if it was raised
+
+            what = str(exc) if isinstance(exc, DamagedStore) else f"{type(exc).__name__}: {exc} (--debug shows the traceback)"
+            errors.print(f"[bold red]error[/bold red]: {what}", markup=True, highlight=False)
             raise typer.Exit(1) from None
 
 

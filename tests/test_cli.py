@@ -195,6 +195,21 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path)
     assert loud.exit_code == 1 and isinstance(loud.exception, OSError)  # raised, not reduced to a line
 
 
+@pytest.mark.parametrize("command", [["ingest", str(SAMPLES / "f1"), "--kind", "games", "--store", "{store}"],
+                                     ["rate", "--store", "{store}", "--kind", "games", "-m", "borda", "--out", "{tmp}/out"],
+                                     ["backtest", "--store", "{store}", "--kind", "games", "-m", "borda", "--out", "{tmp}/out"]])
+def test_a_damaged_store_file_is_one_line_naming_it(tmp_path, command):
+    store = tmp_path / "store"
+    assert runner.invoke(app, ["ingest", str(SAMPLES / "f1"), "--kind", "games", "--store", str(store)]).exit_code == 0
+    manifest = store / "manifest.json"
+    manifest.write_bytes(manifest.read_bytes()[:200])  # cut short by hand or by a failing copy
+    result = runner.invoke(app, [a.format(store=store, tmp=tmp_path) for a in command])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    [line] = result.output.strip().splitlines()
+    assert line.startswith(f"error: {manifest}: a file of the store cannot be read (JSONDecodeError: ")
+    assert line.endswith("restore it from a backup, or ingest the logs into a new store")
+
+
 def test_rate_without_a_store_keeps_its_quarantine_in_the_output_folder(tmp_path):
     log = tmp_path / "battles.csv"
     log.write_text("model_a,model_b,winner\nalpha,beta,model_a\nalpha,,model_b\nbeta,alpha,model_b\ngamma,alpha,nobody\n")

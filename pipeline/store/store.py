@@ -23,7 +23,9 @@ files, are stored once. A CSV, TSV or JSONL file that starts with the bytes of a
 ingested (a log that grew) is read from where that file ended: only its new rows are read and
 counted, with their true line numbers, so even rows without ids are stored once. A file that cannot be read at all is refused whole with one line
 naming the file (and the line and field where known), recorded in the manifest with that reason
-(not read again until its content changes), and the other files go on.
+(not read again until its content changes), and the other files go on. A file of the store
+itself that cannot be read (damaged from outside) raises `DamagedStore` naming it; a damaged id
+index is rebuilt like a missing one.
 
 Ingest order: the rows of kinds with record ids (battles, games, ballots) carry an
 `ingest_position` column, their file's ordinal in the id index (files numbered in the order they
@@ -37,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -55,11 +58,13 @@ from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
 from pipeline.overlap import Behind, read_ahead
 from pipeline.paths import UnsafePath, below
 from pipeline.store.dictionary import IdMap
-from pipeline.store.files import digest_file, exclusive_lock, remove_temporary, sync_files, write_json
+from pipeline.store.files import (DamagedStore, digest_file, exclusive_lock, reading_store_file, remove_temporary, sync_files,
+                                  write_json)
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 
 MANIFEST = "manifest.json"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -101,8 +106,9 @@ class Manifest:
     def load(cls, path: Path) -> Manifest:
         if not path.exists():
             return cls()
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return cls({e["sha256"]: IngestReport.from_json(e) for e in data["files"]}, data.get("ids", {}))
+        with reading_store_file(path):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls({e["sha256"]: IngestReport.from_json(e) for e in data["files"]}, dict(data.get("ids", {})))
 
     def save(self, path: Path) -> None:
         write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.sha256)],
@@ -229,10 +235,15 @@ class Store:
             return reports
 
     def _id_index(self, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap]) -> KindIndex:
-        """The kind's id index as committed, or rebuilt from its partitions (missing, or built by
-        another hasher)."""
+        """The kind's id index as committed, or rebuilt from its partitions (missing, damaged, or
+        built by another hasher)."""
         entry = manifest.ids.get(kind.name)
-        index = load_index(self.root, kind.name, entry)
+        try:
+            index = load_index(self.root, kind.name, entry)
+        except DamagedStore as error:  # derived data: rebuilt as if it were missing
+            log.warning("%s: cannot be read (%s); rebuilding the %s id index from the stored partitions",
+                        error.path, error.reason, kind.name)
+            index = None
         if index is None:
             stored = sorted((r for r in manifest.files.values() if r.kind == kind.name and r.status == "ingested"),
                             key=lambda r: (r.ingested_at or "", r.sha256))

@@ -14,7 +14,7 @@ import pytest
 
 import pipeline.logs as logs_module
 from pipeline.logs import log_kind
-from pipeline.store import IdMap, Store
+from pipeline.store import DamagedStore, IdMap, Store
 from pipeline.store import store as store_module
 
 BATTLES = "battle_id,model_a,model_b,winner,timestamp\n1,x,y,model_a,2024-01-01T10:00:00Z\n2,y,z,tie,2024-01-02T09:00:00Z\n3,z,x,model_b,\n4,x,x,model_a,\n"
@@ -301,3 +301,37 @@ def test_a_fifo_or_a_device_is_refused_in_one_line_without_being_opened(tmp_path
     assert reports[0].error == f"{fifo}: not a regular file but a named pipe (FIFO): vase reads log files only"
     assert "a character device" in reports[1].error
     assert [r.status for r in store.manifest.files.values()] == ["ingested"]  # nothing recorded for them
+
+
+@pytest.mark.parametrize("damage", ['{"files": [', "[]", '{"files": 3}', '{"files": [{"sha256": "ab"}]}', "\udcff"])
+def test_a_damaged_manifest_is_named_in_one_line(tmp_path, battles_file, damage):
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    (tmp_path / "store" / "manifest.json").write_text(damage, encoding="utf-8", errors="surrogateescape")
+    for read in (lambda: store.partitions("battles"), lambda: store.ingest([battles_file], "battles")):
+        with pytest.raises(DamagedStore) as raised:
+            read()
+        assert str(raised.value).startswith(f"{tmp_path / 'store' / 'manifest.json'}: a file of the store cannot be read (")
+        assert "\n" not in str(raised.value)
+
+
+def test_a_damaged_dictionary_is_named(tmp_path, battles_file):
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    path = tmp_path / "store" / "dictionaries" / "agents.parquet"
+    path.write_bytes(path.read_bytes()[:-20])
+    with pytest.raises(DamagedStore, match=f"^{path}: a file of the store cannot be read"):
+        store.dictionary("agents")
+
+
+def test_a_damaged_id_index_is_rebuilt_and_still_finds_duplicates(tmp_path, battles_file, caplog):
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    [run] = (tmp_path / "store" / "ids" / "battles").glob("run-*.npy")
+    run.write_bytes(run.read_bytes()[:50])  # the index is derived data: a damaged run is no reason to stop
+    again = tmp_path / "again.csv"
+    again.write_text("battle_id,model_a,model_b,winner\n2,y,z,tie\n9,x,z,tie\n")
+    [report] = store.ingest([again], "battles")
+    assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 1, 1)
+    assert f"{run}: cannot be read" in caplog.text and "rebuilding the battles id index" in caplog.text
+    assert not run.exists()  # replaced by the rebuilt runs
