@@ -252,17 +252,29 @@ class Store:
 
     def _commit(self, manifest: Manifest, maps: dict[str, IdMap], kind: str, index: KindIndex | None,
                 pending: list[Written]) -> None:
-        """Partitions into place, then the id index, the dictionaries and last the manifest."""
-        sync_files(w.temporary for w in pending)
-        for written in pending:
-            os.replace(written.temporary, below(self.root, written.path))
-        if index is not None:
-            entry, runs = index.commit()
-            sync_files(runs)
-            manifest.ids[kind] = entry
-        for name, idmap in maps.items():
-            idmap.save(below(self.root, f"dictionaries/{name}.parquet"))
-        manifest.save(below(self.root, MANIFEST))
+        """Partitions into place, then the id index, the dictionaries and last the manifest. If any
+        step fails (a full disk), the files it put in place that no manifest lists are removed
+        again, so that they do not hold the space a retry needs."""
+        try:
+            sync_files(w.temporary for w in pending)
+            for written in pending:
+                os.replace(written.temporary, below(self.root, written.path))
+            if index is not None:
+                entry, runs = index.commit()
+                sync_files(runs)
+                manifest.ids[kind] = entry
+            for name, idmap in maps.items():
+                idmap.save(below(self.root, f"dictionaries/{name}.parquet"))
+            manifest.save(below(self.root, MANIFEST))
+        except BaseException:
+            for written in pending:  # new names (a file whose content is listed is never read again)
+                written.temporary.unlink(missing_ok=True)
+                (self.root / written.path).unlink(missing_ok=True)
+            self._remove_unlisted_runs(self.manifest)
+            raise
+        self._remove_unlisted_runs(manifest)
+
+    def _remove_unlisted_runs(self, manifest: Manifest) -> None:
         listed = {run["path"] for entry in manifest.ids.values() for run in entry["runs"]}
         for path in garbage(self.root, listed):
             path.unlink(missing_ok=True)

@@ -95,13 +95,36 @@ def test_interrupted_ingest_leaves_nothing_visible(tmp_path, battles_file, monke
     monkeypatch.setattr(store_module.Manifest, "save", crash)
     with pytest.raises(KeyboardInterrupt):
         store.ingest([battles_file], "battles")
-    # Partition files were written, but no manifest lists them: readers see an empty store.
-    assert list((tmp_path / "store" / "battles").rglob("*.parquet"))
+    # No manifest lists the partition files: readers see an empty store, and the commit took
+    # back the files it had put in place.
     assert store.partitions("battles") == [] and store.kinds() == []
+    assert not list((tmp_path / "store" / "battles").rglob("*.parquet"))
+    assert not list((tmp_path / "store" / "quarantine").rglob("*.parquet"))
+    assert not list((tmp_path / "store" / "ids").rglob("*.npy"))
     assert not list((tmp_path / "store").rglob(".*tmp-*"))  # no temporary file left behind
     monkeypatch.undo()
     [report] = store.ingest([battles_file], "battles")  # a rerun rewrites the same names
     assert report.status == "ingested" and len(store.partitions("battles")) == 3
+
+
+def test_a_commit_that_fails_takes_back_what_it_put_in_place(tmp_path, battles_file):
+    # A real fault halfway through the commit, after the partitions are in place: a file where
+    # the id index's folder goes (as a full disk would fail the index's write).
+    store = Store(tmp_path / "store")
+    first = tmp_path / "first.csv"
+    first.write_text("battle_id,model_a,model_b,winner\n10,x,y,tie\n")
+    store.ingest([first], "battles")
+    runs = tmp_path / "store" / "ids" / "battles"
+    shutil.rmtree(runs)
+    runs.write_text("in the way")
+    files = lambda: sorted(p for p in (tmp_path / "store").rglob("*") if p.is_file())  # noqa: E731
+    before = files()
+    with pytest.raises(OSError):
+        store.ingest([battles_file], "battles")
+    assert files() == before  # nothing of the failed ingest is left behind
+    runs.unlink()
+    [report] = store.ingest([battles_file], "battles")  # the index is rebuilt, and the retry commits
+    assert report.status == "ingested" and len(store.partitions("battles")) == 4
 
 
 def test_idmap_round_trip_and_validation(tmp_path):
