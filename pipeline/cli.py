@@ -30,7 +30,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from pipeline.progress import progress_bar
-from pipeline.runtime import SCHEDULER_ENV, dask_client, quiet_logs
+from pipeline.runtime import SCHEDULER_ENV, SchedulerError, dask_client, quiet_logs
 
 if TYPE_CHECKING:
     from pipeline.store import IngestReport
@@ -55,7 +55,8 @@ class OneLineErrors(TyperGroup):
                 raise
             from pipeline.store import DamagedStore  # loaded already if it was raised
 
-            what = str(exc) if isinstance(exc, DamagedStore) else f"{type(exc).__name__}: {exc} (--debug shows the traceback)"
+            said = isinstance(exc, (DamagedStore, SchedulerError))  # their message is the whole story
+            what = str(exc) if said else f"{type(exc).__name__}: {exc} (--debug shows the traceback)"
             errors.print(f"[bold red]error[/bold red]: {what}", markup=True, highlight=False)
             raise typer.Exit(1) from None
 
