@@ -24,6 +24,11 @@ def test_ingest_reports_accounting_and_is_idempotent(tmp_path):
     assert "rows in 8931 = accepted 8931 + quarantined 0" in first.output
     second = runner.invoke(app, args)
     assert "skipped" in second.output
+    # The total counts rows read now: a file already in the store, or named twice, is not counted again.
+    assert "rows in 0 = accepted 0 + quarantined 0 (and 1 file already in the store, skipped)" in second.output
+    twice = runner.invoke(app, ["ingest", *[str(SAMPLES / "llmfao" / "crowd_battles.csv")] * 2, "--kind", "battles",
+                                "--store", str(tmp_path / "twice")])
+    assert "rows in 8931 = accepted 8931 + quarantined 0 (and 1 file already in the store, skipped)" in twice.output
 
 
 def test_ingest_exits_nonzero_on_unreadable_file_but_keeps_going(tmp_path):
@@ -174,6 +179,14 @@ def test_a_missing_input_is_one_line_and_exit_2_before_any_work(tmp_path, comman
     assert result.exit_code == 2
     assert result.output.strip() == f"error: no such file or folder: {tmp_path / 'no-such.csv'}"
     assert not list(tmp_path.iterdir())  # nothing ingested, nothing published
+
+
+@pytest.mark.parametrize("command", [["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "--out", "{tmp}/out"],
+                                     ["backtest", "--store", "{tmp}", "--kind", "games", "-m", "borda", "--out", "{tmp}/out"]])
+def test_a_negative_worker_count_is_a_usage_error_before_any_work(tmp_path, command):
+    result = runner.invoke(app, [a.format(tmp=tmp_path) for a in command] + ["--workers", "-1"])
+    assert result.exit_code == 2 and "--workers" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_method_that_does_not_rate_the_kind_stops_rate_before_any_work(tmp_path):
