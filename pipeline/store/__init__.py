@@ -2,6 +2,6 @@
 
 from pipeline.store.dictionary import IdMap
 from pipeline.store.files import DamagedStore
-from pipeline.store.store import IngestReport, Manifest, Partition, Store, encode
+from pipeline.store.store import IngestReport, Manifest, Partition, Store, encode, is_store
 
-__all__ = ["DamagedStore", "IdMap", "IngestReport", "Manifest", "Partition", "Store", "encode"]
+__all__ = ["DamagedStore", "IdMap", "IngestReport", "Manifest", "Partition", "Store", "encode", "is_store"]

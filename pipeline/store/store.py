@@ -67,6 +67,11 @@ MANIFEST = "manifest.json"
 log = logging.getLogger(__name__)
 
 
+def is_store(folder: Path) -> bool:
+    """Whether `folder` holds a vase store (a manifest and its dictionaries)."""
+    return (folder / MANIFEST).is_file() and (folder / "dictionaries").is_dir()
+
+
 @dataclass(frozen=True)
 class Partition:
     path: str  # relative to the store root
