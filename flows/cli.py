@@ -18,7 +18,7 @@ from pipeline.cli import SAMPLES, SchedulerOption, app, console
 def demo(
     out: Annotated[Path, typer.Option("--out", help="where the store and the published runs go")] = Path("vase-demo"),
     samples: Annotated[Path, typer.Option("--samples", help="folder with nightly.yaml and the sample logs")] = SAMPLES,
-    workers: Annotated[int, typer.Option(help="local Dask worker processes when no scheduler is given")] = 2,
+    workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given")] = 2,
     scheduler: SchedulerOption = None,
 ) -> None:
     """Run the nightly flow over data-samples/ offline and print where the leaderboards are."""

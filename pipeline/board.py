@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -53,7 +54,7 @@ from pipeline.stats import Statistics, reduce_store
 from pipeline.stats.categories import category_counts
 from pipeline.stats.extras import kind_statistics
 from pipeline.stats.game_data import PromptCounts
-from pipeline.store import IngestReport, Store
+from pipeline.store import IngestReport, Store, is_store
 from pipeline.store.files import atomic_write, sha256_file
 
 log = logging.getLogger(__name__)
@@ -158,12 +159,18 @@ def text_list(value: object, where: str) -> tuple[str, ...]:
 
 def source_files(board: Board) -> list[Path]:
     """The files a board's sources name: files as given, folders scanned recursively (in sorted
-    order) for the files of the board's kind."""
+    order, not through links to folders) for the files of the board's kind, except inside a vase
+    store: a store kept beside its logs would otherwise take in its own partitions, dictionaries
+    and quarantine as logs, again on every run."""
     suffixes = log_kind(board.kind).suffixes
     files: list[Path] = []
     for source in map(Path, board.sources):
         if source.is_dir():
-            files += sorted(p for p in source.rglob("*") if p.is_file() and p.suffix.lower() in suffixes)
+            found = []
+            for folder, subfolders, names in os.walk(source):
+                subfolders[:] = [name for name in subfolders if not is_store(Path(folder, name))]
+                found += [Path(folder, name) for name in names if Path(name).suffix.lower() in suffixes]
+            files += sorted(p for p in found if p.is_file())
         else:
             files.append(source)
     return files

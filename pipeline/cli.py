@@ -34,7 +34,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from pipeline.progress import progress_bar
-from pipeline.runtime import SCHEDULER_ENV, dask_client, quiet_logs
+from pipeline.runtime import SCHEDULER_ENV, SchedulerError, dask_client, quiet_logs
 
 if TYPE_CHECKING:
     from pipeline.store import IngestReport
@@ -62,7 +62,10 @@ class OneLineErrors(TyperGroup):
             except Exception as exc:
                 if ctx.params.get("debug"):
                     raise
-                error_line("error", f"{type(exc).__name__}: {exc} (--debug shows the traceback)")
+                from pipeline.store import DamagedStore  # loaded already if it was raised
+
+                said = isinstance(exc, (DamagedStore, SchedulerError))  # their message is the whole story
+                error_line("error", str(exc) if said else f"{type(exc).__name__}: {exc} (--debug shows the traceback)")
                 raise typer.Exit(1) from None
 
 
@@ -143,8 +146,11 @@ def report_ingest(reports: list[IngestReport]) -> None:
     if not reports:
         return
     console.print(ingest_table(reports))
-    totals = {k: sum(getattr(r, k) for r in reports) for k in ("rows_in", "rows_accepted", "rows_quarantined")}
-    console.print(f"rows in {totals['rows_in']} = accepted {totals['rows_accepted']} + quarantined {totals['rows_quarantined']}")
+    read = [r for r in reports if r.status == "ingested"]  # a skipped file's rows were counted when it was ingested
+    totals = {k: sum(getattr(r, k) for r in read) for k in ("rows_in", "rows_accepted", "rows_quarantined")}
+    skipped = sum(r.status == "skipped" for r in reports)
+    console.print(f"rows in {totals['rows_in']} = accepted {totals['rows_accepted']} + quarantined {totals['rows_quarantined']}"
+                  + (f" (and {skipped} file{'s' * (skipped != 1)} already in the store, skipped)" if skipped else ""))
 
 
 def report_refusals(refused: dict[str, str]) -> None:
@@ -232,7 +238,7 @@ def rate(
     sources: Annotated[Optional[list[Path]], typer.Argument(help="log files or folders (ingested first)")] = None,
     store: Annotated[Optional[Path], typer.Option("--store", help="store folder; a temporary one if omitted")] = None,
     scheduler: SchedulerOption = None,
-    workers: Annotated[int, typer.Option(help="local Dask worker processes when no scheduler is given (0: local threads)")] = 0,
+    workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given (0: local threads)")] = 0,
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
     by: Annotated[Optional[str], typer.Option(
         "--by", help="also one leaderboard per category (`--by category`: battles, reviews, scores), "
@@ -333,7 +339,7 @@ def backtest(
     reference: Annotated[str, typer.Option("--reference", help="method spec the others are compared with")] = "elo",
     unseen: Annotated[str, typer.Option("--unseen", help="pairs with a player unseen in training: tie or skip")] = "tie",
     scheduler: SchedulerOption = None,
-    workers: Annotated[int, typer.Option(help="local Dask worker processes when no scheduler is given (0: local threads)")] = 2,
+    workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given (0: local threads)")] = 2,
 ) -> None:
     """Which method best predicts held-out games: rate training splits, score test games by Kendall tau."""
     check_kind(kind, stored=True)

@@ -3,9 +3,10 @@
 `dask_client(scheduler, workers)` gives the Dask client that reductions, backtests and the
 methods that fan out (bootstrap rounds, shuffled orders) are handed explicitly:
 1. an explicit scheduler address (`--scheduler`, a flow's `scheduler` parameter);
-2. else the address in `$VASE_DASK_SCHEDULER`;
+2. else the address in `$VASE_DASK_SCHEDULER` (blank counts as unset);
 3. else, with `workers` > 0, a LocalCluster of that many single-threaded worker processes;
 4. else (`workers=0`) no cluster: the client is None and the caller computes on local threads.
+An address that cannot be used raises `SchedulerError`: one line naming it and its origin.
 
 A LocalCluster listens on loopback only: scheduler, workers, nannies and every dashboard on
 127.0.0.1 (Dask's ":0" would bind the dashboards on all interfaces). Its workers run with one
@@ -59,9 +60,29 @@ def dask_log_level() -> int:
     return logging.INFO if os.environ.get(DASK_LOG_ENV, "").lower() in ("info", "debug") else logging.WARNING
 
 
+class SchedulerError(RuntimeError):
+    """The scheduler named by `--scheduler` or $VASE_DASK_SCHEDULER cannot be used: one line
+    saying which address, where it came from, and why."""
+
+
 def scheduler_address(explicit: str | None = None) -> str | None:
-    """The scheduler to connect to: `explicit`, else $VASE_DASK_SCHEDULER, else None (start or skip a cluster)."""
-    return explicit or os.environ.get(SCHEDULER_ENV) or None
+    """The scheduler to connect to: `explicit`, else $VASE_DASK_SCHEDULER (blank counts as unset),
+    else None (start or skip a cluster)."""
+    return explicit or os.environ.get(SCHEDULER_ENV, "").strip() or None
+
+
+def connect(address: str, explicit: bool, security: object = None) -> object:
+    """A `distributed.Client` of the scheduler at `address`; an address that is malformed, refuses
+    or does not answer, or a tls:// one without certificates, raises `SchedulerError`."""
+    from distributed import Client
+
+    try:
+        return Client(address, security=security)
+    except (OSError, ValueError, TypeError) as exc:  # TypeError: Dask's complaint of a missing TLS context
+        origin = "--scheduler" if explicit else f"${SCHEDULER_ENV}"
+        hint = " (a tls:// address takes its certificates from Dask's configuration, distributed.comm.tls.*)" \
+            if address.startswith("tls://") and isinstance(exc, TypeError) else ""
+        raise SchedulerError(f"cannot use the Dask scheduler {address!r} (from {origin}): {exc}{hint}") from exc
 
 
 class SlowExitKills(logging.Filter):
@@ -103,11 +124,11 @@ def dask_client(scheduler: str | None = None, workers: int = 2, security: object
     if address is None and workers == 0:
         yield None
         return
-    from distributed import Client
-
     if address is not None:
-        with Client(address, security=security) as client:
+        with connect(address, bool(scheduler), security) as client:
             yield client
         return
+    from distributed import Client
+
     with local_cluster(workers) as cluster, Client(cluster) as client:
         yield client

@@ -236,3 +236,22 @@ def test_a_board_rated_without_categories_drops_the_category_boards_of_an_earlie
     assert (out / "category=coding").is_dir()
     run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",)), Store(tmp_path / "s2"), out)
     assert not (out / "category=coding").exists() and "categories" not in json.loads((out / "run.json").read_text())
+
+
+@pytest.mark.parametrize("kind, sample", [("games", "f1/races_2021_2023.csv"), ("battles", "llmfao/crowd_battles.csv")])
+def test_a_store_kept_in_its_log_folder_never_takes_in_its_own_files(tmp_path, kind, sample):
+    # The store's partitions, dictionaries and quarantine are Parquet files too: scanned as logs,
+    # games (no ids to catch them) were stored again as players named by their ids, on every run.
+    logs = tmp_path / "logs"
+    (logs / "2024").mkdir(parents=True)
+    (logs / "2024" / "log.csv").write_bytes((SAMPLES / sample).read_bytes())
+    (logs / "2024" / "extra.parquet").write_bytes(b"")  # the scan still finds the other files of the kind
+    board = Board("b", kind, (str(logs),), ())
+    store = Store(logs / "store")
+    first = boards.ingest(store, board)
+    assert [Path(r.source).name for r in first] == ["extra.parquet", "log.csv"]
+    other = Store(logs / "2024" / "older-store")  # another board's store in the same folder
+    other.ingest([logs / "2024" / "log.csv"], kind)
+    second = boards.ingest(store, board)
+    assert [(Path(r.source).name, r.status) for r in second] == [("extra.parquet", "unreadable"), ("log.csv", "skipped")]
+    assert set(store.manifest.files) == {r.sha256 for r in first}

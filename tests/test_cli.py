@@ -24,6 +24,11 @@ def test_ingest_reports_accounting_and_is_idempotent(tmp_path):
     assert "rows in 8931 = accepted 8931 + quarantined 0" in first.output
     second = runner.invoke(app, args)
     assert "skipped" in second.output
+    # The total counts rows read now: a file already in the store, or named twice, is not counted again.
+    assert "rows in 0 = accepted 0 + quarantined 0 (and 1 file already in the store, skipped)" in second.output
+    twice = runner.invoke(app, ["ingest", *[str(SAMPLES / "llmfao" / "crowd_battles.csv")] * 2, "--kind", "battles",
+                                "--store", str(tmp_path / "twice")])
+    assert "rows in 8931 = accepted 8931 + quarantined 0 (and 1 file already in the store, skipped)" in twice.output
 
 
 def test_ingest_exits_nonzero_on_unreadable_file_but_keeps_going(tmp_path):
@@ -176,6 +181,14 @@ def test_a_missing_input_is_one_line_and_exit_2_before_any_work(tmp_path, comman
     assert not list(tmp_path.iterdir())  # nothing ingested, nothing published
 
 
+@pytest.mark.parametrize("command", [["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "--out", "{tmp}/out"],
+                                     ["backtest", "--store", "{tmp}", "--kind", "games", "-m", "borda", "--out", "{tmp}/out"]])
+def test_a_negative_worker_count_is_a_usage_error_before_any_work(tmp_path, command):
+    result = runner.invoke(app, [a.format(tmp=tmp_path) for a in command] + ["--workers", "-1"])
+    assert result.exit_code == 2 and "--workers" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_method_that_does_not_rate_the_kind_stops_rate_before_any_work(tmp_path):
     result = runner.invoke(app, ["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "-m", "am-elo",
                                  "--out", str(tmp_path / "out")])
@@ -193,6 +206,21 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path)
     assert "Error" in line and "--debug shows the traceback" in line
     loud = runner.invoke(app, ["--debug", *args])
     assert loud.exit_code == 1 and isinstance(loud.exception, OSError)  # raised, not reduced to a line
+
+
+@pytest.mark.parametrize("command", [["ingest", str(SAMPLES / "f1"), "--kind", "games", "--store", "{store}"],
+                                     ["rate", "--store", "{store}", "--kind", "games", "-m", "borda", "--out", "{tmp}/out"],
+                                     ["backtest", "--store", "{store}", "--kind", "games", "-m", "borda", "--out", "{tmp}/out"]])
+def test_a_damaged_store_file_is_one_line_naming_it(tmp_path, command):
+    store = tmp_path / "store"
+    assert runner.invoke(app, ["ingest", str(SAMPLES / "f1"), "--kind", "games", "--store", str(store)]).exit_code == 0
+    manifest = store / "manifest.json"
+    manifest.write_bytes(manifest.read_bytes()[:200])  # cut short by hand or by a failing copy
+    result = runner.invoke(app, [a.format(store=store, tmp=tmp_path) for a in command])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    [line] = result.output.strip().splitlines()
+    assert line.startswith(f"error: {manifest}: a file of the store cannot be read (JSONDecodeError: ")
+    assert line.endswith("restore it from a backup, or ingest the logs into a new store")
 
 
 def test_rate_without_a_store_keeps_its_quarantine_in_the_output_folder(tmp_path):

@@ -146,3 +146,27 @@ def test_a_worker_killed_for_exiting_slowly_after_its_work_is_reported_only_when
         nanny_log.removeHandler(handler)
     assert any(m.startswith("Worker process still alive") for m in seen) == verbose, seen
     assert not nanny_log.filters
+
+
+@pytest.mark.parametrize("address, said", [("junk", "missing port number"), ("http://host:1", "unknown address scheme 'http'"),
+                                           ("tls://127.0.0.1:1", "takes its certificates from Dask's configuration")])
+def test_a_scheduler_that_cannot_be_used_is_one_line_naming_the_address_and_where_it_came_from(tmp_path, monkeypatch, address, said):
+    from pipeline.cli import app
+    from pipeline.runtime import SchedulerError
+
+    monkeypatch.setenv(SCHEDULER_ENV, address)
+    with pytest.raises(SchedulerError, match=f"^cannot use the Dask scheduler '{address}' \\(from \\$VASE_DASK_SCHEDULER\\): .*{said}"):
+        with dask_client(None, workers=0):
+            pass
+    with pytest.raises(SchedulerError, match=f"'{address}' \\(from --scheduler\\)"):
+        with dask_client(address, workers=0):
+            pass
+    result = CliRunner().invoke(app, ["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1].startswith(f"error: cannot use the Dask scheduler '{address}'")
+    assert "Traceback" not in result.output and "SchedulerError" not in result.output
+
+
+def test_a_blank_scheduler_variable_counts_as_unset(monkeypatch):
+    monkeypatch.setenv(SCHEDULER_ENV, "  ")
+    assert scheduler_address(None) is None

@@ -23,6 +23,7 @@ from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP
 from pipeline.logs.orders import WeakOrders
 from pipeline.stats.extras import extra_columns
 from pipeline.store import Store
+from pipeline.store.files import reading_store_file
 
 NO_TIME = np.iinfo(np.int64).min
 
@@ -74,8 +75,9 @@ def load_units(store: Store, kind: str, statistics: frozenset[str] = frozenset()
     tables = []
     for i, part in enumerate(parts):  # a game lies in one partition file: the same id in two files is two games
         path = store.path(part)
-        names = pq.read_schema(path).names
-        table = pq.read_table(path, columns=[c for c in columns if c in names])
+        with reading_store_file(path):
+            names = pq.read_schema(path).names
+            table = pq.read_table(path, columns=[c for c in columns if c in names])
         tables.append(table.append_column(SOURCE, pa.array(np.full(table.num_rows, i, np.int32))))
     table = pa.concat_tables(tables, promote_options="default").combine_chunks()  # one chunk: a split filters it 50 times
     row_unit, orders = chosen.unit_orders(table)

@@ -33,7 +33,7 @@ from pipeline.arrays import sort_positions
 from pipeline.games.game import Game
 from pipeline.logs import LogKind, register_kind
 from pipeline.logs.names import MAX_NAME
-from pipeline.logs.records import UnreadableFile
+from pipeline.logs.records import UnreadableFile, check_regular_file
 from pipeline.stats import Statistics
 
 NFG_SUFFIXES = (".nfg", ".npz")
@@ -44,6 +44,7 @@ def read_nfg(path: str | Path) -> Game:
     """The game in an `.npz` or Gambit `.nfg` file."""
     path = Path(path)
     try:
+        check_regular_file(path)
         if path.suffix.lower() == ".npz":
             game = _read_npz(path)
         elif path.suffix.lower() == ".nfg":
@@ -54,6 +55,8 @@ def read_nfg(path: str | Path) -> Game:
         strategies = tuple(tuple(game_name(name, str(k + 1), f"a strategy of {player}") for k, name in enumerate(names))
                            for player, names in zip(players, game.strategies))
         return Game(game.payoffs, players, strategies, info={"game": "nfg", "source": path.name})
+    except UnreadableFile:
+        raise
     except (OSError, ValueError, KeyError) as exc:
         raise UnreadableFile(path, str(exc)) from None
 

@@ -8,6 +8,8 @@ quarantined under its line; the others are kept. A JSON array is parsed record b
 records carry their physical lines too, but an array that does not parse is refused whole: past a
 syntax error its records cannot be told apart. Integer literals of more than `MAX_INT_DIGITS`
 digits are read as floats (they are inf), so a 5,000-digit weight is quarantined as not finite.
+A record with a key twice in one object (at any depth) is quarantined: which value was meant
+cannot be known.
 """
 
 from __future__ import annotations
@@ -30,7 +32,20 @@ def _number(literal: str) -> int | float:
     return int(literal) if len(literal.lstrip("-")) <= MAX_INT_DIGITS else float(literal)
 
 
-_DECODER = json.JSONDecoder(parse_int=_number)
+def _decoder() -> tuple[json.JSONDecoder, list[str]]:
+    """A JSON decoder, and the list where it notes each key repeated within one object of what it
+    decodes (clear it before each record): Python would keep the last value silently, and which
+    one the log meant (`{"model_a": "x", "model_a": "y"}`) cannot be known, so the record is quarantined."""
+    repeated: list[str] = []
+
+    def pairs(items: list[tuple[str, object]]) -> dict:
+        record = dict(items)
+        if len(record) != len(items):
+            seen: set[str] = set()
+            repeated.extend(key for key, _ in items if key in seen or seen.add(key))
+        return record
+
+    return json.JSONDecoder(parse_int=_number, object_pairs_hook=pairs), repeated
 
 
 def _problem(exc: Exception) -> str:
@@ -58,10 +73,12 @@ def _lone_surrogate(value: object) -> str | None:
     return None
 
 
-def _check_object(obj: object, text: str) -> str | None:
-    """Why a parsed record cannot be kept, or None."""
+def _check_object(obj: object, text: str, repeated: list[str]) -> str | None:
+    """Why a parsed record cannot be kept, or None (`repeated`: its keys repeated within an object)."""
     if not isinstance(obj, dict):
         return "a record must be a JSON object"
+    if repeated:
+        return f"the key {repeated[0]!r} appears twice in one object: which value is meant cannot be known"
     if "\\ud" in text.lower() and (bad := _lone_surrogate(obj)) is not None:
         at = next(i for i, ch in enumerate(bad) if 0xD800 <= ord(ch) <= 0xDFFF)
         return f"a lone surrogate \\u{ord(bad[at]):04x} in a string: not Unicode text"
@@ -109,6 +126,7 @@ def read_lines(path: Path, start: FileStart | None = None) -> Iterator[RawRecord
             line_no, offset = start.lines, start.offset
         objects: list[tuple[int, dict]] = []
         bad: list[tuple[int, str, str]] = []
+        decoder, repeated = _decoder()
         for raw in handle:
             line_no += 1
             try:
@@ -119,12 +137,13 @@ def read_lines(path: Path, start: FileStart | None = None) -> Iterator[RawRecord
             stripped = text.strip()
             if not stripped:
                 continue
+            repeated.clear()
             try:
-                obj = _DECODER.decode(stripped)
+                obj = decoder.decode(stripped)
             except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
                 bad.append((line_no, _problem(exc), stripped))
                 continue
-            if (problem := _check_object(obj, stripped)) is not None:
+            if (problem := _check_object(obj, stripped, repeated)) is not None:
                 bad.append((line_no, problem, stripped))
                 continue
             objects.append((line_no, obj))
@@ -168,16 +187,18 @@ def _read_array(text: str, position: int, path: Path) -> Iterator[RawRecords]:
 
     objects: list[tuple[int, dict]] = []
     bad: list[tuple[int, str, str]] = []
+    decoder, repeated = _decoder()
     index = skip_space(position + 1)
     if index < len(text) and text[index] == "]":
         index = len(text)
     while index < len(text):
+        repeated.clear()
         try:
-            obj, end = _DECODER.raw_decode(text, index)
+            obj, end = decoder.raw_decode(text, index)
         except (ValueError, RecursionError) as exc:
             raise fail(index, _problem(exc).replace("(column", "(record starting at column")) from None
         record = text[index:end]
-        if (problem := _check_object(obj, record)) is not None:
+        if (problem := _check_object(obj, record, repeated)) is not None:
             bad.append((line_of(index), problem, record[:10_000]))
         else:
             objects.append((line_of(index), obj))

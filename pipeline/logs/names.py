@@ -3,7 +3,9 @@
 The format readers put all text in Unicode NFC and the kinds strip surrounding whitespace, so a
 name typed with a combining accent and with a precomposed one is one agent. Here, after a kind
 has read a file, every column whose values go into a store dictionary (`LogKind.ids`) and every
-column of the record id (`LogKind.record_id`) is checked, and a row is quarantined when a value
+column of the record id (`LogKind.record_id`) the file gave is checked (ids a reader made up,
+`<file name>:<line>`, are not: they identify nothing beyond the file, and a file's name may hold
+any character), and a row is quarantined when a value
 
 - holds a control character (`Cc`), a format character (`Cf`: zero-width spaces and joiners,
   bidirectional overrides and isolates, soft hyphens) or a line or paragraph separator: such a
@@ -78,7 +80,8 @@ def check_names(result: ReadResult, ids: dict[str, str], record_id: tuple[str, .
     if not table.num_rows:
         return result
     limits = {column: MAX_NAME if dictionary in NAME_DICTIONARIES else MAX_ID for column, dictionary in ids.items()}
-    limits |= {column: MAX_ID for column in record_id if column not in limits}
+    if result.keyed:
+        limits |= {column: MAX_ID for column in record_id if column not in limits}
     reason = np.full(table.num_rows, None, object)
     blamed = np.full(table.num_rows, None, object)
     for column, limit in limits.items():

@@ -20,6 +20,7 @@ array and Parquet count records from 1.
 
 from __future__ import annotations
 
+import stat
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,6 +50,20 @@ class UnreadableFile(ValueError):
         self.reason = reason
         self.line = line
         self.field = field
+
+
+_SPECIAL_FILES = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"),
+                  (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def check_regular_file(path: Path | str) -> None:
+    """Raise `UnreadableFile` if `path` (or what its links lead to) exists but is not a regular
+    file: reading a FIFO waits for a writer forever, and a device such as /dev/zero never ends.
+    A missing file raises the `OSError` of `os.stat`."""
+    mode = Path(path).stat().st_mode
+    for test, what in _SPECIAL_FILES:
+        if test(mode):
+            raise UnreadableFile(path, f"not a regular file but {what}: vase reads log files only")
 
 
 def internal(name: str) -> bool:

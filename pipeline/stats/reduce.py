@@ -32,6 +32,7 @@ from pipeline.stats.extras import EXTRAS, extra_columns, extra_partials, fallbac
 from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, comparison_partial, finalize, weak_order_partial
 from pipeline.stats.sequence import return_freed_memory
 from pipeline.store import Store
+from pipeline.store.files import reading_store_file
 
 
 UNITS_PER_BATCH = 4  # at most, per task: a batch's partial is held by its worker until the client has it, and
@@ -61,7 +62,8 @@ def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK, catego
         for part in sorted(report.partitions, key=lambda p: p.path):
             path = str(store.path(part).resolve())
             if part.rows > target_rows and split_rows:
-                groups = pq.ParquetFile(path).metadata.num_row_groups
+                with reading_store_file(path):
+                    groups = pq.ParquetFile(path).metadata.num_row_groups
                 step = max(1, groups * target_rows // part.rows)
                 units += [Unit(sha, (path,), tuple(range(g, min(g + step, groups))), category) for g in range(0, groups, step)]
                 continue
@@ -89,15 +91,18 @@ def _read(unit: Unit, kind: str, statistics: frozenset[str]) -> pa.Table:
     """The unit's rows, in the columns the statistics read that each file holds (see `_stored`)."""
     columns = list(dict.fromkeys([*log_kind(kind).columns, *extra_columns(kind, statistics)]))
     fallbacks = fallback_columns(kind, statistics)
-    files = [pq.ParquetFile(p) for p in unit.paths]
-    if unit.category is not None:
-        tables = [category_rows(p, kind, _stored(f, columns, fallbacks), unit.category, unit.row_groups)
-                  for p, f in zip(unit.paths, files)]
-    elif unit.row_groups is not None:
-        tables = [files[0].read_row_groups(list(unit.row_groups), columns=_stored(files[0], columns, fallbacks))]
-    else:
-        tables = [f.read(columns=_stored(f, columns, fallbacks)) for f in files]
-    tables = [t.append_column(SOURCE, pa.array(np.full(t.num_rows, i, np.int32))) for i, t in enumerate(tables)]
+    tables = []
+    for i, path in enumerate(unit.paths):
+        with reading_store_file(path):  # a damaged partition is named
+            file = pq.ParquetFile(path)
+            stored = _stored(file, columns, fallbacks)
+            if unit.category is not None:
+                table = category_rows(path, kind, stored, unit.category, unit.row_groups)
+            elif unit.row_groups is not None:
+                table = file.read_row_groups(list(unit.row_groups), columns=stored)
+            else:
+                table = file.read(columns=stored)
+        tables.append(table.append_column(SOURCE, pa.array(np.full(table.num_rows, i, np.int32))))
     return pa.concat_tables(tables, promote_options="default")  # files stored before a column was added lack it
 
 

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.arrays import sort_positions
-from pipeline.store.files import write_parquet
+from pipeline.store.files import reading_store_file, write_parquet
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
 
@@ -33,11 +33,12 @@ class IdMap:
     def load(cls, path: Path) -> IdMap:
         if not path.exists():
             return cls()
-        table = pq.read_table(path)
-        ids = table.column("id").to_numpy()
-        if not np.array_equal(ids, np.arange(len(ids))):
-            raise ValueError(f"{path}: ids are not dense 0..n-1")
-        return cls(table.column("name").to_pylist())
+        with reading_store_file(path):
+            table = pq.read_table(path)
+            ids = table.column("id").to_numpy()
+            if not np.array_equal(ids, np.arange(len(ids))):
+                raise ValueError("ids are not dense 0..n-1")
+            return cls(table.column("name").to_pylist())
 
     def save(self, path: Path) -> None:
         write_parquet(path, pa.table({"id": pa.array(range(len(self.names)), pa.int32()), "name": self.names}, schema=SCHEMA))

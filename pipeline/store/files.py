@@ -31,6 +31,32 @@ TEMPORARY = re.compile(r"^\..+\.tmp-[0-9a-f]{32}$")  # the only names `remove_te
 _HASH_BLOCK = 1 << 22
 
 
+class DamagedStore(ValueError):
+    """A file of the store itself (manifest, dictionary, partition, id run) that cannot be read.
+
+    vase writes each atomically, so this is damage from outside (a hand edit, a truncated copy, a
+    failing disk); the message names the file and what to do. `path` and `reason` are its parts
+    (set after the message, the one argument, so that it crosses Dask's pickling)."""
+
+    def __init__(self, message: str, path: str = "", reason: str = ""):
+        super().__init__(message)
+        self.path, self.reason = path, reason
+
+
+@contextmanager
+def reading_store_file(path: Path | str) -> Iterator[None]:
+    """Turn an error while reading one of the store's own files into `DamagedStore` naming it."""
+    try:
+        yield
+    except DamagedStore:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else next(iter(str(exc).splitlines()), "")
+        reason = f"{type(exc).__name__}: {reason}"
+        raise DamagedStore(f"{path}: a file of the store cannot be read ({reason}); restore it from a backup, or ingest "
+                           "the logs into a new store", str(path), reason) from exc
+
+
 def temporary_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex}")
 

@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 
 from pipeline.logs import log_kind
 from pipeline.logs.identity import HASHER, NOT_FOUND, Run, SeenIds, key_hashes, key_text, merge, where
-from pipeline.store.files import temporary_path
+from pipeline.store.files import reading_store_file, temporary_path
 
 FOLDER = "ids"
 SPILL = 1 << 20  # ids of one file kept in memory before its runs go to disk
@@ -45,7 +45,8 @@ _RUN = re.compile(r"^run-[0-9a-f]{32}\.npy$")
 
 
 def _load(path: Path) -> Run:
-    return Run(np.load(path, mmap_mode="r", allow_pickle=False))
+    with reading_store_file(path):
+        return Run(np.load(path, mmap_mode="r", allow_pickle=False))
 
 
 def release_mapped(runs: list[Run]) -> None:
@@ -208,7 +209,8 @@ def rebuild(root: Path, kind: str, reports: list, dictionary: Callable[[str], li
             continue
         frames = []
         for part in report.partitions:
-            frame = pl.from_arrow(pq.read_table(root / part.path, columns=list(chosen.record_id)))
+            with reading_store_file(root / part.path):
+                frame = pl.from_arrow(pq.read_table(root / part.path, columns=list(chosen.record_id)))
             for column, names in decode.items():
                 frame = frame.with_columns(pl.Series(names, dtype=pl.String).gather(frame.get_column(column)).alias(column))
             frames.append(frame)

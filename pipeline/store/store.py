@@ -23,7 +23,9 @@ files, are stored once. A CSV, TSV or JSONL file that starts with the bytes of a
 ingested (a log that grew) is read from where that file ended: only its new rows are read and
 counted, with their true line numbers, so even rows without ids are stored once. A file that cannot be read at all is refused whole with one line
 naming the file (and the line and field where known), recorded in the manifest with that reason
-(not read again until its content changes), and the other files go on.
+(not read again until its content changes), and the other files go on. A file of the store
+itself that cannot be read (damaged from outside) raises `DamagedStore` naming it; a damaged id
+index is rebuilt like a missing one.
 
 Ingest order: the rows of kinds with record ids (battles, games, ballots) carry an
 `ingest_position` column, their file's ordinal in the id index (files numbered in the order they
@@ -37,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -48,18 +51,25 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.logs import KINDS, FileStart, UnreadableFile, log_kind, read_batches
-from pipeline.logs.records import LINE_SUFFIXES
+from pipeline.logs.records import LINE_SUFFIXES, check_regular_file
 from pipeline.logs.identity import INGEST_POSITION, drop_seen, ingest_positions
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
 from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
 from pipeline.overlap import Behind, read_ahead
 from pipeline.paths import UnsafePath, below
 from pipeline.store.dictionary import IdMap
-from pipeline.store.files import digest_file, exclusive_lock, remove_temporary, sync_files, write_json
+from pipeline.store.files import (DamagedStore, digest_file, exclusive_lock, reading_store_file, remove_temporary, sync_files,
+                                  write_json)
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 
 MANIFEST = "manifest.json"
+log = logging.getLogger(__name__)
+
+
+def is_store(folder: Path) -> bool:
+    """Whether `folder` holds a vase store (a manifest and its dictionaries)."""
+    return (folder / MANIFEST).is_file() and (folder / "dictionaries").is_dir()
 
 
 @dataclass(frozen=True)
@@ -101,8 +111,9 @@ class Manifest:
     def load(cls, path: Path) -> Manifest:
         if not path.exists():
             return cls()
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return cls({e["sha256"]: IngestReport.from_json(e) for e in data["files"]}, data.get("ids", {}))
+        with reading_store_file(path):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls({e["sha256"]: IngestReport.from_json(e) for e in data["files"]}, dict(data.get("ids", {})))
 
     def save(self, path: Path) -> None:
         write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.sha256)],
@@ -229,10 +240,15 @@ class Store:
             return reports
 
     def _id_index(self, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap]) -> KindIndex:
-        """The kind's id index as committed, or rebuilt from its partitions (missing, or built by
-        another hasher)."""
+        """The kind's id index as committed, or rebuilt from its partitions (missing, damaged, or
+        built by another hasher)."""
         entry = manifest.ids.get(kind.name)
-        index = load_index(self.root, kind.name, entry)
+        try:
+            index = load_index(self.root, kind.name, entry)
+        except DamagedStore as error:  # derived data: rebuilt as if it were missing
+            log.warning("%s: cannot be read (%s); rebuilding the %s id index from the stored partitions",
+                        error.path, error.reason, kind.name)
+            index = None
         if index is None:
             stored = sorted((r for r in manifest.files.values() if r.kind == kind.name and r.status == "ingested"),
                             key=lambda r: (r.ingested_at or "", r.sha256))
@@ -241,17 +257,29 @@ class Store:
 
     def _commit(self, manifest: Manifest, maps: dict[str, IdMap], kind: str, index: KindIndex | None,
                 pending: list[Written]) -> None:
-        """Partitions into place, then the id index, the dictionaries and last the manifest."""
-        sync_files(w.temporary for w in pending)
-        for written in pending:
-            os.replace(written.temporary, below(self.root, written.path))
-        if index is not None:
-            entry, runs = index.commit()
-            sync_files(runs)
-            manifest.ids[kind] = entry
-        for name, idmap in maps.items():
-            idmap.save(below(self.root, f"dictionaries/{name}.parquet"))
-        manifest.save(below(self.root, MANIFEST))
+        """Partitions into place, then the id index, the dictionaries and last the manifest. If any
+        step fails (a full disk), the files it put in place that no manifest lists are removed
+        again, so that they do not hold the space a retry needs."""
+        try:
+            sync_files(w.temporary for w in pending)
+            for written in pending:
+                os.replace(written.temporary, below(self.root, written.path))
+            if index is not None:
+                entry, runs = index.commit()
+                sync_files(runs)
+                manifest.ids[kind] = entry
+            for name, idmap in maps.items():
+                idmap.save(below(self.root, f"dictionaries/{name}.parquet"))
+            manifest.save(below(self.root, MANIFEST))
+        except BaseException:
+            for written in pending:  # new names (a file whose content is listed is never read again)
+                written.temporary.unlink(missing_ok=True)
+                (self.root / written.path).unlink(missing_ok=True)
+            self._remove_unlisted_runs(self.manifest)
+            raise
+        self._remove_unlisted_runs(manifest)
+
+    def _remove_unlisted_runs(self, manifest: Manifest) -> None:
         listed = {run["path"] for entry in manifest.ids.values() for run in entry["runs"]}
         for path in garbage(self.root, listed):
             path.unlink(missing_ok=True)
@@ -261,8 +289,11 @@ class Store:
                     names: dict[str, str]) -> IngestReport:
         earlier = _earlier_versions(source, kind.name, manifest)
         try:
+            check_regular_file(source)
             before = _version(source)
             digest = digest_file(source, earlier)
+        except UnreadableFile as exc:
+            return IngestReport(str(source), kind.name, "", "unreadable", error=str(exc))
         except OSError as exc:
             return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}")
         sha = digest.sha256

@@ -1,5 +1,8 @@
 """nfg reader: Gambit payoff and outcome forms, npz, validation."""
 
+import os
+import threading
+
 import numpy as np
 import pytest
 
@@ -69,6 +72,29 @@ def test_gambit_payoff_count_checked(tmp_path):
     path.write_text(PD.replace("1 1\n", "1\n"))
     with pytest.raises(UnreadableFile, match="payoffs"):
         read_nfg(path)
+
+
+def test_a_named_pipe_or_a_folder_is_refused_without_being_opened(tmp_path):
+    fifo = tmp_path / "game.nfg"
+    os.mkfifo(fifo)  # opening it would wait for a writer forever: read on a thread, so a regression fails, not hangs
+    raised: list[Exception] = []
+
+    def read() -> None:
+        try:
+            read_nfg(fifo)
+        except Exception as exc:  # noqa: BLE001 (checked below)
+            raised.append(exc)
+
+    reading = threading.Thread(target=read, daemon=True)
+    reading.start()
+    reading.join(60)
+    assert not reading.is_alive(), "reading a FIFO hung"
+    assert [str(e) for e in raised] == [f"{fifo}: not a regular file but a named pipe (FIFO): vase reads log files only"]
+    (tmp_path / "folder.nfg").mkdir()
+    with pytest.raises(UnreadableFile, match="folder.nfg: not a regular file but a folder"):
+        read_nfg(tmp_path / "folder.nfg")
+    with pytest.raises(UnreadableFile, match="missing.nfg: .*No such file"):
+        read_nfg(tmp_path / "missing.nfg")
 
 
 def test_a_game_file_is_its_own_statistic(tmp_path):

@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from pipeline.logs import read_log
 from pipeline.logs.names import MAX_ID, MAX_NAME, check_names
 from pipeline.logs.triage import ReadResult, empty_quarantine
 
@@ -38,3 +39,17 @@ def test_control_characters_and_non_ascii_names_take_the_full_check():
     result = check_names(result_of(table), {"model_a": "agents", "model_b": "agents"}, ("battle_id",))
     assert result.table.column("model_a").to_pylist() == ["caf\u00e9"]
     assert [(line, field) for line, field, _ in reasons(result)] == [(3, "model_a"), (4, "model_a")]
+
+
+@pytest.mark.parametrize("kind, header, row", [("battles", "model_a,model_b,winner", "x,y,tie"), ("ballots", "ranking", "x>y")])
+@pytest.mark.parametrize("name", ["two\nlines.csv", "zero\u200bwidth.csv", "tab\there.csv"])
+def test_ids_made_up_from_a_file_name_with_any_character_keep_every_row(tmp_path, kind, header, row, name):
+    # Without an id column a row's id is `<file name>:<line>`: a name the file system allows
+    # is no reason to quarantine the file's rows (its ids name no one and are not checked).
+    path = tmp_path / name
+    path.write_text(f"{header}\n{row}\n{row}\n", encoding="utf-8")
+    result = read_log(path, kind)
+    assert (result.rows_in, result.rows_accepted) == (2, 2), reasons(result)
+    keyed = tmp_path / "keyed.csv"  # an id the file gives is checked as before
+    keyed.write_text(f"{kind.removesuffix('s')}_id,{header}\nb\u200b1,{row}\nb2,{row}\n", encoding="utf-8")
+    assert [(line, field) for line, field, _ in reasons(read_log(keyed, kind))] == [(2, f"{kind.removesuffix('s')}_id")]

@@ -91,6 +91,20 @@ def test_unparsable_json_lines_are_quarantined_not_fatal(tmp_path):
         (2, "invalid JSON"), (4, "a record must be a JSON object")]
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_a_json_record_with_a_key_twice_is_quarantined_not_read_as_its_last_value(tmp_path, suffix):
+    records = ['{"battle_id": "1", "model_a": "x", "model_a": "z", "model_b": "y", "winner": "model_a"}',
+               '{"battle_id": "2", "model_a": "x", "model_b": "y", "winner": "tie", "features_a": {"n": 1, "n": 2}}',
+               '{"battle_id": "3", "model_a": "x", "model_b": "y", "winner": "tie", "features_a": {"n": 1}, "features_b": {"n": 2}}']
+    path = tmp_path / f"battles{suffix}"
+    path.write_text("\n".join(records) + "\n" if suffix == ".jsonl" else "[" + ",\n".join(records) + "]")
+    result = read_log(path, "battles")
+    assert result.table.column("battle_id").to_pylist() == ["3"]
+    assert [(q["line"], q["reason"]) for q in result.quarantined.to_pylist()] == [
+        (1, "the key 'model_a' appears twice in one object: which value is meant cannot be known"),
+        (2, "the key 'n' appears twice in one object: which value is meant cannot be known")]
+
+
 def test_unreadable_files_raise_with_the_path(tmp_path):
     with pytest.raises(UnreadableFile, match="no such file"):
         read_log(tmp_path / "missing.csv", "battles")

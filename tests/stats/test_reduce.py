@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 from pipeline.stats import CORE_STATISTICS, reduce_store
-from pipeline.store import Store
+from pipeline.store import DamagedStore, Store
 
 AGENTS = [f"p{i}" for i in range(7)]
 # Weights on the store's 2^-24 grid (so the reference sums them exactly too), some far from 1.
@@ -185,6 +185,21 @@ def held_on_workers(client, wait: float = 10.0) -> int:
     while (held := sum(client.run(lambda dask_worker: len(dask_worker.data)).values())) and time.monotonic() < deadline:
         time.sleep(0.05)
     return held
+
+
+@pytest.mark.parametrize("on_cluster", [False, True])
+def test_a_damaged_partition_is_named_locally_and_from_a_worker(tmp_path, request, on_cluster):
+    rng = np.random.default_rng(5)
+    store = build_store(tmp_path, "games", random_orders(rng, 40), 2)
+    path = store.path(store.partitions("games")[-1])
+    path.write_bytes(path.read_bytes()[:100])  # cut short by hand, or by a copy that ran out of space
+    client = request.getfixturevalue("dask_client") if on_cluster else None
+    with pytest.raises(DamagedStore) as raised:
+        reduce_store(store, "games", {"pairwise"}, client=client)
+    assert str(raised.value).startswith(f"{path.resolve()}: a file of the store cannot be read (ArrowInvalid: ")
+    path.unlink()
+    with pytest.raises(DamagedStore, match="No such file or directory"):
+        reduce_store(store, "games", {"pairwise"}, client=client)
 
 
 def test_sparse_and_dense_agree_and_sparse_is_csr(tmp_path):

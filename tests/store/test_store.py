@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
+import threading
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -11,7 +14,7 @@ import pytest
 
 import pipeline.logs as logs_module
 from pipeline.logs import log_kind
-from pipeline.store import IdMap, Store
+from pipeline.store import DamagedStore, IdMap, Store
 from pipeline.store import store as store_module
 
 BATTLES = "battle_id,model_a,model_b,winner,timestamp\n1,x,y,model_a,2024-01-01T10:00:00Z\n2,y,z,tie,2024-01-02T09:00:00Z\n3,z,x,model_b,\n4,x,x,model_a,\n"
@@ -92,13 +95,36 @@ def test_interrupted_ingest_leaves_nothing_visible(tmp_path, battles_file, monke
     monkeypatch.setattr(store_module.Manifest, "save", crash)
     with pytest.raises(KeyboardInterrupt):
         store.ingest([battles_file], "battles")
-    # Partition files were written, but no manifest lists them: readers see an empty store.
-    assert list((tmp_path / "store" / "battles").rglob("*.parquet"))
+    # No manifest lists the partition files: readers see an empty store, and the commit took
+    # back the files it had put in place.
     assert store.partitions("battles") == [] and store.kinds() == []
+    assert not list((tmp_path / "store" / "battles").rglob("*.parquet"))
+    assert not list((tmp_path / "store" / "quarantine").rglob("*.parquet"))
+    assert not list((tmp_path / "store" / "ids").rglob("*.npy"))
     assert not list((tmp_path / "store").rglob(".*tmp-*"))  # no temporary file left behind
     monkeypatch.undo()
     [report] = store.ingest([battles_file], "battles")  # a rerun rewrites the same names
     assert report.status == "ingested" and len(store.partitions("battles")) == 3
+
+
+def test_a_commit_that_fails_takes_back_what_it_put_in_place(tmp_path, battles_file):
+    # A real fault halfway through the commit, after the partitions are in place: a file where
+    # the id index's folder goes (as a full disk would fail the index's write).
+    store = Store(tmp_path / "store")
+    first = tmp_path / "first.csv"
+    first.write_text("battle_id,model_a,model_b,winner\n10,x,y,tie\n")
+    store.ingest([first], "battles")
+    runs = tmp_path / "store" / "ids" / "battles"
+    shutil.rmtree(runs)
+    runs.write_text("in the way")
+    files = lambda: sorted(p for p in (tmp_path / "store").rglob("*") if p.is_file())  # noqa: E731
+    before = files()
+    with pytest.raises(OSError):
+        store.ingest([battles_file], "battles")
+    assert files() == before  # nothing of the failed ingest is left behind
+    runs.unlink()
+    [report] = store.ingest([battles_file], "battles")  # the index is rebuilt, and the retry commits
+    assert report.status == "ingested" and len(store.partitions("battles")) == 4
 
 
 def test_idmap_round_trip_and_validation(tmp_path):
@@ -280,3 +306,55 @@ def test_csv_and_parquet_with_and_without_dictionaries_store_the_same_bytes(tmp_
         else:
             assert stored["plain"][path] == content, path
             assert stored["csv"][path] == content or rows("csv", path) == rows("dictionary", path), path
+
+
+def test_a_fifo_or_a_device_is_refused_in_one_line_without_being_opened(tmp_path, battles_file):
+    # Reading a named pipe waits for a writer forever, and /dev/zero never ends: each is refused
+    # (the ingest runs on a thread, so that a regression fails here instead of hanging the suite).
+    fifo = tmp_path / "incoming.csv"
+    os.mkfifo(fifo)
+    store = Store(tmp_path / "store")
+    reports: list = []
+    ingest = threading.Thread(target=lambda: reports.extend(store.ingest([fifo, Path("/dev/zero"), battles_file], "battles")),
+                              daemon=True)
+    ingest.start()
+    ingest.join(60)
+    assert not ingest.is_alive(), "ingest of a FIFO hung"
+    assert [r.status for r in reports] == ["unreadable", "unreadable", "ingested"]
+    assert reports[0].error == f"{fifo}: not a regular file but a named pipe (FIFO): vase reads log files only"
+    assert "a character device" in reports[1].error
+    assert [r.status for r in store.manifest.files.values()] == ["ingested"]  # nothing recorded for them
+
+
+@pytest.mark.parametrize("damage", ['{"files": [', "[]", '{"files": 3}', '{"files": [{"sha256": "ab"}]}', "\udcff"])
+def test_a_damaged_manifest_is_named_in_one_line(tmp_path, battles_file, damage):
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    (tmp_path / "store" / "manifest.json").write_text(damage, encoding="utf-8", errors="surrogateescape")
+    for read in (lambda: store.partitions("battles"), lambda: store.ingest([battles_file], "battles")):
+        with pytest.raises(DamagedStore) as raised:
+            read()
+        assert str(raised.value).startswith(f"{tmp_path / 'store' / 'manifest.json'}: a file of the store cannot be read (")
+        assert "\n" not in str(raised.value)
+
+
+def test_a_damaged_dictionary_is_named(tmp_path, battles_file):
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    path = tmp_path / "store" / "dictionaries" / "agents.parquet"
+    path.write_bytes(path.read_bytes()[:-20])
+    with pytest.raises(DamagedStore, match=f"^{path}: a file of the store cannot be read"):
+        store.dictionary("agents")
+
+
+def test_a_damaged_id_index_is_rebuilt_and_still_finds_duplicates(tmp_path, battles_file, caplog):
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    [run] = (tmp_path / "store" / "ids" / "battles").glob("run-*.npy")
+    run.write_bytes(run.read_bytes()[:50])  # the index is derived data: a damaged run is no reason to stop
+    again = tmp_path / "again.csv"
+    again.write_text("battle_id,model_a,model_b,winner\n2,y,z,tie\n9,x,z,tie\n")
+    [report] = store.ingest([again], "battles")
+    assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 1, 1)
+    assert f"{run}: cannot be read" in caplog.text and "rebuilding the battles id index" in caplog.text
+    assert not run.exists()  # replaced by the rebuilt runs
