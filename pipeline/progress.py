@@ -19,7 +19,7 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[..., None]]:
     """Yields `advance(steps=1, label=None)`: move the bar on, naming what is being done."""
     console = Console(stderr=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("[dim]{task.fields[label]}"), console=console, transient=True,
+                  TextColumn("{task.fields[label]}", style="dim", markup=False), console=console, transient=True,
                   disable=not sys.stderr.isatty()) as progress:
         task = progress.add_task(description, total=total, label="")
 
