@@ -16,7 +16,7 @@ from pipeline.cli import SAMPLES, SchedulerOption, app, console
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option("--out", help="where the store and the published runs go")] = Path("vase-demo"),
+    out: Annotated[Path, typer.Option("--out", file_okay=False, help="where the store and the published runs go")] = Path("vase-demo"),
     samples: Annotated[Path, typer.Option("--samples", help="folder with nightly.yaml and the sample logs")] = SAMPLES,
     workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given")] = 2,
     scheduler: SchedulerOption = None,

@@ -10,9 +10,9 @@ library it uses (polars, Dask, scipy, the methods) when it runs (`benchmarks/ben
 
 Exit codes: 0 done; 1 the data could not be (wholly) rated or ingested (an unreadable file, a
 method that refused, nothing of the kind to rate); 2 a usage error found before any work (an
-unknown kind or method, a method that does not rate the kind, a missing input, a test size the
-log cannot give); 143 stopped by SIGTERM, after unwinding (a temporary store deleted). Errors
-are one line on stderr; `--debug` shows the traceback.
+unknown kind or method, a method that does not rate the kind, a missing input, a file where a
+folder is expected, a test size the log cannot give); 143 stopped by SIGTERM, after unwinding (a
+temporary store deleted). Errors are one line on stderr; `--debug` shows the traceback.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def top_agents_table(records: list[dict], top: int = TOP) -> Table:
 def ingest(
     sources: Annotated[list[Path], typer.Argument(help="log files or folders")],
     kind: KindOption,
-    store: Annotated[Path, typer.Option("--store", help="store folder (created if missing)")],
+    store: Annotated[Path, typer.Option("--store", file_okay=False, help="store folder (created if missing)")],
 ) -> None:
     """Validate logs and write them into the store; files already ingested are skipped."""
     check_kind(kind, stored=True)
@@ -234,9 +234,9 @@ def ingest(
 def rate(
     kind: KindOption,
     method: MethodsOption,
-    out: Annotated[Path, typer.Option("--out", help="output folder")],
+    out: Annotated[Path, typer.Option("--out", file_okay=False, help="output folder")],
     sources: Annotated[Optional[list[Path]], typer.Argument(help="log files or folders (ingested first)")] = None,
-    store: Annotated[Optional[Path], typer.Option("--store", help="store folder; a temporary one if omitted")] = None,
+    store: Annotated[Optional[Path], typer.Option("--store", file_okay=False, help="store folder; a temporary one if omitted")] = None,
     scheduler: SchedulerOption = None,
     workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given (0: local threads)")] = 0,
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
@@ -327,10 +327,10 @@ def backtest_table(summary: list[dict], reference: str) -> Table:
 
 @app.command()
 def backtest(
-    store: Annotated[Path, typer.Option("--store", help="store folder holding the logs")],
+    store: Annotated[Path, typer.Option("--store", file_okay=False, help="store folder holding the logs")],
     kind: KindOption,
     method: MethodsOption,
-    out: Annotated[Path, typer.Option("--out", help="output folder")],
+    out: Annotated[Path, typer.Option("--out", file_okay=False, help="output folder")],
     splits: Annotated[int, typer.Option("--splits", help="number of splits")] = 50,
     test_size: Annotated[int, typer.Option("--test-size", help="test units (games, battles) per random split")] = 3000,
     seed: Annotated[int, typer.Option("--seed", min=0, help="seed of the splits and of seeded methods")] = 0,

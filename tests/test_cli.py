@@ -53,6 +53,20 @@ def test_rate_rejects_bad_specs_and_kinds(tmp_path):
     assert bad_kind.exit_code == 2 and "unknown kind 'race'" in bad_kind.output
 
 
+
+@pytest.mark.parametrize("command", [["rate", "--kind", "games", "--method", "borda", "--out", "{file}", "{logs}"],
+                                     ["rate", "--kind", "games", "--method", "borda", "--store", "{file}", "--out", "{out}"],
+                                     ["ingest", "--kind", "games", "--store", "{file}", "{logs}"],
+                                     ["backtest", "--kind", "games", "--store", "{file}", "--out", "{out}", "--method", "borda"]])
+def test_a_file_where_a_folder_is_expected_is_a_usage_error_before_any_work(tmp_path, command):
+    # `rate --out` naming a file used to fail with FileExistsError after every method had run.
+    file = tmp_path / "taken"
+    file.write_text("not a folder")
+    args = [a.format(file=file, logs=SAMPLES / "f1", out=tmp_path / "out") for a in command]
+    result = runner.invoke(app, args, env={"COLUMNS": "1000"})  # the message on one line of the usage box
+    assert result.exit_code == 2 and f"'{file}' is a file" in result.output, result.output
+    assert file.read_text() == "not a folder" and not (tmp_path / "out").exists()
+
 def test_methods_lists_the_registry():
     result = runner.invoke(app, ["methods"])
     assert result.exit_code == 0 and "approval" in result.output and "k=2" in result.output
@@ -197,9 +211,9 @@ def test_a_method_that_does_not_rate_the_kind_stops_rate_before_any_work(tmp_pat
 
 
 def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path):
-    out = tmp_path / "taken"
-    out.write_text("a file where the output folder should go")
-    args = ["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "--out", str(out)]
+    taken = tmp_path / "taken"
+    taken.write_text("a file where the output folder's parent should go")
+    args = ["rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "--out", str(taken / "out")]
     quiet = runner.invoke(app, args)
     assert quiet.exit_code == 1 and "Traceback" not in quiet.output
     [line] = [line for line in quiet.output.splitlines() if line.startswith("error:")]
