@@ -32,7 +32,7 @@ import numpy as np
 from pipeline.arrays import sort_positions
 from pipeline.games.game import Game
 from pipeline.logs import LogKind, register_kind
-from pipeline.logs.names import MAX_NAME
+from pipeline.logs.names import FORBIDDEN_CATEGORIES, MAX_NAME
 from pipeline.logs.records import UnreadableFile, check_regular_file
 from pipeline.stats import Statistics
 
@@ -64,7 +64,7 @@ def read_nfg(path: str | Path) -> Game:
 def game_name(text: str, default: str, what: str) -> str:
     """A player's or strategy's name as an agent's name is read (NFC, stripped); `default` if empty."""
     name = unicodedata.normalize("NFC", text).strip() or default
-    if bad := next((c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None):
+    if bad := next((c for c in name if unicodedata.category(c) in FORBIDDEN_CATEGORIES), None):
         raise ValueError(f"{what} {name[:40]!r} contains a control or format character (U+{ord(bad):04X}), "
                          "which would print like another name")
     if len(name) > MAX_NAME:

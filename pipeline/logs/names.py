@@ -33,7 +33,8 @@ from pipeline.logs.triage import ReadResult, quarantine_rows
 
 MAX_NAME = 256  # characters in the name of an agent or a judge
 MAX_ID = 4_096  # characters in an id or a prompt
-FORBIDDEN = r"[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]"
+FORBIDDEN_CATEGORIES = ("Cc", "Cf", "Zl", "Zp")  # Unicode categories no name may hold (see above)
+FORBIDDEN = "[" + "".join(rf"\p{{{category}}}" for category in FORBIDDEN_CATEGORIES) + "]"
 NAME_DICTIONARIES = ("agents", "judges")
 
 
