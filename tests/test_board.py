@@ -141,7 +141,7 @@ def test_a_category_that_cannot_be_rated_never_stops_the_others(tmp_path, monkey
 
 
 def test_a_method_that_fails_in_any_way_never_stops_the_others(tmp_path, monkeypatch):
-    # approval:k=0 rejects its parameter when it runs (a ValueError); elo is made to fail as a bug
+    # m-elo with covariates and Davidson ties refuses the pair when it runs (a ValueError); elo is made to fail as a bug
     # would (the council's IndexError of an empty comparison once stopped every method of its board).
     battle_log(tmp_path / "log" / "battles.csv", ["coding"], battles=200)
     real = boards.run
@@ -153,11 +153,11 @@ def test_a_method_that_fails_in_any_way_never_stops_the_others(tmp_path, monkeyp
 
     monkeypatch.setattr(boards, "run", failing)
     out = tmp_path / "out"
-    result = run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("elo", "approval:k=0", "copeland")),
+    result = run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("elo", "m-elo:covariates=len,ties=davidson", "copeland")),
                        Store(tmp_path / "store"), out)
     assert {spec.partition(":")[0]: message for spec, message in result.errors.items()} == {
         "elo": "elo: IndexError: index -1 is out of bounds for axis 0 with size 0",
-        "approval": "approval: k must be at least 1"}
+        "m-elo": "m-elo: covariates need ties=half"}
     assert json.loads((out / "run.json").read_text())["errors"] == result.errors
     assert {r["method"] for r in json.loads((out / "ratings.json").read_text())} == {"copeland:tie_credit=0.5"}
 

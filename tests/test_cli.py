@@ -53,6 +53,14 @@ def test_rate_rejects_bad_specs_and_kinds(tmp_path):
     assert bad_kind.exit_code == 2 and "unknown kind 'race'" in bad_kind.output
 
 
+def test_a_parameter_out_of_range_is_a_usage_error_before_any_work(tmp_path):
+    # m-elo:prior=-1 used to be refused by the method only, after the logs were ingested and reduced.
+    result = runner.invoke(app, ["rate", str(SAMPLES / "f1"), "--kind", "games", "--method", "borda", "--method", "m-elo:prior=-1",
+                                 "--store", str(tmp_path / "store"), "--out", str(tmp_path / "out")], env={"COLUMNS": "1000"})
+    assert result.exit_code == 2 and "m-elo: parameter prior=-1.0 must be non-negative" in result.output, result.output
+    assert not (tmp_path / "store").exists() and not (tmp_path / "out").exists()
+
+
 
 @pytest.mark.parametrize("command", [["rate", "--kind", "games", "--method", "borda", "--out", "{file}", "{logs}"],
                                      ["rate", "--kind", "games", "--method", "borda", "--store", "{file}", "--out", "{out}"],

@@ -42,10 +42,10 @@ from scipy.special import softmax
 
 from pipeline.games import Game, deviation_payoff, marginals, product
 from pipeline.methods import max_entropy
-from pipeline.methods.equilibria import GameData, choose_game, game_ratings, payoff_range
+from pipeline.methods.equilibria import GAME_RULES, GameData, choose_game, game_ratings, payoff_range
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import at_least, between, method, positive
 
 DEFAULT_GAMES = {"scores": "agent-agent-task", "battles": "model-model-prompt"}
 
@@ -170,7 +170,7 @@ def _finish(game: Game, sigma: np.ndarray, tol: float, targets, info: dict[str, 
                         info=info | {"tie_tolerance": tie}, tie_tolerance=tie)
 
 
-@method("affinity-cce", needs=("game_data",))
+@method("affinity-cce", needs=("game_data",), rules=GAME_RULES | {"kernel_variance": positive, "tol": positive})
 def affinity_cce(data: GameData, *, game: str = "auto", norm: str = "minmax", kernel_variance: float = 1e-6,
                  tol: float = 1e-7) -> Ratings:
     """Regrets under the maximum relative entropy CCE to the affinity-entropy target [GTLLM]."""
@@ -180,7 +180,9 @@ def affinity_cce(data: GameData, *, game: str = "auto", norm: str = "minmax", ke
     return _finish(chosen, sigma, tol, targets, info)
 
 
-@method("affinity-ne", needs=("game_data",))
+@method("affinity-ne", needs=("game_data",),
+        rules=GAME_RULES | {"kernel_variance": positive, "tau": positive, "tau_min": positive, "tol": positive, "max_iter": at_least(1),
+                            "decay": between(0, 1, low_open=True, high_open=True)})
 def affinity_ne(data: GameData, *, game: str = "auto", norm: str = "minmax", kernel_variance: float = 1e-6,
                 tau: float = 1.0, tau_min: float = 1e-2, decay: float = 0.95, tol: float = 1e-6,
                 max_iter: int = 100_000) -> Ratings:

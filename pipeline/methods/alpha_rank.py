@@ -54,9 +54,9 @@ from scipy.special import logsumexp
 
 from pipeline.games import Game
 from pipeline.methods.convergence import RatingError
-from pipeline.methods.equilibria import GameData, choose_game, game_ratings
+from pipeline.methods.equilibria import GAME_RULES, GameData, choose_game, game_ratings
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import NON_NEGATIVE, at_least, between, method, one_of
 
 DEFAULT_GAMES = {"scores": "agent-task", "battles": "agent-agent"}
 SELECTIONS = ("local", "population")
@@ -228,13 +228,11 @@ def _sink_info(game: Game, components: list[np.ndarray], single: bool) -> dict[s
     return info
 
 
-@method("alpha-rank", needs=("game_data",))
+@method("alpha-rank", needs=("game_data",), rules=GAME_RULES | {"alpha": NON_NEGATIVE, "m": at_least(2), "selection": one_of(*SELECTIONS),
+                                                               "epsilon": between(0, 0.5, high_open=True)})
 def alpha_rank(data: GameData, *, game: str = "auto", norm: str = "minmax", alpha: float = 100.0, m: int = 50,
                selection: str = "local", epsilon: float = 0.0) -> Ratings:
     """α-Rank: stationary mass of the evolutionary chain over strategies or profiles [Omi19]."""
-    if not (alpha >= 0) or m < 2 or selection not in SELECTIONS or not 0 <= epsilon < 0.5:
-        raise ValueError(f"alpha-rank: need alpha >= 0 (or inf), m >= 2, selection in {SELECTIONS} and "
-                         f"0 <= epsilon < 0.5; got alpha={alpha}, m={m}, selection={selection!r}, epsilon={epsilon}")
     chosen = choose_game(data, game, norm, DEFAULT_GAMES)
     single = chosen.n_players == 2 and chosen.shape[0] == chosen.shape[1] and np.array_equal(chosen.payoffs[1], chosen.payoffs[0].T)
     n = chosen.shape[0] if single else int(np.prod(chosen.shape))

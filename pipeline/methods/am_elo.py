@@ -65,7 +65,7 @@ from pipeline.methods.bradley_terry import Cells, dense_fits, elo_points, fit_or
 from pipeline.methods.convergence import SHOWN, ConvergenceError, NoEstimate, RatingError
 from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import NON_NEGATIVE, at_least, method, positive
 from pipeline.stats.annotators import AnnotatorCounts
 
 ABILITY_LIMIT = 1e6  # relative abilities M*theta beyond this are taken as growing without bound
@@ -318,13 +318,13 @@ def stable_arena(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None, 
     return Arena(fit_am_elo(counts.select(kept), agent_keys, **options), first, eligible, flagged)
 
 
-@method("am-elo", needs=("annotators", "agent_keys"), kinds=("battles",))
+@method("am-elo", needs=("annotators", "agent_keys"), kinds=("battles",),
+        rules={"min_records": at_least(1), "prior": NON_NEGATIVE, "ability_prior": NON_NEGATIVE, "scale": positive, "tol": positive,
+               "max_iter": at_least(1)})
 def am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray, *, threshold: float = 0.0, min_records: int = 1, prior: float = 0.0,
            ability_prior: float = 1.0, scale: float = 400.0, anchor: float = 1000.0, tol: float = 1e-8,
            max_iter: int = 200) -> Ratings:
     """am-Elo: ratings and annotator abilities, refitted without annotators at or below the threshold."""
-    if not (min_records >= 1 and prior >= 0 and ability_prior >= 0 and scale > 0 and tol > 0 and max_iter >= 1):
-        raise ValueError("am-elo: min_records and max_iter must be at least 1, priors non-negative, scale and tol positive")
     arena = stable_arena(counts, agent_keys, threshold=threshold, min_records=min_records, prior=prior,
                          ability_prior=ability_prior, tol=tol, max_iter=max_iter)
     final, first = arena.fit, arena.first

@@ -10,11 +10,11 @@ import numpy as np
 
 from pipeline.methods.majority import wins_losses
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import between, method
 from pipeline.stats.counts import PairwiseCounts
 
 
-@method("copeland", needs=("pairwise",))
+@method("copeland", needs=("pairwise",), rules={"tie_credit": between(0, 1)})
 def copeland(pairs: PairwiseCounts, *, tie_credit: float = 0.5) -> Ratings:
     """Copeland: head-to-head victories plus half a point per head-to-head tie."""
     wins, losses = wins_losses(pairs)

@@ -51,7 +51,7 @@ import pyarrow as pa
 
 from pipeline.methods.comparison import comparable_needs, compare_ranks
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import NON_NEGATIVE, method, one_of
 from pipeline.stats.council import CouncilReviews
 from pipeline.stats.counts import CORE_STATISTICS
 
@@ -186,8 +186,6 @@ def _columns(groups: dict, keys: list, agents: np.ndarray, results: QueryResults
 
 def _window(reviews: CouncilReviews, window_days: int) -> tuple[np.ndarray, dict[str, object]]:
     """Queries inside the window that ends at the latest review (all queries when window_days is 0)."""
-    if window_days < 0:
-        raise ValueError("council-borda: window_days must be 0 (no window) or positive")
     if window_days == 0 or not reviews.dated.any():
         inside = np.ones(reviews.n_queries, bool) if window_days == 0 else np.zeros(reviews.n_queries, bool)
         return inside, {"window_days": window_days, "window_end": None}
@@ -217,7 +215,20 @@ def leaderboard(results: QueryResults, window_days: int) -> tuple[pa.Table, dict
     return table, info | {"window_queries": int(inside.sum())}
 
 
-@method("council-borda", needs=("council_reviews",), kinds=("reviews",))
+def comparison_specs(compare: str) -> list[str]:
+    """The specs of `compare`, joined by '+'."""
+    return [s.strip() for s in compare.split("+") if s.strip()]
+
+
+def _compare_problem(compare: object) -> str | None:
+    """Council-borda itself in `compare`, or None (a spec that cannot run is reported by the comparison)."""
+    if "council-borda" in (s.partition(":")[0].strip() for s in comparison_specs(str(compare))):
+        return "cannot include council-borda itself"
+    return None
+
+
+@method("council-borda", needs=("council_reviews",), kinds=("reviews",),
+        rules={"window_days": NON_NEGATIVE, "ranks": one_of(*RANKS), "compare": _compare_problem})
 def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True,
                   window_days: int = 30, ranks: str = "strict",
                   compare: str = "copeland+iterative-maximal-lotteries+m-elo:bootstrap=0") -> Ratings:
@@ -226,8 +237,6 @@ def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True,
     The comparison uses maximal lotteries through their iterated form [VasE, C.2.9]: a single
     maximal lottery gives its support rank 1 and ties everyone else, so its ranks would "differ"
     from any full ranking for reasons that say nothing about Borda."""
-    if ranks not in RANKS:
-        raise ValueError(f"council-borda: ranks must be one of {', '.join(RANKS)}, not {ranks!r}")
     results = QueryResults(reviews, exclude_self_votes, ranks)
     agents = np.unique(results.agent)
     cells = np.arange(len(results.agent))
@@ -243,11 +252,9 @@ def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True,
               "reviewer_agents": sorted({int(r) for r in reviews.reviewer[~reviews.abstained]})} | window,
         tables={"per_query": results.table(), "leaderboard": board},
     )
-    specs = [s.strip() for s in compare.split("+") if s.strip()]
+    specs = comparison_specs(compare)
     if not specs:
         return ratings
-    if "council-borda" in (s.partition(":")[0] for s in specs):
-        raise ValueError("council-borda: compare cannot include council-borda itself")
     comparison = compare_ranks(ratings, "council-borda", specs, reviews.statistics(CORE_STATISTICS | comparable_needs(specs, "reviews")))
     flagged = np.array([", ".join(f) for f in comparison.flagged_by], dtype=object)
     return dataclasses.replace(

@@ -38,10 +38,10 @@ import scipy.sparse as sp
 
 from pipeline.games import Game
 from pipeline.methods import highs
-from pipeline.methods.equilibria import GameData, choose_game, game_ratings, payoff_range
+from pipeline.methods.equilibria import GAME_RULES, GameData, choose_game, game_ratings, payoff_range
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import between, method
 
 DEFAULT_GAMES = {"scores": "agent-agent-task", "battles": "model-model-prompt"}
 TOLERANCE = 1e-9  # of the payoff range: gains this close to eps are tight, reduced costs this small are 0
@@ -157,7 +157,7 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
     return ratings, sigma.reshape(game.shape), info
 
 
-@method("deviation", needs=("game_data",))
+@method("deviation", needs=("game_data",), rules=GAME_RULES | {"decimals": between(0, 15)})
 def deviation(data: GameData, *, game: str = "auto", norm: str = "minmax", decimals: int = 14,
               symmetries: bool = True) -> Ratings:
     """Deviation ratings: gains under the strictest CCE, clone invariant in N-player games [DevR]."""

@@ -34,7 +34,8 @@ import numpy as np
 from pipeline.arrays import is_uniform, uniform
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import ROUNDS, method, one_of, positive
+from pipeline.stats.game_pairs import PAIR_WEIGHTINGS
 from pipeline.stats.sequence import ComparisonSequence
 
 SHUFFLE_CHUNK = 10
@@ -43,8 +44,6 @@ SHUFFLE_CHUNK = 10
 def _steps(seq: ComparisonSequence, k: float, games: str) -> np.ndarray:
     """k times each comparison's weight (over its game's players - 1 with `games=player`); one
     value viewed as every row's (`pipeline.arrays.uniform`) when the weights and players are."""
-    if games not in ("pairs", "player"):
-        raise ValueError(f"elo: games must be 'pairs' or 'player', not {games!r}")
     weight, players = seq.weight, seq.players
     same = is_uniform(weight) and (games == "pairs" or is_uniform(players))
     if same:
@@ -129,12 +128,11 @@ def shuffled_elo(seq: ComparisonSequence, agent_keys: np.ndarray | None = None, 
     return fan_out(_shuffle_chunk, _Shuffles(canonical, step, scale, initial), shuffles, seed, SHUFFLE_CHUNK, client=client)
 
 
-@method("elo", needs=("sequence", "agent_keys"), kinds=("battles", "games"))
+@method("elo", needs=("sequence", "agent_keys"), kinds=("battles", "games"),
+        rules={"k": positive, "scale": positive, "shuffles": ROUNDS, "games": one_of(*PAIR_WEIGHTINGS)})
 def elo(seq: ComparisonSequence, agent_keys: np.ndarray, *, k: float = 4.0, scale: float = 400.0, initial: float = 1000.0,
         shuffles: int = 0, seed: int = 0, games: str = "pairs", client=None) -> Ratings:
     """Online Elo in the log's order (or averaged over seeded shuffles of the order)."""
-    if not (k > 0 and scale > 0 and shuffles >= 0):
-        raise ValueError("elo: k and scale must be positive and shuffles non-negative")
     info: dict[str, object] = {"logistic_scale": scale, "comparisons": len(seq),
                                "order": f"mean over {shuffles} shuffles" if shuffles else "timestamp, then ingest order"}
     if not shuffles:

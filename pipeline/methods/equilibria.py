@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.games import Game, build
+from pipeline.games import GAMES, NORMALISATIONS, Game, build
 from pipeline.methods.convergence import NoEstimate
 from pipeline.methods.ratings import Ratings
+from pipeline.methods.registry import one_of
 from pipeline.stats.game_data import PromptCounts, ScoreTable
 
 GameData = ScoreTable | PromptCounts | Game
@@ -29,6 +30,10 @@ def payoff_range(game: Game) -> float:
     """The largest payoff range of a player: the unit of the game solvers' tolerances and tie tolerances
     (1 when every payoff is constant, where any unit will do)."""
     return max(float(np.ptp(g)) for g in game.payoffs) or 1.0
+
+
+# The rules of the parameters every method on games takes (`choose_game`'s), checked where a spec is parsed.
+GAME_RULES = {"game": one_of("auto", *GAMES), "norm": one_of(*NORMALISATIONS)}
 
 
 def choose_game(data: GameData, game: str, norm: str, defaults: dict[str, str]) -> Game:

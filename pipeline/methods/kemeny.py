@@ -37,7 +37,7 @@ from pipeline.methods import highs
 from pipeline.methods.convergence import ConvergenceError, RatingError
 from pipeline.methods.majority import condorcet_info, dense_counts, order_info, ranked
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import method, one_of
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.weights import UNIT
 
@@ -185,11 +185,9 @@ def _canonical(cost: np.ndarray, var: np.ndarray, pairs: np.ndarray, rows: sp.cs
     return np.array(order, dtype=np.int64)
 
 
-@method("kemeny", needs=("pairwise", "agent_keys"))
+@method("kemeny", needs=("pairwise", "agent_keys"), rules={"algorithm": one_of("mip", "enumerate")})
 def kemeny(pairs: PairwiseCounts, agent_keys: np.ndarray, *, algorithm: str = "mip") -> Ratings:
     """Kemeny-Young: the order of maximum pairwise agreement, exact (HiGHS MIP)."""
-    if algorithm not in ("mip", "enumerate"):
-        raise ValueError(f"kemeny: algorithm must be 'mip' or 'enumerate', not {algorithm!r}")
     if pairs.n == 0:
         raise RatingError("kemeny: no agents to rate")
     wins, margins = dense_counts(pairs, "kemeny")

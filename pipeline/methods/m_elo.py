@@ -68,12 +68,12 @@ from pipeline.methods.newton_steps import Banded, SolveLog
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
-from pipeline.methods.registry import method
+from pipeline.methods.registry import NON_NEGATIVE, ROUNDS, at_least, method, one_of, positive
 from pipeline.methods.resample import PoissonTable, ranks_by_round, score_interval_columns
 from pipeline.methods.style_control import parse_covariates, style_controlled
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.features import BattleFeatures
-from pipeline.stats.game_pairs import PerGameCounts
+from pipeline.stats.game_pairs import PAIR_WEIGHTINGS, PerGameCounts
 
 TIES = ("half", "davidson")
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
@@ -310,17 +310,23 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     return score_interval_columns(kept[:, :n], kept[:, n: 2 * n], rank, elo_tolerance(rounds_options["tol"], scale)), summary
 
 
+def _covariates_problem(covariates: object) -> str | None:
+    try:
+        parse_covariates(str(covariates))
+    except ValueError:
+        return "names a feature twice"
+    return None
+
+
 @method("m-elo", needs=("pairwise", "agent_keys"),
-        needs_with={"games": ("pairwise_per_game",), "covariates": ("battle_features",)})
+        needs_with={"games": ("pairwise_per_game",), "covariates": ("battle_features",)},
+        rules={"ties": one_of(*TIES), "prior": NON_NEGATIVE, "bootstrap": ROUNDS, "scale": positive, "games": one_of(*PAIR_WEIGHTINGS),
+               "tol": positive, "max_iter": at_least(1), "covariates": _covariates_problem})
 def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts | None = None, features: BattleFeatures | None = None,
           *, ties: str = "half", prior: float = 0.0, bootstrap: int = 1000, seed: int = 0, scale: float = 400.0,
           anchor: float = 1000.0, games: str = "pairs", tol: float = STEP_TOL, max_iter: int = 100, covariates: str = "",
           client=None) -> Ratings:
     """m-Elo: Bradley-Terry maximum likelihood on the pairwise counts, with bootstrap intervals."""
-    if ties not in TIES:
-        raise ValueError(f"m-elo: ties must be one of {', '.join(TIES)}, not {ties!r}")
-    if not (prior >= 0 and bootstrap >= 0 and scale > 0 and tol > 0 and max_iter >= 1):
-        raise ValueError("m-elo: prior and bootstrap must be non-negative, scale and tol positive, max_iter at least 1")
     if covariates:
         if ties != "half":
             raise ValueError("m-elo: covariates need ties=half")

@@ -18,7 +18,7 @@ import numpy as np
 
 from pipeline.methods.majority import condorcet_info, dense_counts, order_info, ranked
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import method, one_of
 from pipeline.stats.counts import PairwiseCounts
 
 
@@ -110,11 +110,9 @@ def peel(graph: np.ndarray, margins: np.ndarray) -> tuple[list[list[int]], np.nd
     return groups, score
 
 
-@method("ranked-pairs", needs=("pairwise",))
+@method("ranked-pairs", needs=("pairwise",), rules={"algorithm": one_of("fast", "plain")})
 def ranked_pairs(pairs: PairwiseCounts, *, algorithm: str = "fast") -> Ratings:
     """Ranked pairs: lock majorities from strongest to weakest unless they close a cycle."""
-    if algorithm not in ("fast", "plain"):
-        raise ValueError(f"ranked-pairs: algorithm must be 'fast' or 'plain', not {algorithm!r}")
     _, margins = dense_counts(pairs, "ranked-pairs")
     graph, dropped = _lock(margins)
     if algorithm == "plain":

@@ -6,7 +6,11 @@ A spec is a method name with optional parameters: `borda`, `approval:k=3`,
 `needs` names its inputs, fields of `Statistics` (a statistic such as `pairwise`, an extra such
 as `sequence`, or `agent_keys`, the agents' canonical order), which the registry passes
 positionally; the spec's parameters are passed as keywords, converted to the types of the
-function's defaults. Unknown names and parameters raise with the list of valid ones.
+function's defaults. Unknown names and parameters raise with the list of valid ones, and so does a
+value outside its parameter's range: each method declares its parameters' `rules` when it
+registers, and a spec is checked against them where it is parsed, so that a bad value is a usage
+error before any log is read, not a failure after the reduction; the method itself checks them
+again when called directly.
 
 A spec is parsed once, where it enters (the command line, a board's YAML, a backtest's
 configuration), into a `Spec` that travels from there. Its canonical spelling, `str(spec)`, is
@@ -32,11 +36,13 @@ spelling only when set (`copeland:bootstrap=0` is `copeland`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from pipeline.methods.fanout import MAX_ROUNDS
 from pipeline.methods.ratings import Ratings, spec_text
 from pipeline.methods.threads import one_blas_thread
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
@@ -44,6 +50,33 @@ from pipeline.stats.counts import CORE_STATISTICS, Statistics
 CLIENT = "client"  # the keyword through which a method that fans out receives the Dask client
 BOOTSTRAP, BOOTSTRAP_SEED = "bootstrap", "bootstrap_seed"  # the registry's own parameters: see `generic_parameters`
 GIVEN = frozenset({"agents", "appearances", "agent_keys"})  # fields of every Statistics: never reduced on request
+
+# A parameter's rule: what is wrong with a value ("must be positive"), or None when it is allowed.
+Rule = Callable[[object], str | None]
+
+
+def at_least(low: float, words: str | None = None) -> Rule:
+    return lambda value: None if value >= low else f"must be {words or f'at least {low}'}"
+
+
+def positive(value: object) -> str | None:
+    return None if value > 0 else "must be positive"
+
+
+def one_of(*choices: str) -> Rule:
+    return lambda value: None if value in choices else f"must be one of {', '.join(choices)}"
+
+
+def between(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> Rule:
+    """low <= value <= high, each bound excluded when open."""
+    excluded = " and ".join(str(b) for b, is_open in ((low, low_open), (high, high_open)) if is_open)
+    words = f"between {low:,} and {high:,}" + (f" (excluding {excluded})" if excluded else "")
+    return lambda value: (None if (low < value if low_open else low <= value) and (value < high if high_open else value <= high)
+                          else f"must be {words}")
+
+
+NON_NEGATIVE = at_least(0, "non-negative")
+ROUNDS = between(0, MAX_ROUNDS)  # bootstrap rounds and shuffles (0: none), as `fanout.fan_out` bounds them
 
 
 @dataclass(frozen=True)
@@ -53,6 +86,15 @@ class Method:
     needs: tuple[str, ...]
     kinds: frozenset[str] | None  # log kinds it accepts; None for all
     needs_with: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # parameter -> statistics it reads
+    rules: Mapping[str, Rule] = dataclasses.field(default_factory=dict)  # parameter -> what its values must be
+
+    def check(self, params: Mapping[str, object]) -> None:
+        """Raise ValueError naming the first of `params` that breaks its rule (the registry's own
+        `bootstrap` included); parameters without a rule, and `client`, pass."""
+        rules = {BOOTSTRAP: ROUNDS} | dict(self.rules) if self.generic_parameters else self.rules
+        for key, value in params.items():
+            if key in rules and (problem := rules[key](value)) is not None:
+                raise ValueError(f"{self.name}: parameter {key}={value!r} {problem}")
 
     def conditional_statistics(self, params: Mapping[str, object]) -> tuple[str, ...]:
         """The statistics read because `params` set a parameter of `needs_with` (to other than its default)."""
@@ -91,12 +133,23 @@ REGISTRY: dict[str, Method] = {}
 
 
 def method(name: str, *, needs: tuple[str, ...], kinds: Iterable[str] | None = None,
-           needs_with: Mapping[str, tuple[str, ...]] | None = None) -> Callable:
+           needs_with: Mapping[str, tuple[str, ...]] | None = None, rules: Mapping[str, Rule] | None = None) -> Callable:
+    """Register `fn` as `name`; the function returned checks its keyword arguments against `rules`
+    (`Method.check`) on every call, so a direct call refuses what a spec would."""
     def register(fn: Callable[..., Ratings]) -> Callable[..., Ratings]:
         if name in REGISTRY:
             raise ValueError(f"method {name!r} registered twice")
-        REGISTRY[name] = Method(name, fn, tuple(needs), None if kinds is None else frozenset(kinds), dict(needs_with or {}))
-        return fn
+        if unknown := set(rules or ()) - {p.name for p in inspect.signature(fn).parameters.values() if p.kind is p.KEYWORD_ONLY}:
+            raise ValueError(f"method {name!r}: rules for parameters it does not have: {sorted(unknown)}")
+
+        @functools.wraps(fn)
+        def checked(*inputs: object, **params: object) -> Ratings:
+            REGISTRY[name].check(params)
+            return fn(*inputs, **params)
+
+        REGISTRY[name] = Method(name, checked, tuple(needs), None if kinds is None else frozenset(kinds), dict(needs_with or {}),
+                                dict(rules or {}))
+        return checked
 
     return register
 
@@ -155,6 +208,7 @@ class Spec:
             previous = key
             if key in generic and params[key] == generic[key]:
                 del params[key]  # a registry parameter at its default is not part of the spec
+        REGISTRY[name].check(params)
         return cls(name, params)
 
     @property

@@ -19,7 +19,7 @@ import numpy as np
 
 from pipeline.methods.majority import condorcet_info, dense_counts, order_info, ranked
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import method, one_of
 from pipeline.stats.counts import PairwiseCounts
 
 SHOW_PATHS = 32  # agents; up to this size `info["strongest_paths"]` holds the matrix P
@@ -68,11 +68,9 @@ def cumulative_score(wins: np.ndarray, groups: list[list[int]]) -> np.ndarray:
     return score
 
 
-@method("schulze", needs=("pairwise",))
+@method("schulze", needs=("pairwise",), rules={"algorithm": one_of("fast", "plain")})
 def schulze(pairs: PairwiseCounts, *, algorithm: str = "fast") -> Ratings:
     """Schulze: order by strongest paths; score accumulates N along the order."""
-    if algorithm not in ("fast", "plain"):
-        raise ValueError(f"schulze: algorithm must be 'fast' or 'plain', not {algorithm!r}")
     wins, _ = dense_counts(pairs, "schulze")
     paths = strongest_paths(wins) if algorithm == "fast" else strongest_paths_plain(wins)
     above = paths > paths.T

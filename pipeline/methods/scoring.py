@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import at_least, method
 from pipeline.stats.counts import PositionCounts
 
 Points = Callable[[int, np.ndarray], np.ndarray]
@@ -32,11 +32,9 @@ def plurality(positions: PositionCounts) -> Ratings:
     return _scoring(positions, lambda length, pos: (pos == 0).astype(float))
 
 
-@method("approval", needs=("positions",))
+@method("approval", needs=("positions",), rules={"k": at_least(1)})
 def approval(positions: PositionCounts, *, k: int = 2) -> Ratings:
     """Approval: one point for each of the top k places of each ballot."""
-    if k < 1:
-        raise ValueError("approval: k must be at least 1")
     return _scoring(positions, lambda length, pos: (pos < k).astype(float))
 
 

@@ -53,7 +53,7 @@ import numpy as np
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.majority import ranked
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method
+from pipeline.methods.registry import NON_NEGATIVE, method, one_of
 from pipeline.stats.ballot_order import BallotOrder
 from pipeline.stats.counts import BallotHistogram
 from pipeline.weights import UNIT, to_units
@@ -196,14 +196,10 @@ def count_rounds_whole(histogram: BallotHistogram, winners: int, keys: np.ndarra
     return rounds, q / GRID, ties
 
 
-@method("stv", needs=("histogram", "agent_keys", "ballot_order"))
+@method("stv", needs=("histogram", "agent_keys", "ballot_order"), rules={"winners": NON_NEGATIVE, "transfer": one_of(*TRANSFERS)})
 def stv(histogram: BallotHistogram, agent_keys: np.ndarray, ballot_order: BallotOrder, *, winners: int = 0,
         transfer: str = "gregory") -> Ratings:
     """Single transferable vote: elect at the Droop quota, else eliminate the weakest."""
-    if transfer not in TRANSFERS:
-        raise ValueError(f"stv: transfer must be one of {', '.join(TRANSFERS)}, not {transfer!r}")
-    if winners < 0:
-        raise ValueError(f"stv: winners must be 0 (half the agents) or more, not {winners}")
     m = len(histogram.agents)
     if not len(histogram) or float(np.sum(histogram.weights)) <= 0:
         raise RatingError(f"stv: no ballots to count ({m} agents, {len(histogram)} ballots of positive weight)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeline.methods.equilibria import GameData, choose_game, game_ratings, payoff_range
+from pipeline.methods.equilibria import GAME_RULES, GameData, choose_game, game_ratings, payoff_range
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
 
@@ -18,7 +18,7 @@ DEFAULT_GAMES = {"scores": "agent-agent-task", "battles": "model-model-prompt"}
 TIE_TOLERANCE = 1e-12  # of the payoff range
 
 
-@method("uniform", needs=("game_data",))
+@method("uniform", needs=("game_data",), rules=GAME_RULES)
 def uniform(data: GameData, *, game: str = "auto", norm: str = "minmax") -> Ratings:
     """Uniform rating: mean payoff of each strategy against uniformly random co-players [DevR]."""
     chosen = choose_game(data, game, norm, DEFAULT_GAMES)

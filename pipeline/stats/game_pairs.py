@@ -27,6 +27,8 @@ from pipeline.stats.extras import EVERY_KIND, Extra, register_extra
 from pipeline.stats.partials import DENSE_MAX_AGENTS, PairCounter, weak_order_partial
 from pipeline.weights import quantize
 
+PAIR_WEIGHTINGS = ("pairs", "player")  # a game's pairs each at the game's weight, or at 1/(players - 1) of it
+
 
 @dataclass(frozen=True, eq=False)
 class PerGameCounts:
@@ -36,8 +38,8 @@ class PerGameCounts:
 
     def choose(self, pairwise: PairwiseCounts, games: str) -> PairwiseCounts:
         """The counts a method fits: `games` is "pairs" (every pair weighs the game's weight) or "player"."""
-        if games not in ("pairs", "player"):
-            raise ValueError(f"games must be 'pairs' or 'player', not {games!r}")
+        if games not in PAIR_WEIGHTINGS:
+            raise ValueError(f"games must be one of {', '.join(PAIR_WEIGHTINGS)}, not {games!r}")
         return self.counts if games == "player" and self.counts is not None else pairwise
 
 

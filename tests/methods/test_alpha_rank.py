@@ -247,7 +247,7 @@ def test_task_weight_two_counts_like_two_copies():
 
 def test_bad_parameters_and_too_large_games_are_refused():
     g = np.zeros((2, 2))
-    with pytest.raises(ValueError, match="alpha >= 0"):
+    with pytest.raises(ValueError, match="alpha-rank: parameter alpha=-1.0 must be non-negative"):
         alpha_rank(game_of([g]), alpha=-1.0)
     with pytest.raises(ValueError, match="selection"):
         alpha_rank(game_of([g]), selection="global")

@@ -31,11 +31,11 @@ def test_compare_flags_agents_and_names_unavailable_specs():
 
 
 def test_compare_reports_a_method_that_fails():
-    # approval:k=0 raises on these statistics: it is reported, and the other specs still run.
+    # approval:k=0 is refused when parsed: it is reported, and the other specs still run.
     stats, _ = profile(["a>b>c"])
     base = Ratings.from_scores(stats.agents, np.array([3.0, 2.0, 1.0]))
     got = compare_ranks(base, "base", ["approval:k=0", "borda"], stats)
-    assert "k must be at least 1" in got.unavailable["approval:k=0"]
+    assert "parameter k=0 must be at least 1" in got.unavailable["approval:k=0"]
     assert "borda" in got.table.column_names and "approval:k=0" not in got.table.column_names
 
 

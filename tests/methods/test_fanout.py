@@ -29,5 +29,8 @@ def test_rounds_out_of_bounds_are_refused_before_any_round(rounds):
 
 def test_a_bootstrap_past_the_bound_is_refused_before_its_rounds(pentathlon):
     # Every round's row is kept: a typo of 1e11 rounds used to grow memory until the process was killed.
-    with pytest.raises(ValueError, match="rounds must be between 1 and 100,000, not 100,001"):
+    # The spec is refused where it is parsed, before any work.
+    with pytest.raises(ValueError, match="m-elo: parameter bootstrap=100001 must be between 0 and 100,000"):
         run(f"m-elo:bootstrap={MAX_ROUNDS + 1}", pentathlon[0])
+    with pytest.raises(ValueError, match="borda: parameter bootstrap=100001 must be between 0 and 100,000"):
+        run(f"borda:bootstrap={MAX_ROUNDS + 1}", pentathlon[0])

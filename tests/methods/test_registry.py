@@ -33,6 +33,48 @@ def test_spec_errors(text, message):
         Spec.parse(text)
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("m-elo:prior=-1", "m-elo: parameter prior=-1.0 must be non-negative"),
+    ("m-elo:ties=davidsn", "m-elo: parameter ties='davidsn' must be one of half, davidson"),
+    ("m-elo:covariates=len,len", "m-elo: parameter covariates='len,len' names a feature twice"),
+    ("elo:shuffles=100001", "elo: parameter shuffles=100001 must be between 0 and 100,000"),
+    ("borda:bootstrap=-1", "borda: parameter bootstrap=-1 must be between 0 and 100,000"),
+    ("approval:k=0", "approval: parameter k=0 must be at least 1"),
+    ("copeland:tie_credit=1.5", "copeland: parameter tie_credit=1.5 must be between 0 and 1"),
+    ("uniform:game=agent-agnet", "uniform: parameter game='agent-agnet' must be one of auto, agent-task"),
+    ("deviation:norm=l2", "deviation: parameter norm='l2' must be one of minmax, zscore, none"),
+    # decay=1 never lowered the temperature to tau_min: the method looped forever.
+    ("affinity-ne:decay=1", r"affinity-ne: parameter decay=1.0 must be between 0 and 1 \(excluding 0 and 1\)"),
+    ("alpha-rank:epsilon=0.5", r"alpha-rank: parameter epsilon=0.5 must be between 0 and 0.5 \(excluding 0.5\)"),
+    ("council-borda:compare=borda+council-borda", "council-borda: parameter compare='borda[+]council-borda' cannot include"),
+])
+def test_a_value_out_of_its_range_is_refused_where_the_spec_is_parsed(text, message):
+    with pytest.raises(ValueError, match=f"^{message}"):
+        Spec.parse(text)
+
+
+def test_a_direct_call_checks_the_same_rules(pentathlon):
+    from pipeline.methods.scoring import approval
+
+    with pytest.raises(ValueError, match="^approval: parameter k=0 must be at least 1$"):
+        approval(pentathlon[0].positions, k=0)
+    assert approval(pentathlon[0].positions, k=1).score.tolist() == run("approval:k=1", pentathlon[0]).score.tolist()
+
+
+def test_every_rule_names_a_parameter_of_its_method_and_passes_its_default():
+    for name, chosen in REGISTRY.items():
+        assert set(chosen.rules) <= set(chosen.parameters), name
+        chosen.check(chosen.parameters | chosen.generic_parameters)  # the defaults are valid
+
+
+def test_a_rule_for_a_parameter_the_method_lacks_is_refused_at_registration():
+    from pipeline.methods.registry import method, positive
+
+    with pytest.raises(ValueError, match=r"rules for parameters it does not have: \['tol'\]"):
+        method("no-such-method", needs=("pairwise",), rules={"tol": positive})(lambda pairs, *, k=1: None)
+    assert "no-such-method" not in REGISTRY
+
+
 def test_needs_lists_the_statistics():
     assert needed_statistics(["borda", "copeland"]) == {"positions", "pairwise"}
 

@@ -68,5 +68,5 @@ def test_weights_scale_scores_and_leave_ranks():
 
 
 def test_approval_rejects_k_below_one(pentathlon):
-    with pytest.raises(ValueError, match="k must be at least 1"):
+    with pytest.raises(ValueError, match="approval: parameter k=0 must be at least 1"):
         run("approval:k=0", pentathlon[0])
