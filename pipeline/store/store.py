@@ -13,8 +13,9 @@ declared by its `LogKind` (`pipeline.logs.kinds`).
 and writes its partitions under temporary names (`pipeline.store.partitions`); the commit renames
 them into place, then writes the id index, the dictionaries and last the manifest, each
 atomically; readers list partitions from the manifest only, so an interrupted ingest leaves nothing
-visible, and re-running it rewrites the same names (temporary files of a killed ingest are deleted
-by the next one). A file whose content hash is in the manifest is skipped, whatever its name.
+visible, and re-running it rewrites the same names (temporary files of a killed ingest, and the
+partition files of a commit killed before its manifest, which no manifest lists, are deleted by the
+next one). A file whose content hash is in the manifest is skipped, whatever its name.
 
 Exactly once across files: a record whose id (`LogKind.record_id`) is in the index, from an
 earlier file or earlier in the same one, is quarantined as a duplicate naming where it was first
@@ -226,6 +227,7 @@ class Store:
             remove_temporary([self.root / k for k in KINDS] + [self.root / "quarantine", self.root / FOLDER],
                              shallow=[self.root, self.root / "dictionaries"])
             manifest = self.manifest
+            self._remove_unlisted_partitions(manifest)
             maps = {name: self.dictionary(name) for name in DICTIONARIES}
             index = self._id_index(chosen, manifest, maps) if chosen.record_id else None
             pending: list[Written] = []
@@ -278,6 +280,25 @@ class Store:
             self._remove_unlisted_runs(self.manifest)
             raise
         self._remove_unlisted_runs(manifest)
+
+    def _remove_unlisted_partitions(self, manifest: Manifest) -> None:
+        """Delete the partition and quarantine files that no manifest lists, and the folders they
+        leave empty: a commit killed (SIGKILL, power) between putting them in place and saving its
+        manifest leaves them, invisible to readers, holding their space until the same file is
+        ingested again, which a log that grew meanwhile never is."""
+        listed = {p.path for r in manifest.files.values() for p in r.partitions}
+        listed |= {r.quarantine for r in manifest.files.values() if r.quarantine}
+        removed = 0
+        for folder in [self.root / k for k in KINDS] + [self.root / "quarantine"]:
+            for path in sorted(folder.rglob("*.parquet")) if folder.is_dir() else ():
+                if path.relative_to(self.root).as_posix() not in listed and path.is_file():
+                    path.unlink()
+                    removed += 1
+                    if not any(path.parent.iterdir()):
+                        path.parent.rmdir()
+        if removed:
+            log.warning("%s: removed %d partition file(s) that no manifest lists (left by an interrupted ingest)",
+                        self.root, removed)
 
     def _remove_unlisted_runs(self, manifest: Manifest) -> None:
         listed = {run["path"] for entry in manifest.ids.values() for run in entry["runs"]}

@@ -406,3 +406,42 @@ def test_the_filter_changes_no_stored_row_quarantine_reason_or_index_entry(tmp_p
     reasons = {q["reason"] for q in filtered[2][2]}  # b5 of the first file, b130 of the second, b148 of this one
     assert {"duplicate battle_id (first in first.csv, line 7)", "duplicate battle_id (first in second.csv, line 72)",
             "duplicate battle_id (first at line 20)"} <= reasons
+
+
+KILLED_IN_COMMIT = """
+import os, signal, sys
+from pathlib import Path
+from pipeline.store import Store
+from pipeline.store import store as store_module
+
+def killed(self, path):  # the partitions are in place, the manifest not yet written
+    os.kill(os.getpid(), signal.SIGKILL)
+
+store_module.Manifest.save = killed
+Store(Path(sys.argv[1])).ingest([Path(sys.argv[2])], "battles")
+"""
+
+
+def test_partitions_of_a_commit_killed_before_its_manifest_are_removed_by_the_next_ingest(tmp_path, good):
+    # SIGKILL between the renames and the manifest: the files stay, unlisted (readers never see them),
+    # and the log grows before the next run, so no later ingest rewrites their names.
+    import subprocess
+    import sys
+
+    store = Store(tmp_path / "store")
+    store.ingest([good], "battles")
+    log = tmp_path / "log.csv"
+    log.write_text(HEADER + battles(range(10, 14), day="2024-02-01") + "b10,m1,m2,model_a,2024-02-01T10:00:00Z\n")
+    killed = subprocess.run([sys.executable, "-c", KILLED_IN_COMMIT, str(store.root), str(log)], capture_output=True)
+    assert killed.returncode == -9, killed.stderr
+    left = {p.relative_to(store.root).as_posix() for p in store.root.rglob("*.parquet")}
+    assert {"battles/date=2024-02-01", "quarantine/battles"} <= {p.rpartition("/")[0] for p in left}
+    assert [r.rows_accepted for r in store.manifest.files.values()] == [5]  # the killed commit is not listed
+
+    with log.open("a") as handle:
+        handle.write(battles(range(14, 16), day="2024-03-01"))
+    [report] = store.ingest([log], "battles")
+    assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 6, 1)
+    listed = {p.path for r in store.manifest.files.values() for p in r.partitions} | {report.quarantine}
+    assert {p.relative_to(store.root).as_posix() for p in store.root.rglob("*.parquet") if "dictionaries" not in p.parts} == listed
+    assert sum(pq.read_metadata(store.path(p)).num_rows for p in store.partitions("battles")) == 11
