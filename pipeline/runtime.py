@@ -25,7 +25,10 @@ brings their INFO lines back). Both read the level when they are imported, and D
 processes inherit it through the environment, so it is set there as well as on the loggers. While
 a LocalCluster closes after its work, the nanny's warning that it killed a worker slow to exit (4 s,
 on a loaded machine: the interpreter's teardown) is dropped unless the logs are verbose: the work
-was done and collected, and the line looked like a failure at the end of a good run.
+was done and collected, and the line looked like a failure at the end of a good run. So is a
+LocalCluster worker's "Compute Failed" block (the task, its exception and traceback, printed by the
+worker process on the terminal): the exception reaches the caller, which reports it in one line
+(`--debug` shows its traceback). The workers load this module as their Dask preload to drop it.
 """
 
 from __future__ import annotations
@@ -92,6 +95,18 @@ class SlowExitKills(logging.Filter):
         return not record.getMessage().startswith("Worker process still alive")
 
 
+class ComputeFailedBlocks(logging.Filter):
+    """Drops a worker's "Compute Failed" block (see the module's docstring)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Compute Failed")
+
+
+def dask_setup(worker: object) -> None:
+    """Run by each worker of a quiet LocalCluster as it starts (Dask's preload, this module)."""
+    logging.getLogger("distributed.worker").addFilter(ComputeFailedBlocks())
+
+
 @contextmanager
 def local_cluster(workers: int = 2) -> Iterator[object]:
     """A LocalCluster of `workers` single-threaded worker processes, listening on loopback only."""
@@ -102,6 +117,8 @@ def local_cluster(workers: int = 2) -> Iterator[object]:
     # cluster's may still be here for our workers to inherit.
     os.environ.pop(TRIM, None)
     settings = {f"distributed.nanny.pre-spawn-environ.{key}": value for key, value in WORKER_ENVIRONMENT.items()}
+    if dask_log_level() > logging.INFO:
+        settings["distributed.worker.preload"] = [__name__]  # `dask_setup`
     nanny_log, slow_exits = logging.getLogger("distributed.nanny"), SlowExitKills()
     try:
         with dask.config.set(settings), LocalCluster(

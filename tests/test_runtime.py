@@ -122,6 +122,29 @@ def test_dask_logs_are_quiet_by_default_and_verbose_brings_them_back(tmp_path):
     assert "distributed" in loud.stderr and "INFO" in loud.stderr
 
 
+def test_a_task_that_fails_on_a_worker_is_one_line_and_its_dask_block_only_when_verbose(tmp_path):
+    # A damaged partition makes a reduction task fail on a worker process, which printed Dask's
+    # "Compute Failed" block (task, exception, traceback) on the terminal above vase's one line.
+    import subprocess
+    import sys
+
+    from pipeline.runtime import DASK_LOG_ENV, PREFECT_LOG_ENV
+
+    env = {k: v for k, v in os.environ.items() if k not in (DASK_LOG_ENV, PREFECT_LOG_ENV)}
+    command = [sys.executable, "-c", "from flows.cli import app; app()"]
+    store = tmp_path / "store"
+    ingest = subprocess.run([*command, "ingest", str(SAMPLES / "f1"), "--kind", "games", "--store", str(store)], env=env,
+                            capture_output=True, text=True)
+    assert ingest.returncode == 0, ingest.stderr
+    next(store.glob("games/*/*.parquet")).write_bytes(b"damaged")
+    args = ["rate", "--store", str(store), "--kind", "games", "-m", "borda", "--workers", "1", "--out", str(tmp_path / "out")]
+    quiet = subprocess.run([*command, *args], env=env, capture_output=True, text=True)
+    assert quiet.returncode == 1 and "a file of the store cannot be read" in quiet.stderr, quiet.stderr
+    assert "Compute Failed" not in quiet.stderr and "Traceback" not in quiet.stderr, quiet.stderr
+    loud = subprocess.run([*command, "--verbose", *args], env=env, capture_output=True, text=True)
+    assert loud.returncode == 1 and "Compute Failed" in loud.stderr, loud.stderr
+
+
 @pytest.mark.parametrize("verbose", [False, True])
 def test_a_worker_killed_for_exiting_slowly_after_its_work_is_reported_only_when_verbose(monkeypatch, verbose):
     import atexit
