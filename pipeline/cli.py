@@ -390,7 +390,7 @@ def methods() -> None:
     for column in table.columns:
         column.overflow = "fold"
     for name, m in sorted(REGISTRY.items()):
-        params = ", ".join(f"{k}={v}" for k, v in m.parameters.items())
+        params = ", ".join(f"{k}={v}" + (f" ({m.rules[k].words})" if k in m.rules else "") for k, v in m.parameters.items())
         table.add_row(name, params, ", ".join(m.statistics), "all" if m.kinds is None else ", ".join(sorted(m.kinds)), m.summary,
                       end_section=True)
     console.print(table)

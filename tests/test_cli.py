@@ -75,9 +75,13 @@ def test_a_file_where_a_folder_is_expected_is_a_usage_error_before_any_work(tmp_
     assert result.exit_code == 2 and f"'{file}' is a file" in result.output, result.output
     assert file.read_text() == "not a folder" and not (tmp_path / "out").exists()
 
-def test_methods_lists_the_registry():
+def test_methods_lists_the_registry(monkeypatch):
+    from pipeline import cli
+
+    monkeypatch.setattr(cli.console, "width", 1000)  # every cell on one line
     result = runner.invoke(app, ["methods"])
-    assert result.exit_code == 0 and "approval" in result.output and "k=2" in result.output
+    assert result.exit_code == 0 and "approval" in result.output and "k=2 (at least 1)" in result.output
+    assert "ties=half (one of half, davidson)" in result.output  # each parameter with the values it takes
 
 
 # Rock-paper-scissors in Gambit's payoff form (joint strategies with the first player fastest).
@@ -335,7 +339,7 @@ def test_a_rate_stopped_by_sigterm_deletes_its_temporary_store(tmp_path):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     command = [sys.executable, "-m", "pipeline.cli", "rate", str(SAMPLES / "llmfao"), "--kind", "battles",
-               "-m", "m-elo:bootstrap=1000000", "--out", str(tmp_path / "out")]
+               "-m", "m-elo:bootstrap=100000", "--out", str(tmp_path / "out")]
     process = subprocess.Popen(command, env=os.environ | {"TMPDIR": str(scratch)}, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
     try:

@@ -45,7 +45,7 @@ from pipeline.methods import max_entropy
 from pipeline.methods.equilibria import GAME_RULES, GameData, choose_game, game_ratings, payoff_range
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import at_least, between, method, positive
+from pipeline.methods.registry import POSITIVE, at_least, between, method
 
 DEFAULT_GAMES = {"scores": "agent-agent-task", "battles": "model-model-prompt"}
 
@@ -170,7 +170,7 @@ def _finish(game: Game, sigma: np.ndarray, tol: float, targets, info: dict[str, 
                         info=info | {"tie_tolerance": tie}, tie_tolerance=tie)
 
 
-@method("affinity-cce", needs=("game_data",), rules=GAME_RULES | {"kernel_variance": positive, "tol": positive})
+@method("affinity-cce", needs=("game_data",), rules=GAME_RULES | {"kernel_variance": POSITIVE, "tol": POSITIVE})
 def affinity_cce(data: GameData, *, game: str = "auto", norm: str = "minmax", kernel_variance: float = 1e-6,
                  tol: float = 1e-7) -> Ratings:
     """Regrets under the maximum relative entropy CCE to the affinity-entropy target [GTLLM]."""
@@ -181,7 +181,7 @@ def affinity_cce(data: GameData, *, game: str = "auto", norm: str = "minmax", ke
 
 
 @method("affinity-ne", needs=("game_data",),
-        rules=GAME_RULES | {"kernel_variance": positive, "tau": positive, "tau_min": positive, "tol": positive, "max_iter": at_least(1),
+        rules=GAME_RULES | {"kernel_variance": POSITIVE, "tau": POSITIVE, "tau_min": POSITIVE, "tol": POSITIVE, "max_iter": at_least(1),
                             "decay": between(0, 1, low_open=True, high_open=True)})
 def affinity_ne(data: GameData, *, game: str = "auto", norm: str = "minmax", kernel_variance: float = 1e-6,
                 tau: float = 1.0, tau_min: float = 1e-2, decay: float = 0.95, tol: float = 1e-6,

@@ -65,7 +65,7 @@ from pipeline.methods.bradley_terry import Cells, dense_fits, elo_points, fit_or
 from pipeline.methods.convergence import SHOWN, ConvergenceError, NoEstimate, RatingError
 from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import NON_NEGATIVE, at_least, method, positive
+from pipeline.methods.registry import NON_NEGATIVE, POSITIVE, at_least, method
 from pipeline.stats.annotators import AnnotatorCounts
 
 ABILITY_LIMIT = 1e6  # relative abilities M*theta beyond this are taken as growing without bound
@@ -319,7 +319,7 @@ def stable_arena(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None, 
 
 
 @method("am-elo", needs=("annotators", "agent_keys"), kinds=("battles",),
-        rules={"min_records": at_least(1), "prior": NON_NEGATIVE, "ability_prior": NON_NEGATIVE, "scale": positive, "tol": positive,
+        rules={"min_records": at_least(1), "prior": NON_NEGATIVE, "ability_prior": NON_NEGATIVE, "scale": POSITIVE, "tol": POSITIVE,
                "max_iter": at_least(1)})
 def am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray, *, threshold: float = 0.0, min_records: int = 1, prior: float = 0.0,
            ability_prior: float = 1.0, scale: float = 400.0, anchor: float = 1000.0, tol: float = 1e-8,

@@ -51,7 +51,7 @@ import pyarrow as pa
 
 from pipeline.methods.comparison import comparable_needs, compare_ranks
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import NON_NEGATIVE, method, one_of
+from pipeline.methods.registry import NON_NEGATIVE, Rule, method, one_of
 from pipeline.stats.council import CouncilReviews
 from pipeline.stats.counts import CORE_STATISTICS
 
@@ -220,15 +220,13 @@ def comparison_specs(compare: str) -> list[str]:
     return [s.strip() for s in compare.split("+") if s.strip()]
 
 
-def _compare_problem(compare: object) -> str | None:
-    """Council-borda itself in `compare`, or None (a spec that cannot run is reported by the comparison)."""
-    if "council-borda" in (s.partition(":")[0].strip() for s in comparison_specs(str(compare))):
-        return "cannot include council-borda itself"
-    return None
+def _without_council_borda(compare: object) -> bool:
+    """Whether `compare` leaves council-borda out (a spec that cannot run is reported by the comparison)."""
+    return "council-borda" not in (s.partition(":")[0].strip() for s in comparison_specs(str(compare)))
 
 
 @method("council-borda", needs=("council_reviews",), kinds=("reviews",),
-        rules={"window_days": NON_NEGATIVE, "ranks": one_of(*RANKS), "compare": _compare_problem})
+        rules={"window_days": NON_NEGATIVE, "ranks": one_of(*RANKS), "compare": Rule(_without_council_borda, "specs joined by +, none of them council-borda itself")})
 def council_borda(reviews: CouncilReviews, *, exclude_self_votes: bool = True,
                   window_days: int = 30, ranks: str = "strict",
                   compare: str = "copeland+iterative-maximal-lotteries+m-elo:bootstrap=0") -> Ratings:

@@ -34,7 +34,7 @@ import numpy as np
 from pipeline.arrays import is_uniform, uniform
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import ROUNDS, method, one_of, positive
+from pipeline.methods.registry import POSITIVE, ROUNDS, method, one_of
 from pipeline.stats.game_pairs import PAIR_WEIGHTINGS
 from pipeline.stats.sequence import ComparisonSequence
 
@@ -129,7 +129,7 @@ def shuffled_elo(seq: ComparisonSequence, agent_keys: np.ndarray | None = None, 
 
 
 @method("elo", needs=("sequence", "agent_keys"), kinds=("battles", "games"),
-        rules={"k": positive, "scale": positive, "shuffles": ROUNDS, "games": one_of(*PAIR_WEIGHTINGS)})
+        rules={"k": POSITIVE, "scale": POSITIVE, "shuffles": ROUNDS, "games": one_of(*PAIR_WEIGHTINGS)})
 def elo(seq: ComparisonSequence, agent_keys: np.ndarray, *, k: float = 4.0, scale: float = 400.0, initial: float = 1000.0,
         shuffles: int = 0, seed: int = 0, games: str = "pairs", client=None) -> Ratings:
     """Online Elo in the log's order (or averaged over seeded shuffles of the order)."""

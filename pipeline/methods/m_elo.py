@@ -68,7 +68,7 @@ from pipeline.methods.newton_steps import Banded, SolveLog
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.fanout import fan_out
 from pipeline.methods.ratings import Ratings, competition_ranks
-from pipeline.methods.registry import NON_NEGATIVE, ROUNDS, at_least, method, one_of, positive
+from pipeline.methods.registry import NON_NEGATIVE, POSITIVE, ROUNDS, Rule, at_least, method, one_of
 from pipeline.methods.resample import PoissonTable, ranks_by_round, score_interval_columns
 from pipeline.methods.style_control import parse_covariates, style_controlled
 from pipeline.stats.counts import PairwiseCounts
@@ -310,18 +310,18 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     return score_interval_columns(kept[:, :n], kept[:, n: 2 * n], rank, elo_tolerance(rounds_options["tol"], scale)), summary
 
 
-def _covariates_problem(covariates: object) -> str | None:
+def _distinct_features(covariates: object) -> bool:
     try:
         parse_covariates(str(covariates))
     except ValueError:
-        return "names a feature twice"
-    return None
+        return False
+    return True
 
 
 @method("m-elo", needs=("pairwise", "agent_keys"),
         needs_with={"games": ("pairwise_per_game",), "covariates": ("battle_features",)},
-        rules={"ties": one_of(*TIES), "prior": NON_NEGATIVE, "bootstrap": ROUNDS, "scale": positive, "games": one_of(*PAIR_WEIGHTINGS),
-               "tol": positive, "max_iter": at_least(1), "covariates": _covariates_problem})
+        rules={"ties": one_of(*TIES), "prior": NON_NEGATIVE, "bootstrap": ROUNDS, "scale": POSITIVE, "games": one_of(*PAIR_WEIGHTINGS),
+               "tol": POSITIVE, "max_iter": at_least(1), "covariates": Rule(_distinct_features, "distinct features")})
 def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts | None = None, features: BattleFeatures | None = None,
           *, ties: str = "half", prior: float = 0.0, bootstrap: int = 1000, seed: int = 0, scale: float = 400.0,
           anchor: float = 1000.0, games: str = "pairs", tol: float = STEP_TOL, max_iter: int = 100, covariates: str = "",

@@ -52,7 +52,7 @@ from pipeline.methods.convergence import ConvergenceError, RatingError
 from pipeline.methods.equilibria import GAME_RULES, GameData, choose_game, game_ratings
 from pipeline.methods.maximal_lotteries import essential_set
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import method, one_of, positive
+from pipeline.methods.registry import POSITIVE, method, one_of
 
 DEFAULT_GAMES = {"scores": "agent-task", "battles": "agent-agent"}
 ALGORITHMS = ("ipm", "lp")
@@ -211,7 +211,7 @@ def zero_sum_matrix(game: Game) -> np.ndarray:
     return game.payoffs[0]
 
 
-@method("nash-averaging", needs=("game_data",), rules=GAME_RULES | {"tol": positive, "algorithm": one_of(*ALGORITHMS)})
+@method("nash-averaging", needs=("game_data",), rules=GAME_RULES | {"tol": POSITIVE, "algorithm": one_of(*ALGORITHMS)})
 def nash_averaging(data: GameData, *, game: str = "auto", norm: str = "minmax", tol: float = 1e-7,
                    algorithm: str = "ipm") -> Ratings:
     """Nash averaging: expected payoff against the maximum-entropy Nash equilibrium [Bal18]."""

@@ -51,31 +51,34 @@ CLIENT = "client"  # the keyword through which a method that fans out receives t
 BOOTSTRAP, BOOTSTRAP_SEED = "bootstrap", "bootstrap_seed"  # the registry's own parameters: see `generic_parameters`
 GIVEN = frozenset({"agents", "appearances", "agent_keys"})  # fields of every Statistics: never reduced on request
 
-# A parameter's rule: what is wrong with a value ("must be positive"), or None when it is allowed.
-Rule = Callable[[object], str | None]
+@dataclass(frozen=True)
+class Rule:
+    """What a parameter's values must be: a test, and the words that say it ("positive")."""
+
+    holds: Callable[[object], bool]
+    words: str
+
+    def problem(self, value: object) -> str | None:
+        return None if self.holds(value) else f"must be {self.words}"
 
 
-def at_least(low: float, words: str | None = None) -> Rule:
-    return lambda value: None if value >= low else f"must be {words or f'at least {low}'}"
-
-
-def positive(value: object) -> str | None:
-    return None if value > 0 else "must be positive"
+def at_least(low: float) -> Rule:
+    return Rule(lambda value: value >= low, f"at least {low}")
 
 
 def one_of(*choices: str) -> Rule:
-    return lambda value: None if value in choices else f"must be one of {', '.join(choices)}"
+    return Rule(lambda value: value in choices, f"one of {', '.join(choices)}")
 
 
 def between(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> Rule:
     """low <= value <= high, each bound excluded when open."""
     excluded = " and ".join(str(b) for b, is_open in ((low, low_open), (high, high_open)) if is_open)
-    words = f"between {low:,} and {high:,}" + (f" (excluding {excluded})" if excluded else "")
-    return lambda value: (None if (low < value if low_open else low <= value) and (value < high if high_open else value <= high)
-                          else f"must be {words}")
+    return Rule(lambda value: (low < value if low_open else low <= value) and (value < high if high_open else value <= high),
+                f"between {low:,} and {high:,}" + (f" (excluding {excluded})" if excluded else ""))
 
 
-NON_NEGATIVE = at_least(0, "non-negative")
+POSITIVE = Rule(lambda value: value > 0, "positive")
+NON_NEGATIVE = Rule(lambda value: value >= 0, "non-negative")
 ROUNDS = between(0, MAX_ROUNDS)  # bootstrap rounds and shuffles (0: none), as `fanout.fan_out` bounds them
 
 
@@ -93,7 +96,7 @@ class Method:
         `bootstrap` included); parameters without a rule, and `client`, pass."""
         rules = {BOOTSTRAP: ROUNDS} | dict(self.rules) if self.generic_parameters else self.rules
         for key, value in params.items():
-            if key in rules and (problem := rules[key](value)) is not None:
+            if key in rules and (problem := rules[key].problem(value)) is not None:
                 raise ValueError(f"{self.name}: parameter {key}={value!r} {problem}")
 
     def conditional_statistics(self, params: Mapping[str, object]) -> tuple[str, ...]:

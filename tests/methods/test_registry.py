@@ -36,7 +36,7 @@ def test_spec_errors(text, message):
 @pytest.mark.parametrize(("text", "message"), [
     ("m-elo:prior=-1", "m-elo: parameter prior=-1.0 must be non-negative"),
     ("m-elo:ties=davidsn", "m-elo: parameter ties='davidsn' must be one of half, davidson"),
-    ("m-elo:covariates=len,len", "m-elo: parameter covariates='len,len' names a feature twice"),
+    ("m-elo:covariates=len,len", "m-elo: parameter covariates='len,len' must be distinct features"),
     ("elo:shuffles=100001", "elo: parameter shuffles=100001 must be between 0 and 100,000"),
     ("borda:bootstrap=-1", "borda: parameter bootstrap=-1 must be between 0 and 100,000"),
     ("approval:k=0", "approval: parameter k=0 must be at least 1"),
@@ -46,7 +46,7 @@ def test_spec_errors(text, message):
     # decay=1 never lowered the temperature to tau_min: the method looped forever.
     ("affinity-ne:decay=1", r"affinity-ne: parameter decay=1.0 must be between 0 and 1 \(excluding 0 and 1\)"),
     ("alpha-rank:epsilon=0.5", r"alpha-rank: parameter epsilon=0.5 must be between 0 and 0.5 \(excluding 0.5\)"),
-    ("council-borda:compare=borda+council-borda", "council-borda: parameter compare='borda[+]council-borda' cannot include"),
+    ("council-borda:compare=borda+council-borda", "council-borda: parameter compare='borda[+]council-borda' must be specs joined by [+], none of them council-borda itself"),
 ])
 def test_a_value_out_of_its_range_is_refused_where_the_spec_is_parsed(text, message):
     with pytest.raises(ValueError, match=f"^{message}"):
@@ -68,10 +68,10 @@ def test_every_rule_names_a_parameter_of_its_method_and_passes_its_default():
 
 
 def test_a_rule_for_a_parameter_the_method_lacks_is_refused_at_registration():
-    from pipeline.methods.registry import method, positive
+    from pipeline.methods.registry import POSITIVE, method
 
     with pytest.raises(ValueError, match=r"rules for parameters it does not have: \['tol'\]"):
-        method("no-such-method", needs=("pairwise",), rules={"tol": positive})(lambda pairs, *, k=1: None)
+        method("no-such-method", needs=("pairwise",), rules={"tol": POSITIVE})(lambda pairs, *, k=1: None)
     assert "no-such-method" not in REGISTRY
 
 
