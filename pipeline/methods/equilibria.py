@@ -9,7 +9,8 @@ Rows of the resulting `Ratings`:
   the order of `Game.labels` (`player:strategy`), which is the name list to publish them with;
   extras `player` and `marginal`.
 Co-player contributions c(a'_p, a_j) ([DevR] section 5.2, [GTLLM] section 4.3) become extra
-columns `c[<strategy>]` of the rated player, one per strategy of the last player (task or prompt).
+columns `c[<strategy>]` of the rated player, one per strategy of the last player: a task or a
+prompt, or an agent (`ratings.agent_column`, published as `c[<agent name>]`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 
 from pipeline.games import GAMES, NORMALISATIONS, Game, build
 from pipeline.methods.convergence import NoEstimate
-from pipeline.methods.ratings import Ratings
+from pipeline.methods.ratings import Ratings, agent_column
 from pipeline.methods.registry import one_of
 from pipeline.stats.game_data import PromptCounts, ScoreTable
 
@@ -70,5 +71,6 @@ def game_ratings(game: Game, ratings: list[np.ndarray],
             info[f"{game.players[p]}_ratings"] = dict(zip(game.strategies[p], ratings[p].tolist()))
             info[f"{game.players[p]}_marginal"] = dict(zip(game.strategies[p], marginals[p].tolist()))
     if contributions is not None:
-        extras |= {f"c[{s}]": contributions[:, j] for j, s in enumerate(game.strategies[-1])}
+        columns = [f"c[{s}]" for s in game.strategies[-1]] if game.ids[-1] is None else [agent_column("c", a) for a in game.ids[-1]]
+        extras |= {name: contributions[:, j] for j, name in enumerate(columns)}
     return Ratings.from_scores(game.ids[0], ratings[0] + 0.0, extras=extras, info=info, tie_tolerance=tie_tolerance)

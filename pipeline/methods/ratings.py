@@ -10,11 +10,20 @@ the method's name and effective parameters (`pipeline.methods.registry.apply`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 from scipy.special import expit
+
+AGENT_COLUMN = re.compile(r"^(?P<prefix>[a-z_]+)\[#(?P<agent>[0-9]+)\]$")  # see `agent_column`
+
+
+def agent_column(prefix: str, agent: int) -> str:
+    """The name of an extras column about one agent of the store (a contribution against it),
+    `prefix[#<store id>]`, which publishing names by the agent: `prefix[<name>]`."""
+    return f"{prefix}[#{int(agent)}]"
 
 
 def competition_ranks(score: np.ndarray, higher_is_better: bool = True, tolerance: float = 0.0) -> np.ndarray:
@@ -35,7 +44,8 @@ class Ratings:
     `name` and `params` (the effective parameters, defaults included, so `spec` round-trips) are
     filled in by the registry when the method returns; `info`
     holds method-level diagnostics (JSON-serialisable values); `tables` are further results a
-    method publishes beside its ratings (a column `agent` or `*_agent` holds store ids of the
+    method publishes beside its ratings (an extras column `agent_column(prefix, id)` is about agent
+    `id`; a column `agent` or `*_agent` of a table holds store ids of the
     agents dictionary, a column `judge` or `*_judge` store ids of the judges dictionary, -1 for
     battles without a judge; `pipeline.report.publish` turns both into names).
     """

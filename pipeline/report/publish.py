@@ -25,7 +25,7 @@ import pyarrow as pa
 import scipy.sparse as sp
 
 import pipeline
-from pipeline.methods.ratings import Ratings
+from pipeline.methods.ratings import AGENT_COLUMN, Ratings
 from pipeline.stats import PairwiseCounts, Statistics
 from pipeline.stats.annotators import NO_JUDGE
 from pipeline.store import IngestReport
@@ -51,12 +51,21 @@ def judge_name(judge: int, names: list[str] | tuple[str, ...] | None) -> str:
 def ratings_records(ratings: list[Ratings], names: list[str]) -> list[dict[str, object]]:
     records = []
     for r in ratings:
+        extras = published_extras(r.extras, names)
         order = sorted(range(len(r.agents)), key=lambda i: (r.rank[i], names[r.agents[i]]))
         for i in order:
             record = {"method": r.spec, "agent": names[r.agents[i]], "rank": int(r.rank[i]), "score": _plain(r.score[i])}
-            record.update({k: _plain(v[i]) for k, v in r.extras.items()})
+            record.update({k: _plain(v[i]) for k, v in extras})
             records.append(record)
     return records
+
+
+def published_extras(extras: dict[str, np.ndarray], names: list[str]) -> list[tuple[str, np.ndarray]]:
+    """The extras columns as published: those about an agent (`ratings.agent_column`) named by the
+    agent and placed last in the order of the names, not of the store ids."""
+    about = {key: AGENT_COLUMN.match(key) for key in extras}
+    named = sorted(((f"{m['prefix']}[{names[int(m['agent'])]}]", extras[key]) for key, m in about.items() if m), key=lambda kv: kv[0])
+    return [(key, column) for key, column in extras.items() if not about[key]] + named
 
 
 def ratings_table(records: list[dict[str, object]]) -> pa.Table:

@@ -49,13 +49,17 @@ def test_same_battles_under_two_id_numberings_give_the_same_bytes(tmp_path):
     games = tmp_path / "games.csv"  # names the agents in another order first: the store numbers them so
     games.write_text("game_id,player,place\ng1,gpt-4o-mini,1\ng1,gpt-4o,2\ng1,claude-3-opus-20240229,3\n")
     Store(tmp_path / "store-b").ingest([games], "games")
-    specs = ("copeland", "borda", "plurality")
+    # deviation on the agent-vs-agent game has a contribution column per opponent agent.
+    specs = ("copeland", "borda", "plurality", "deviation:game=agent-agent")
     for name in "ab":
         run_board(Board("arena", "battles", (str(source),), specs), Store(tmp_path / f"store-{name}"), tmp_path / name)
     ids = [pq.read_table(tmp_path / f"store-{n}" / "dictionaries" / "agents.parquet").column(1).to_pylist() for n in "ab"]
     assert ids[0] != ids[1]  # the two stores did number the agents differently
     for output in ("ratings.parquet", "ratings.json", "leaderboard.md", "agents.parquet", "pairwise.parquet"):
         assert (tmp_path / "a" / output).read_bytes() == (tmp_path / "b" / output).read_bytes(), output
+    opponents = [c for c in pq.read_schema(tmp_path / "a" / "ratings.parquet").names if c.startswith("c[")]
+    assert opponents == sorted(f"c[{n}]" for n in ("claude-3-5-sonnet-20240620", "claude-3-haiku-20240307",
+                                                     "claude-3-opus-20240229", "gpt-4o", "gpt-4o-mini"))
 
 
 def test_pairwise_and_agents_tables(tmp_path):
