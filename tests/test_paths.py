@@ -106,6 +106,21 @@ def test_a_symlinked_partition_file_is_refused(tmp_path):
     assert target.read_text() == "untouched" and (store / partition).is_symlink()
 
 
+def test_files_behind_a_symlinked_kind_folder_are_never_removed_as_unlisted(tmp_path):
+    # The next ingest removes partition files no manifest lists; behind a link it must not look.
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "date=2024-01-01").mkdir(parents=True)
+    (elsewhere / "date=2024-01-01" / "mine.parquet").write_text("a user's file")
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "battles").symlink_to(elsewhere)
+    source = tmp_path / "battles.csv"
+    source.write_text(BATTLES)
+    with pytest.raises(UnsafePath, match="symbolic link"):
+        Store(store).ingest([source], "battles")
+    assert (elsewhere / "date=2024-01-01" / "mine.parquet").read_text() == "a user's file"
+
+
 def test_a_symlinked_lock_file_is_refused(tmp_path):
     store, target = tmp_path / "store", tmp_path / "target"
     store.mkdir()

@@ -285,13 +285,14 @@ class Store:
         """Delete the partition and quarantine files that no manifest lists, and the folders they
         leave empty: a commit killed (SIGKILL, power) between putting them in place and saving its
         manifest leaves them, invisible to readers, holding their space until the same file is
-        ingested again, which a log that grew meanwhile never is."""
+        ingested again, which a log that grew meanwhile never is. Symbolic links are left alone (and
+        folders behind them unread): writing through one is refused (`paths.below`), loudly."""
         listed = {p.path for r in manifest.files.values() for p in r.partitions}
         listed |= {r.quarantine for r in manifest.files.values() if r.quarantine}
         removed = 0
         for folder in [self.root / k for k in KINDS] + [self.root / "quarantine"]:
-            for path in sorted(folder.rglob("*.parquet")) if folder.is_dir() else ():
-                if path.relative_to(self.root).as_posix() not in listed and path.is_file():
+            for path in sorted(folder.rglob("*.parquet")) if folder.is_dir() and not folder.is_symlink() else ():
+                if path.relative_to(self.root).as_posix() not in listed and not path.is_symlink() and path.is_file():
                     path.unlink()
                     removed += 1
                     if not any(path.parent.iterdir()):
