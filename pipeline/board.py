@@ -125,10 +125,12 @@ def load_boards(path: str | Path) -> list[Board]:
     `method:` is not silently dropped), `sources` and `methods` lists of text (one text is a list
     of one: `sources: arena.csv` is that file, not its letters), and at least one method."""
     path = Path(path)
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    entries = config.get("boards", []) if isinstance(config, dict) else None
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    entries = config.get("boards") if isinstance(config, dict) else None
     if not isinstance(entries, list):
         raise ValueError(f"{path}: expected `boards:`, a list of boards, each with {', '.join(BOARD_KEYS[:4])}")
+    if not entries:  # an emptied config would otherwise publish an empty run as `latest`
+        raise ValueError(f"{path}: lists no boards")
     boards = []
     for i, entry in enumerate(entries, start=1):
         where = f"{path}: board {entry.get('name', i) if isinstance(entry, dict) else i}"

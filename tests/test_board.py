@@ -219,6 +219,10 @@ def test_a_nightly_config_reads_one_text_as_a_list_of_one(tmp_path):
     ("boards: [{name: a, kind: battles, methods: [borda]}]", "board a: missing sources"),
     ("boards: [{name: a, kind: battles, sources: [x], methods: []}]", "board a: lists no methods"),
     ("boards: [{name: a, kind: battles, sources: [1], methods: [borda]}]", "board a: sources: expected a list of texts, got \\[1\\]"),
+    # An emptied config published an empty run as `latest`, hiding the last good one.
+    ("", "expected `boards:`, a list of boards"),
+    ("boards: []", "lists no boards"),
+    ("title: x", "expected `boards:`, a list of boards"),
 ])
 def test_a_malformed_nightly_config_is_one_line_naming_the_file_and_board(tmp_path, text, message):
     # These raised TypeError, AttributeError or KeyError from inside the loader, or were silently dropped.
