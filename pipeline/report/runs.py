@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pipeline.paths import inside, open_lock_file
 from pipeline.report.folders import read_json
-from pipeline.store.files import write_json
+from pipeline.store.files import exclusive_lock, write_json
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +77,21 @@ def remove_abandoned_staging(runs: Path) -> list[Path]:
 
 
 def promote(root: Path, staging: Path, run_id: str) -> Path:
-    """Move a complete staged run into place and point `<root>/latest` at it."""
+    """Move a complete staged run into place and point `<root>/latest` at it, unless `latest` is a
+    newer run: of two runs on one `out` the one that started first may end last, and `latest` stays
+    the last run in run id order, as the history and its rank changes read them."""
     final = root / "runs" / run_id
     os.replace(staging, final)
-    link = root / f".latest.tmp-{os.getpid()}"
-    link.unlink(missing_ok=True)
-    link.symlink_to(Path("runs") / run_id, target_is_directory=True)
-    os.replace(link, root / "latest")
+    latest = root / "latest"
+    with exclusive_lock(root / ".latest.lock"):
+        current = os.readlink(latest) if latest.is_symlink() else ""
+        if Path(current).name > run_id:  # run ids sort by start time
+            log.warning("run %s is published in %s; latest stays at the newer run %s", run_id, final, Path(current).name)
+            return final
+        link = root / f".latest.tmp-{os.getpid()}"
+        link.unlink(missing_ok=True)
+        link.symlink_to(Path("runs") / run_id, target_is_directory=True)
+        os.replace(link, latest)
     return final
 
 

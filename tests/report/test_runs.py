@@ -64,3 +64,18 @@ def test_a_run_that_fails_leaves_no_staging_folder(tmp_path):
         pass
     assert list((out / "runs").iterdir()) == [] and not (out / "latest").exists()
     assert os.listdir(out) == ["runs"]
+
+
+def test_a_run_that_started_first_and_ends_last_does_not_take_latest_back(tmp_path):
+    # Two runs on one `out`: the earlier one, ending last, pointed `latest` at the older run,
+    # after the history and the newer run's report had read it as the newer one's predecessor.
+    out = tmp_path / "out"
+    earlier, later = "2024-01-01T030000.000000Z", "2024-01-01T031500.000000Z"
+    with staging_folder(out, earlier) as first, staging_folder(out, later) as second:
+        promote(out, second, later)
+        assert promote(out, first, earlier) == out / "runs" / earlier
+    assert (out / "latest").resolve() == (out / "runs" / later).resolve()
+    assert sorted(p.name for p in (out / "runs").iterdir()) == [earlier, later]
+    with staging_folder(out, "2024-01-02T030000.000000Z") as third:
+        promote(out, third, "2024-01-02T030000.000000Z")
+    assert os.readlink(out / "latest") == "runs/2024-01-02T030000.000000Z"
