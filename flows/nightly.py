@@ -19,7 +19,7 @@ from pipeline.board import load_boards
 from pipeline.paths import inside
 from pipeline.progress import progress_bar
 from pipeline.report import HISTORY_FILE, append_history, write_report
-from pipeline.report.runs import discard, new_run_id, promote, record_failures, staging_folder
+from pipeline.report.runs import new_run_id, promote, record_failures, staging_folder
 from pipeline.runtime import dask_client
 
 
@@ -30,17 +30,13 @@ def nightly(config: str, out: str, scheduler: str | None = None, workers: int = 
     root = Path(out)
     boards = load_boards(config)
     run_id = new_run_id()
-    staging = staging_folder(root, run_id)
-    try:
+    with staging_folder(root, run_id) as staging:  # a run that fails leaves the previous `latest` as it was
         failures = rate_boards(boards, root, staging, scheduler, workers)
         if boards and len(failures) == len(boards):
             raise RuntimeError(f"every board failed: {'; '.join(f'{name}: {why}' for name, why in failures.items())}")
         record_failures(staging, failures)
         write_report(staging, history=root / HISTORY_FILE, run_id=run_id)
-    except BaseException:
-        discard(staging)  # the previous `latest` stays as it was
-        raise
-    final = promote(root, staging, run_id)
+        final = promote(root, staging, run_id)
     append_history(root / HISTORY_FILE, final, run_id)
     log.info("published %s", final)
     if failures:

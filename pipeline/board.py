@@ -125,10 +125,12 @@ def load_boards(path: str | Path) -> list[Board]:
     `method:` is not silently dropped), `sources` and `methods` lists of text (one text is a list
     of one: `sources: arena.csv` is that file, not its letters), and at least one method."""
     path = Path(path)
-    config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    entries = config.get("boards", []) if isinstance(config, dict) else None
+    config = read_config(path)
+    entries = config.get("boards") if isinstance(config, dict) else None
     if not isinstance(entries, list):
         raise ValueError(f"{path}: expected `boards:`, a list of boards, each with {', '.join(BOARD_KEYS[:4])}")
+    if not entries:  # an emptied config would otherwise publish an empty run as `latest`
+        raise ValueError(f"{path}: lists no boards")
     boards = []
     for i, entry in enumerate(entries, start=1):
         where = f"{path}: board {entry.get('name', i) if isinstance(entry, dict) else i}"
@@ -147,6 +149,20 @@ def load_boards(path: str | Path) -> list[Board]:
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
     return boards
+
+
+def read_config(path: Path) -> object:
+    """The YAML of a config file; a file that cannot be read or parsed is one line naming it (and the line)."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ValueError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
 
 
 def text_list(value: object, where: str) -> tuple[str, ...]:

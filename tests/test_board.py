@@ -219,6 +219,13 @@ def test_a_nightly_config_reads_one_text_as_a_list_of_one(tmp_path):
     ("boards: [{name: a, kind: battles, methods: [borda]}]", "board a: missing sources"),
     ("boards: [{name: a, kind: battles, sources: [x], methods: []}]", "board a: lists no methods"),
     ("boards: [{name: a, kind: battles, sources: [1], methods: [borda]}]", "board a: sources: expected a list of texts, got \\[1\\]"),
+    # An emptied config published an empty run as `latest`, hiding the last good one.
+    ("", "expected `boards:`, a list of boards"),
+    ("boards: []", "lists no boards"),
+    ("title: x", "expected `boards:`, a list of boards"),
+    # YAML's own errors were several lines naming "<unicode string>", not the file.
+    ("boards:\n\t- name: a", "not valid YAML at line 2, column 1: found character '\\\\t' that cannot start any token"),
+    ("boards: [a", "not valid YAML at line 2, column 1: expected ',' or '\\]'"),
 ])
 def test_a_malformed_nightly_config_is_one_line_naming_the_file_and_board(tmp_path, text, message):
     # These raised TypeError, AttributeError or KeyError from inside the loader, or were silently dropped.
@@ -227,6 +234,22 @@ def test_a_malformed_nightly_config_is_one_line_naming_the_file_and_board(tmp_pa
     with pytest.raises(ValueError, match=f"^{config}: {message}") as error:
         boards.load_boards(config)
     assert "\n" not in str(error.value)
+
+
+def test_a_config_that_cannot_be_read_is_one_line_naming_it(tmp_path):
+    # A Latin-1 config raised UnicodeDecodeError naming no file; a folder, IsADirectoryError.
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes("boards:\n  - name: caf\u00e9\n".encode("latin-1"))
+    for config, message in [(latin1, "not UTF-8 text \\(byte 21\\)"), (tmp_path, "cannot read the config: Is a directory"),
+                            (tmp_path / "missing.yaml", "cannot read the config: No such file or directory")]:
+        with pytest.raises(ValueError, match=f"^{config}: {message}$"):
+            boards.load_boards(config)
+
+
+def test_a_config_with_a_byte_order_mark_is_read(tmp_path):
+    config = tmp_path / "nightly.yaml"
+    config.write_bytes(b"\xef\xbb\xbfboards: [{name: a, kind: battles, sources: [x], methods: [borda]}]\n")
+    assert [b.name for b in boards.load_boards(config)] == ["a"]
 
 
 def test_a_board_rated_without_categories_drops_the_category_boards_of_an_earlier_run(tmp_path):

@@ -58,7 +58,8 @@ def test_a_symlinked_runs_folder_is_never_staged_into(tmp_path):
     elsewhere.mkdir()
     (out / "runs").symlink_to(elsewhere)
     with pytest.raises(UnsafePath):
-        staging_folder(out, "2024-01-01T000000.000000Z")
+        with staging_folder(out, "2024-01-01T000000.000000Z"):
+            pass
     assert list(elsewhere.iterdir()) == []
 
 

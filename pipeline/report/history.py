@@ -17,7 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.report.folders import all_boards, read_run, run_id_of
-from pipeline.store.files import write_parquet
+from pipeline.store.files import exclusive_lock, write_parquet
 
 log = logging.getLogger(__name__)
 
@@ -74,16 +74,17 @@ def append_history(path: str | Path, run_dir: str | Path, run_id: str | None = N
     run_id = run_id or run_id_of(run_dir)
     if run_id is None:
         raise ValueError(f"{run_dir}: not a run folder named by its run id; give run_id")
-    old = history_table(path) if path.exists() else pl.DataFrame(schema=SCHEMA)
-    if old is None:
-        kept = path.replace(path.with_name(f"{path.name}.unreadable-{run_id}"))
-        log.warning("the history %s cannot be read: kept as %s, and the history starts again from run %s", path, kept.name, run_id)
-        old = pl.DataFrame(schema=SCHEMA)
-    old = old.filter(pl.col("run_id") != run_id)
-    rows = pl.concat([old, run_rows(run_dir, run_id)])
-    kept = sorted(set(rows.get_column("run_id").to_list()))[-max_runs:]
-    rows = rows.filter(pl.col("run_id").is_in(kept)).sort(["run_id", "board", "method", "rank", "agent"])
-    write_parquet(path, rows.to_arrow())
+    with exclusive_lock(path.with_name(f".{path.name}.lock")):  # two runs on one `out` must not drop each other's rows
+        old = history_table(path) if path.exists() else pl.DataFrame(schema=SCHEMA)
+        if old is None:
+            kept = path.replace(path.with_name(f"{path.name}.unreadable-{run_id}"))
+            log.warning("the history %s cannot be read: kept as %s, and the history starts again from run %s", path, kept.name, run_id)
+            old = pl.DataFrame(schema=SCHEMA)
+        old = old.filter(pl.col("run_id") != run_id)
+        rows = pl.concat([old, run_rows(run_dir, run_id)])
+        kept = sorted(set(rows.get_column("run_id").to_list()))[-max_runs:]
+        rows = rows.filter(pl.col("run_id").is_in(kept)).sort(["run_id", "board", "method", "rank", "agent"])
+        write_parquet(path, rows.to_arrow())
     return path
 
 

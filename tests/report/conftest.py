@@ -34,15 +34,15 @@ def boards(watched: Path) -> list[Board]:
 
 def nightly_run(out: Path, run_id: str, board_list: list[Board]) -> Path:
     """What `flows.nightly` does, in the calling process: stage, rate each board, report, promote, history."""
-    staging = staging_folder(out, run_id)
-    for board in board_list:
-        store = Store(out / "stores" / board.name)
-        boards_api.ingest(store, board)
-        stats = boards_api.reduce(store, board, use_cache=True)
-        rated = boards_api.rate(stats, board.methods)
-        boards_api.write_board(store, board, rated, staging / board.name, rated.timings, stats)
-    write_report(staging, history=out / HISTORY_FILE, run_id=run_id)
-    final = promote(out, staging, run_id)
+    with staging_folder(out, run_id) as staging:
+        for board in board_list:
+            store = Store(out / "stores" / board.name)
+            boards_api.ingest(store, board)
+            stats = boards_api.reduce(store, board, use_cache=True)
+            rated = boards_api.rate(stats, board.methods)
+            boards_api.write_board(store, board, rated, staging / board.name, rated.timings, stats)
+        write_report(staging, history=out / HISTORY_FILE, run_id=run_id)
+        final = promote(out, staging, run_id)
     append_history(out / HISTORY_FILE, final, run_id)
     return final
 

@@ -93,3 +93,49 @@ def test_history_command_prints_every_name_whole(demo_nightly):
     assert "new" in result.output and "\u25b2" in result.output
     missing = CliRunner().invoke(app, ["history", str(demo_nightly / "nowhere")])
     assert missing.exit_code != 0 and "no history" in missing.output
+
+
+PAUSED_APPEND = """
+import sys, time
+from pathlib import Path
+from pipeline.report import history
+
+write = history.write_parquet
+
+def paused(path, table):  # the old history is read: wait until told, then write
+    print("read", flush=True)
+    sys.stdin.readline()
+    write(path, table)
+
+history.write_parquet = paused
+history.append_history(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])
+"""
+
+
+def test_two_runs_appending_at_once_both_stay_in_the_history(tmp_path):
+    # Two nightly runs on one `out` (a schedule overlapping a manual run): each read the history,
+    # added its run and wrote it back, so the one that wrote first was lost.
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+
+    runs = {}
+    for run_id, agent in [("2024-01-01T000000.000000Z", "alpha"), ("2024-01-02T000000.000000Z", "beta")]:
+        runs[run_id] = tmp_path / "runs" / run_id
+        (runs[run_id] / "board").mkdir(parents=True)
+        pl.DataFrame({"method": ["borda"], "agent": [agent], "rank": [1], "score": [1.0]}).write_parquet(
+            runs[run_id] / "board" / "ratings.parquet")
+    path = tmp_path / HISTORY_FILE
+    first, second = runs
+    paused = subprocess.Popen([sys.executable, "-c", PAUSED_APPEND, str(path), str(runs[first]), first], cwd=ROOT,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert paused.stdout.readline() == "read\n"
+    other = subprocess.Popen([sys.executable, "-c", "import sys; from pathlib import Path; from pipeline.report import append_history; "
+                              "append_history(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3])", str(path), str(runs[second]), second],
+                             cwd=ROOT)
+    time.sleep(3)  # the second append has read the history (without the lock) or waits for it (with the lock)
+    paused.communicate("go\n", timeout=60)
+    assert other.wait(60) == 0 and paused.returncode == 0
+    assert sorted(read_history(path).get_column("run_id").to_list()) == [first, second]
