@@ -9,7 +9,7 @@ from prefect.cache_policies import NO_CACHE
 
 from pipeline.backtest import runner
 from pipeline.backtest.evaluate import run_backtest
-from pipeline.runtime import dask_client
+from pipeline.runtime import FLOW_SCHEDULER, dask_client
 from pipeline.store import Store
 
 
@@ -37,7 +37,7 @@ def backtest(store: str, kind: str, methods: list[str], out: str, splits: int = 
     start = time.perf_counter()
     log, split_list = load(store, config)
     timings = {"load": time.perf_counter() - start}
-    with dask_client(scheduler, workers) as client:
+    with dask_client(scheduler, workers, given_by=FLOW_SCHEDULER) as client:
         results = evaluate(config, log, split_list, client)
     timings["evaluate"] = time.perf_counter() - start - timings["load"]
     return publish(store, config, results, out, timings)

@@ -20,7 +20,7 @@ from pipeline.paths import inside
 from pipeline.progress import progress_bar
 from pipeline.report import HISTORY_FILE, append_history, write_report
 from pipeline.report.runs import new_run_id, promote, record_failures, staging_folder
-from pipeline.runtime import dask_client
+from pipeline.runtime import FLOW_SCHEDULER, dask_client
 
 
 @flow(name="nightly")
@@ -48,7 +48,7 @@ def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, 
     """Ingest and rate each board into `staging`; the boards that failed, with a one-line reason."""
     log = get_run_logger()
     failures: dict[str, str] = {}
-    with dask_client(scheduler, workers) as client, progress_bar("boards", len(boards)) as advance:
+    with dask_client(scheduler, workers, given_by=FLOW_SCHEDULER) as client, progress_bar("boards", len(boards)) as advance:
         for i, board in enumerate(boards, start=1):
             advance(0, board.name)
             try:

@@ -10,7 +10,7 @@ from prefect import flow, get_run_logger
 from flows import tasks
 from pipeline.board import Board, Rated
 from pipeline.report import write_report
-from pipeline.runtime import dask_client
+from pipeline.runtime import FLOW_SCHEDULER, dask_client
 
 
 def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
@@ -49,6 +49,6 @@ def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
 def ratings(store: str, kind: str, methods: list[str], out: str, scheduler: str | None = None, workers: int = 2,
             by: str | None = None) -> list[str]:
     board = Board(Path(out).name, kind, (), tuple(methods), by=by)
-    with dask_client(scheduler, workers) as client:
+    with dask_client(scheduler, workers, given_by=FLOW_SCHEDULER) as client:
         written = rate_board(store, board, out, client)
     return [str(p) for p in written] + [str(write_report(out))]

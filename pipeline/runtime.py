@@ -74,7 +74,10 @@ def scheduler_address(explicit: str | None = None) -> str | None:
     return explicit or os.environ.get(SCHEDULER_ENV, "").strip() or None
 
 
-def connect(address: str, explicit: bool, security: object = None) -> object:
+FLOW_SCHEDULER = "the flow's scheduler parameter"  # where a flow's explicit address comes from, for `dask_client`
+
+
+def connect(address: str, origin: str, security: object = None) -> object:
     """A `distributed.Client` of the scheduler at `address`; an address that is malformed, refuses
     or does not answer, or a tls:// one without certificates, raises `SchedulerError`."""
     from distributed import Client
@@ -82,7 +85,6 @@ def connect(address: str, explicit: bool, security: object = None) -> object:
     try:
         return Client(address, security=security)
     except (OSError, ValueError, TypeError) as exc:  # TypeError: Dask's complaint of a missing TLS context
-        origin = "--scheduler" if explicit else f"${SCHEDULER_ENV}"
         hint = " (a tls:// address takes its certificates from Dask's configuration, distributed.comm.tls.*)" \
             if address.startswith("tls://") and isinstance(exc, TypeError) else ""
         raise SchedulerError(f"cannot use the Dask scheduler {address!r} (from {origin}): {exc}{hint}") from exc
@@ -133,8 +135,10 @@ def local_cluster(workers: int = 2) -> Iterator[object]:
 
 
 @contextmanager
-def dask_client(scheduler: str | None = None, workers: int = 2, security: object = None) -> Iterator[object | None]:
-    """A `distributed.Client` by the policy above, or None (local threads) when there is no scheduler and `workers` is 0."""
+def dask_client(scheduler: str | None = None, workers: int = 2, security: object = None,
+                given_by: str = "--scheduler") -> Iterator[object | None]:
+    """A `distributed.Client` by the policy above, or None (local threads) when there is no scheduler and `workers` is 0;
+    `given_by` names where `scheduler` came from, for the error of an address that cannot be used."""
     if workers < 0:
         raise ValueError(f"workers must be at least 0, not {workers}")
     address = scheduler_address(scheduler)
@@ -142,7 +146,7 @@ def dask_client(scheduler: str | None = None, workers: int = 2, security: object
         yield None
         return
     if address is not None:
-        with connect(address, bool(scheduler), security) as client:
+        with connect(address, given_by if scheduler else f"${SCHEDULER_ENV}", security) as client:
             yield client
         return
     from distributed import Client

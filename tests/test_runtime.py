@@ -10,7 +10,7 @@ import psutil
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.runtime import SCHEDULER_ENV, dask_client, local_cluster, scheduler_address
+from pipeline.runtime import FLOW_SCHEDULER, SCHEDULER_ENV, dask_client, local_cluster, scheduler_address
 from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.slow
@@ -188,6 +188,15 @@ def test_a_scheduler_that_cannot_be_used_is_one_line_naming_the_address_and_wher
     assert result.exit_code == 1
     assert result.output.strip().splitlines()[-1].startswith(f"error: cannot use the Dask scheduler '{address}'")
     assert "Traceback" not in result.output and "SchedulerError" not in result.output
+
+
+def test_a_flow_names_its_scheduler_parameter_as_where_the_address_came_from():
+    # A flow run's message named --scheduler, which a deployment does not have.
+    from pipeline.runtime import SchedulerError
+
+    with pytest.raises(SchedulerError, match="^cannot use the Dask scheduler 'junk' \\(from the flow's scheduler parameter\\)"):
+        with dask_client("junk", workers=0, given_by=FLOW_SCHEDULER):
+            pass
 
 
 def test_a_blank_scheduler_variable_counts_as_unset(monkeypatch):
