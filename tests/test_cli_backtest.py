@@ -37,3 +37,17 @@ def test_vase_backtest_summary_is_whole_at_80_columns_and_a_test_size_too_big_st
     assert result.exit_code == 0, result.output
     assert "…" not in result.output and "approval" in result.output and "reference" in result.output
     assert result.output.splitlines()[-1] == f"report: {out.resolve() / 'index.html'}"
+
+
+def f1_store(tmp_path) -> str:
+    store = str(tmp_path / "store")
+    assert CliRunner().invoke(app, ["ingest", str(SAMPLES / "f1" / "races_2021_2023.csv"), "--kind", "games", "--store", store]).exit_code == 0
+    return store
+
+
+def test_vase_backtest_refuses_more_splits_than_it_can_hold_before_any_work(tmp_path):
+    args = ["backtest", "--store", f1_store(tmp_path), "--kind", "games", "-m", "borda", "--workers", "0", "--out", str(tmp_path / "out")]
+    huge = CliRunner().invoke(app, [*args, "--splits", str(10**9), "--test-size", "5"])  # grew memory until MemoryError
+    assert huge.exit_code == 2 and "splits must be between 1 and 1,000" in " ".join(huge.output.split()), huge.output
+    assert not (tmp_path / "out").exists()
+

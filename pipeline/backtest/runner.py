@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from pipeline.backtest.evaluate import run_backtest, task_label
 from pipeline.backtest.kendall import UNSEEN_POLICIES
-from pipeline.backtest.splits import Split, random_splits, temporal_splits
+from pipeline.backtest.splits import Split, check_splits, random_splits, temporal_splits
 from pipeline.backtest.summary import summarise, write_backtest
 from pipeline.backtest.units import UnitLog, load_units
 from pipeline.methods import Spec, needed_statistics
@@ -49,6 +49,7 @@ class BacktestConfig:
             raise ValueError(f"unknown unseen-player policy {self.unseen!r}; expected one of {', '.join(UNSEEN_POLICIES)}")
         if not self.methods:
             raise ValueError("a backtest needs at least one method")
+        check_splits(self.splits)
         methods, merged = unique_specs(self.methods, key=task_label)
         object.__setattr__(self, "methods", methods)
         object.__setattr__(self, "merged", dict(self.merged) | merged)

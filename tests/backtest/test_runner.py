@@ -58,3 +58,11 @@ def test_bad_config_raises():
         BacktestConfig("games", ("borda",), unseen="drop")
     with pytest.raises(ValueError, match="unknown method"):
         BacktestConfig("games", ("nonesuch",))
+
+
+def test_more_splits_than_can_be_held_are_refused_when_configured():
+    # 10**9 splits grew memory until MemoryError (or the OOM killer) before any split was rated.
+    with pytest.raises(ValueError, match="splits must be between 1 and 1,000"):
+        BacktestConfig("games", ("borda",), splits=10**9)
+    with pytest.raises(ValueError, match="splits must be between 1 and 1,000"):
+        BacktestConfig("games", ("borda",), splits=0)
