@@ -51,3 +51,11 @@ def test_vase_backtest_refuses_more_splits_than_it_can_hold_before_any_work(tmp_
     assert huge.exit_code == 2 and "splits must be between 1 and 1,000" in " ".join(huge.output.split()), huge.output
     assert not (tmp_path / "out").exists()
 
+
+def test_vase_backtest_refuses_a_window_that_is_not_a_span_of_time_before_any_work(tmp_path):
+    args = ["backtest", "--store", f1_store(tmp_path), "--kind", "games", "-m", "borda", "--workers", "0", "--out", str(tmp_path / "out"),
+            "--split", "temporal", "--splits", "2"]
+    for days in ("inf", "-inf", "nan", "1e300"):  # inf was an OverflowError (exit 1) after loading the log
+        result = CliRunner().invoke(app, [*args, "--window-days", days])
+        assert result.exit_code == 2 and "window_days" in result.output, (days, result.output)
+    assert not (tmp_path / "out").exists()

@@ -24,6 +24,7 @@ from pipeline.report.publish import RunRecord
 from pipeline.store import Store
 
 DAY_US = 86_400 * 1_000_000
+MAX_WINDOW_DAYS = 3_652_425  # 10,000 years: stored timestamps lie in the years 1 to 9999, so no longer window has a training set
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,19 @@ class BacktestConfig:
         if not self.methods:
             raise ValueError("a backtest needs at least one method")
         check_splits(self.splits)
+        # Checked whatever the scheme: run.json records it (NaN is not JSON), and inf cannot be rounded.
+        if not (0 < self.window_days <= MAX_WINDOW_DAYS and self.window >= 1):  # False for NaN
+            raise ValueError(f"window_days (the test window of temporal splits) must be between a microsecond and "
+                             f"{MAX_WINDOW_DAYS:,} days (10,000 years), not {self.window_days}")
         methods, merged = unique_specs(self.methods, key=task_label)
         object.__setattr__(self, "methods", methods)
         object.__setattr__(self, "merged", dict(self.merged) | merged)
         object.__setattr__(self, "reference", Spec.parse(self.reference))
+
+    @property
+    def window(self) -> int:
+        """The test window of temporal splits, in microseconds."""
+        return round(self.window_days * DAY_US)
 
     @property
     def labels(self) -> list[str]:
@@ -67,7 +77,7 @@ def load(store: Store, config: BacktestConfig) -> UnitLog:
 
 def make_splits(log: UnitLog, config: BacktestConfig) -> list[Split]:
     if config.scheme == "temporal":
-        return temporal_splits(log.times, config.splits, round(config.window_days * DAY_US), config.seed)
+        return temporal_splits(log.times, config.splits, config.window, config.seed)
     return random_splits(log.units, config.splits, config.test_size, config.seed)
 
 

@@ -60,6 +60,16 @@ def test_bad_config_raises():
         BacktestConfig("games", ("nonesuch",))
 
 
+@pytest.mark.parametrize("days", [float("nan"), float("inf"), -float("inf"), 0.0, -1.0, 1e-12, 1e300])
+def test_a_window_that_is_not_a_positive_span_of_time_is_refused_when_configured(days):
+    # inf and 1e300 raised OverflowError after the log was loaded; NaN went into run.json as NaN.
+    with pytest.raises(ValueError, match="window_days"):
+        BacktestConfig("games", ("borda",), scheme="temporal", window_days=days)
+    with pytest.raises(ValueError, match="window_days"):
+        BacktestConfig("games", ("borda",), window_days=days)
+    assert BacktestConfig("games", ("borda",), window_days=0.5).window == 43_200 * 10**6
+
+
 def test_more_splits_than_can_be_held_are_refused_when_configured():
     # 10**9 splits grew memory until MemoryError (or the OOM killer) before any split was rated.
     with pytest.raises(ValueError, match="splits must be between 1 and 1,000"):
