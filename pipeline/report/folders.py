@@ -108,8 +108,12 @@ def read_backtest(path: Path, name: str = "") -> BacktestFolder | None:
 
 
 def read_folder(path: Path, name: str = "") -> Folder | None:
-    """A board or a backtest published in `path`, or None."""
-    return read_board(path, name) if (path / RATINGS).exists() else read_backtest(path, name)
+    """A board or a backtest published in `path`, or None. The outputs that run.json lists tell
+    which (a backtest published into a folder that held a board leaves its ratings.parquet there,
+    which is not this run's); a folder without that list is told by its files."""
+    listed = read_json(path / "run.json").get("outputs")
+    board = RATINGS in listed if isinstance(listed, list) else (path / RATINGS).exists()
+    return read_board(path, name) if board else read_backtest(path, name)
 
 
 def read_run(path: str | Path) -> list[Folder]:
