@@ -121,6 +121,12 @@ def check_sources(sources: Sequence[Path]) -> None:
         raise fail(f"no such file or folder: {', '.join(missing)}", 2)
 
 
+def check_store(store: Path) -> None:
+    """A store read and not written to must be one before any work starts (exit 2)."""
+    if not (store / "manifest.json").exists():
+        raise fail(f"{store} is not a store (no manifest.json); ingest logs into it first", 2)
+
+
 def check_kind(kind: str, *, stored: bool = False) -> None:
     from pipeline.board import KINDS
 
@@ -261,8 +267,8 @@ def rate(
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--by") from None
     check_sources(sources or ())
-    if store is not None and sources is None and not (store / "manifest.json").exists():
-        raise fail(f"{store} is not a store (no manifest.json); ingest logs into it first", 2)
+    if store is not None and sources is None:
+        check_store(store)
     try:
         specs, merged = unique_specs(method)
         board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by)
@@ -344,6 +350,7 @@ def backtest(
     """Which method best predicts held-out games: rate training splits, score test games by Kendall tau."""
     check_kind(kind, stored=True)
     check_sources([store])
+    check_store(store)
     import time
 
     import pyarrow.parquet as pq
@@ -362,7 +369,10 @@ def backtest(
     report_merged(config.merged)
     opened = Store(store)
     start = time.perf_counter()
-    log = runner.load(opened, config)
+    try:
+        log = runner.load(opened, config)
+    except ValueError as exc:  # the store holds nothing of the kind
+        raise fail(str(exc)) from None
     try:
         split_list = runner.make_splits(log, config)
     except ValueError as exc:  # e.g. a test size the log cannot give: found before any method runs

@@ -59,3 +59,15 @@ def test_vase_backtest_refuses_a_window_that_is_not_a_span_of_time_before_any_wo
         result = CliRunner().invoke(app, [*args, "--window-days", days])
         assert result.exit_code == 2 and "window_days" in result.output, (days, result.output)
     assert not (tmp_path / "out").exists()
+
+
+def test_vase_backtest_on_a_folder_that_is_not_a_store_or_holds_no_logs_of_the_kind_is_one_line(tmp_path):
+    # Both were "ValueError: the store at ... holds no games (--debug shows the traceback)" with exit 1.
+    (tmp_path / "empty").mkdir()
+    args = ["backtest", "--kind", "games", "-m", "borda", "--workers", "0", "--out", str(tmp_path / "out")]
+    not_a_store = CliRunner().invoke(app, [*args, "--store", str(tmp_path / "empty")])
+    assert not_a_store.exit_code == 2 and not_a_store.output == f"error: {tmp_path / 'empty'} is not a store (no manifest.json); ingest logs into it first\n"
+    store = f1_store(tmp_path)
+    other_kind = CliRunner().invoke(app, [*args, "--store", store, "--kind", "battles", "-m", "elo"])
+    assert other_kind.exit_code == 1 and other_kind.output == f"error: the store at {store} holds no battles\n", other_kind.output
+    assert not (tmp_path / "out").exists()
