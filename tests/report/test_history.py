@@ -93,3 +93,21 @@ def test_history_command_prints_every_name_whole(demo_nightly):
     assert "new" in result.output and "\u25b2" in result.output
     missing = CliRunner().invoke(app, ["history", str(demo_nightly / "nowhere")])
     assert missing.exit_code != 0 and "no history" in missing.output
+
+
+def test_a_history_with_columns_of_the_wrong_type_or_rows_without_keys_cannot_be_read(tmp_path):
+    # A rank of "two" was a multi-line InvalidOperationError in `vase history` and in the nightly's
+    # append; a row without its run or a file without the columns was a TypeError or an IndexError.
+    rows = {"run_id": [RUNS[0], RUNS[1]], "board": ["b", "b"], "method": ["elo", "elo"], "agent": ["x", "x"], "rank": [1, 2],
+            "score": [1.0, 0.5]}
+    damaged = {"rank": rows | {"rank": ["1", "two"]}, "score": rows | {"score": ["high", "low"]},
+               "run_id": rows | {"run_id": [None, RUNS[1]]}, "agent": rows | {"agent": ["x", None]}, "columns": {"a": [1]}}
+    for what, table in damaged.items():
+        path = tmp_path / f"{what}.parquet"
+        pl.DataFrame(table).write_parquet(path)
+        shown = CliRunner().invoke(app, ["history", str(path)])
+        assert shown.exit_code == 1 and shown.output.startswith(f"error: {path} cannot be read as a history"), (what, shown.output)
+        assert len(shown.output.splitlines()) == 1, shown.output
+    older = tmp_path / "older.parquet"  # written before the intervals were kept: still a history
+    pl.DataFrame(rows | {"run_id": [1, 2]}).write_parquet(older)
+    assert read_history(older).get_column("run_id").to_list() == ["1", "2"]
