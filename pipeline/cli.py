@@ -441,8 +441,8 @@ def history(
     out: Annotated[Path, typer.Argument(help="the nightly output folder (holding history.parquet), or the file")],
     board: Annotated[Optional[str], typer.Option("--board", "-b", help="only this board")] = None,
     method: Annotated[Optional[str], typer.Option("--method", "-m", help="only this method (a name selects all its specs)")] = None,
-    runs: Annotated[int, typer.Option(help="runs shown, the latest last")] = 5,
-    top: Annotated[int, typer.Option(help="agents shown per board and method (0: all)")] = 10,
+    runs: Annotated[int, typer.Option(min=1, help="runs shown, the latest last")] = 5,
+    top: Annotated[int, typer.Option(min=0, help="agents shown per board and method (0: all)")] = 10,
 ) -> None:
     """Print the ranks of the top agents over the last nightly runs, per board and method."""
     from pipeline.report.history import HISTORY_FILE, history_table, history_views
@@ -455,7 +455,7 @@ def history(
     if (table := history_table(path)) is None:
         raise fail(f"{path} cannot be read as a history (cut short, or not Parquet); "
                    "the next nightly run keeps it aside and starts a new one")
-    views = history_views(table, board, method, max(1, runs), top or None)
+    views = history_views(table, board, method, runs, top or None)
     if not views:
         raise typer.BadParameter(f"nothing in {path} for board {board or 'any'} and method {method or 'any'}")
     for view in views:

@@ -111,3 +111,15 @@ def test_a_history_with_columns_of_the_wrong_type_or_rows_without_keys_cannot_be
     older = tmp_path / "older.parquet"  # written before the intervals were kept: still a history
     pl.DataFrame(rows | {"run_id": [1, 2]}).write_parquet(older)
     assert read_history(older).get_column("run_id").to_list() == ["1", "2"]
+
+
+def test_history_command_refuses_a_negative_top_or_no_runs(tmp_path):
+    # --top -1 showed every agent but the last (polars' head(-1)); --runs 0 and -3 showed one run.
+    path = tmp_path / HISTORY_FILE
+    pl.DataFrame({"run_id": [RUNS[0]] * 3, "board": ["b"] * 3, "method": ["elo"] * 3, "agent": ["x", "y", "z"], "rank": [1, 2, 3],
+                  "score": [3.0, 2.0, 1.0]}).write_parquet(path)
+    for option, value in (("--top", "-1"), ("--runs", "0"), ("--runs", "-3")):
+        refused = CliRunner().invoke(app, ["history", str(path), option, value])
+        assert refused.exit_code == 2 and option in refused.output, refused.output
+    everyone = CliRunner().invoke(app, ["history", str(path), "--top", "0", "--runs", "1"])
+    assert everyone.exit_code == 0 and all(f"\u2502 {agent} " in everyone.output for agent in "xyz"), everyone.output
