@@ -60,7 +60,8 @@ def history_table(path: str | Path) -> pl.DataFrame | None:
     """The history file with the history's columns, or None when it cannot be read as one: cut
     short, not Parquet, without a column every history has (`KEYS`, rank and score; the intervals
     came later), with one whose values do not convert to the history's types, or with a row that
-    names no run, board, method or agent."""
+    names no run, board, method or agent. A row repeated (two histories concatenated by hand) is
+    read once: its first occurrence."""
     try:
         table = pl.read_parquet(path)
         if not set(KEYS + ("rank", "score")) <= set(table.columns):
@@ -68,7 +69,9 @@ def history_table(path: str | Path) -> pl.DataFrame | None:
         table = table.select([(pl.col(c) if c in table.columns else pl.lit(None)).cast(t).alias(c) for c, t in SCHEMA.items()])
     except (OSError, pl.exceptions.PolarsError):
         return None
-    return None if table.select(pl.any_horizontal(pl.col(KEYS).is_null())).to_series().any() else table
+    if table.select(pl.any_horizontal(pl.col(KEYS).is_null())).to_series().any():
+        return None
+    return table.unique(subset=KEYS, keep="first", maintain_order=True)
 
 
 def append_history(path: str | Path, run_dir: str | Path, run_id: str | None = None, max_runs: int = MAX_RUNS) -> Path:

@@ -123,3 +123,14 @@ def test_history_command_refuses_a_negative_top_or_no_runs(tmp_path):
         assert refused.exit_code == 2 and option in refused.output, refused.output
     everyone = CliRunner().invoke(app, ["history", str(path), "--top", "0", "--runs", "1"])
     assert everyone.exit_code == 0 and all(f"\u2502 {agent} " in everyone.output for agent in "xyz"), everyone.output
+
+
+def test_a_row_repeated_in_the_history_is_read_once(tmp_path):
+    # Two copies of a history concatenated: `vase history` listed every agent twice.
+    path = tmp_path / HISTORY_FILE
+    once = pl.DataFrame({"run_id": [RUNS[0], RUNS[0], RUNS[1], RUNS[1]], "board": ["b"] * 4, "method": ["elo"] * 4,
+                         "agent": ["x", "y", "x", "y"], "rank": [1, 2, 2, 1], "score": [2.0, 1.0, 1.0, 2.0]})
+    pl.concat([once, once.with_columns(pl.col("rank") + 10)]).write_parquet(path)
+    assert read_history(path).select(once.columns).equals(once)
+    shown = CliRunner().invoke(app, ["history", str(path)])
+    assert shown.exit_code == 0 and shown.output.count("\u2502 x ") == 1 and "2 \u2192 1" in shown.output, shown.output
