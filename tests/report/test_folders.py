@@ -25,3 +25,21 @@ def test_a_folder_is_what_its_last_run_published_not_what_an_earlier_one_left(tm
     run_board(board, store, out)  # and a board published over the backtest is a board
     (found,) = read_run(out)
     assert isinstance(found, BoardFolder) and found.methods == ["borda:normalise=false"]
+
+
+def test_a_run_json_whose_sections_are_not_mappings_is_read_as_far_as_it_can_be(tmp_path):
+    # "parameters": [1] in a backtest's run.json stopped `vase report` with AttributeError, as did
+    # "rows", "diagnostics" or "categories" of another type in a board's.
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    store = Store(tmp_path / "store")
+    run_board(Board("f1", "games", (str(SAMPLES / "f1"),), ("borda",)), store, tmp_path / "board")
+    backtest(store, BacktestConfig("games", ("copeland",), splits=2, test_size=5), tmp_path / "backtest")
+    for folder in ("board", "backtest"):
+        (tmp_path / folder / "run.json").write_text('{"parameters": [1], "rows": "many", "diagnostics": [2], "categories": 3, '
+                                                    '"timings_s": [], "outputs": 4, "title": "edited"}')
+        result = CliRunner().invoke(app, ["report", str(tmp_path / folder)])
+        assert result.exit_code == 0, (folder, result.output)
+        assert "<h1>edited" in (tmp_path / folder / "index.html").read_text(encoding="utf-8")
