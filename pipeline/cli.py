@@ -385,7 +385,7 @@ def backtest(
             timings["evaluate"] = time.perf_counter() - start
     except RatingError as error:
         raise fail(f"backtest stopped: {error.named(opened.dictionary('agents').names)}") from None
-    written = runner.publish_backtest(opened, config, results, out, timings)
+    written = runner.publish_backtest(opened, config, results, out, timings, log.inputs)
     console.print(backtest_table(pq.read_table(out / "summary.parquet").to_pylist(), task_label(config.reference)))
     console.print(f"outputs: {', '.join(p.name for p in written)} in {out}", highlight=False)
     console.print(f"report: {(out / 'index.html').resolve()}", highlight=False)

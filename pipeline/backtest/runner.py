@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from pipeline.methods import Spec, needed_statistics
 from pipeline.methods.registry import unique_specs
 from pipeline.report import write_report
 from pipeline.report.publish import RunRecord
-from pipeline.store import Store
+from pipeline.store import IngestReport, Store
 
 DAY_US = 86_400 * 1_000_000
 MAX_WINDOW_DAYS = 3_652_425  # 10,000 years: stored timestamps lie in the years 1 to 9999, so no longer window has a training set
@@ -82,10 +83,10 @@ def make_splits(log: UnitLog, config: BacktestConfig) -> list[Split]:
 
 
 def publish_backtest(store: Store, config: BacktestConfig, results: pa.Table, out: str | Path,
-                     timings: dict[str, float]) -> list[Path]:
+                     timings: dict[str, float], inputs: Sequence[IngestReport]) -> list[Path]:
+    """The outputs and report of a backtest of the log read from `inputs` (`UnitLog.inputs`)."""
     reference = task_label(config.reference)
     summary = summarise(results, config.labels, reference)
-    inputs = sorted((r for r in store.manifest.files.values() if r.kind == config.kind), key=lambda r: r.source)
     given = {k: v for k, v in asdict(config).items() if k not in ("methods", "reference", "merged")}
     parameters = given | {"methods": config.labels, "reference": reference, "reference_in_run": reference in config.labels,
                           "seeds": "a method whose spec leaves `seed` unset gets a seed per split x method task",
@@ -93,7 +94,7 @@ def publish_backtest(store: Store, config: BacktestConfig, results: pa.Table, ou
     if config.merged:
         parameters["methods_merged"] = config.merged
     title = f"backtest: {config.kind}, {config.scheme} splits"
-    record = RunRecord(config.kind, config.labels, str(store.root), inputs, parameters=parameters, timings=timings, title=title)
+    record = RunRecord(config.kind, config.labels, str(store.root), list(inputs), parameters=parameters, timings=timings, title=title)
     return write_backtest(out, results, summary, record, title, reference) + [write_report(out)]
 
 
@@ -107,4 +108,4 @@ def backtest(store: Store, config: BacktestConfig, out: str | Path, client=None)
     start = time.perf_counter()
     results = run_backtest(log, splits, config.methods, client=client, unseen=config.unseen)
     timings["evaluate"] = time.perf_counter() - start
-    return publish_backtest(store, config, results, out, timings)
+    return publish_backtest(store, config, results, out, timings, log.inputs)
