@@ -25,8 +25,8 @@ def evaluate(config: runner.BacktestConfig, log, splits, client):
 
 
 @task(cache_policy=NO_CACHE)
-def publish(store: str, config: runner.BacktestConfig, results, out: str, timings: dict[str, float]) -> list[str]:
-    return [str(p) for p in runner.publish_backtest(Store(store), config, results, out, timings)]
+def publish(store: str, config: runner.BacktestConfig, results, out: str, timings: dict[str, float], inputs) -> list[str]:
+    return [str(p) for p in runner.publish_backtest(Store(store), config, results, out, timings, inputs)]
 
 
 @flow(name="backtest")
@@ -40,4 +40,4 @@ def backtest(store: str, kind: str, methods: list[str], out: str, splits: int = 
     with dask_client(scheduler, workers, given_by=FLOW_SCHEDULER) as client:
         results = evaluate(config, log, split_list, client)
     timings["evaluate"] = time.perf_counter() - start - timings["load"]
-    return publish(store, config, results, out, timings)
+    return publish(store, config, results, out, timings, log.inputs)

@@ -121,6 +121,12 @@ def check_sources(sources: Sequence[Path]) -> None:
         raise fail(f"no such file or folder: {', '.join(missing)}", 2)
 
 
+def check_store(store: Path) -> None:
+    """A store read and not written to must be one before any work starts (exit 2)."""
+    if not (store / "manifest.json").exists():
+        raise fail(f"{store} is not a store (no manifest.json); ingest logs into it first", 2)
+
+
 def check_kind(kind: str, *, stored: bool = False) -> None:
     from pipeline.board import KINDS
 
@@ -261,8 +267,8 @@ def rate(
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--by") from None
     check_sources(sources or ())
-    if store is not None and sources is None and not (store / "manifest.json").exists():
-        raise fail(f"{store} is not a store (no manifest.json); ingest logs into it first", 2)
+    if store is not None and sources is None:
+        check_store(store)
     try:
         specs, merged = unique_specs(method)
         board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by)
@@ -344,6 +350,7 @@ def backtest(
     """Which method best predicts held-out games: rate training splits, score test games by Kendall tau."""
     check_kind(kind, stored=True)
     check_sources([store])
+    check_store(store)
     import time
 
     import pyarrow.parquet as pq
@@ -362,7 +369,10 @@ def backtest(
     report_merged(config.merged)
     opened = Store(store)
     start = time.perf_counter()
-    log = runner.load(opened, config)
+    try:
+        log = runner.load(opened, config)
+    except ValueError as exc:  # the store holds nothing of the kind
+        raise fail(str(exc)) from None
     try:
         split_list = runner.make_splits(log, config)
     except ValueError as exc:  # e.g. a test size the log cannot give: found before any method runs
@@ -375,7 +385,7 @@ def backtest(
             timings["evaluate"] = time.perf_counter() - start
     except RatingError as error:
         raise fail(f"backtest stopped: {error.named(opened.dictionary('agents').names)}") from None
-    written = runner.publish_backtest(opened, config, results, out, timings)
+    written = runner.publish_backtest(opened, config, results, out, timings, log.inputs)
     console.print(backtest_table(pq.read_table(out / "summary.parquet").to_pylist(), task_label(config.reference)))
     console.print(f"outputs: {', '.join(p.name for p in written)} in {out}", highlight=False)
     console.print(f"report: {(out / 'index.html').resolve()}", highlight=False)
@@ -431,8 +441,8 @@ def history(
     out: Annotated[Path, typer.Argument(help="the nightly output folder (holding history.parquet), or the file")],
     board: Annotated[Optional[str], typer.Option("--board", "-b", help="only this board")] = None,
     method: Annotated[Optional[str], typer.Option("--method", "-m", help="only this method (a name selects all its specs)")] = None,
-    runs: Annotated[int, typer.Option(help="runs shown, the latest last")] = 5,
-    top: Annotated[int, typer.Option(help="agents shown per board and method (0: all)")] = 10,
+    runs: Annotated[int, typer.Option(min=1, help="runs shown, the latest last")] = 5,
+    top: Annotated[int, typer.Option(min=0, help="agents shown per board and method (0: all)")] = 10,
 ) -> None:
     """Print the ranks of the top agents over the last nightly runs, per board and method."""
     from pipeline.report.history import HISTORY_FILE, history_table, history_views
@@ -445,7 +455,7 @@ def history(
     if (table := history_table(path)) is None:
         raise fail(f"{path} cannot be read as a history (cut short, or not Parquet); "
                    "the next nightly run keeps it aside and starts a new one")
-    views = history_views(table, board, method, max(1, runs), top or None)
+    views = history_views(table, board, method, runs, top or None)
     if not views:
         raise typer.BadParameter(f"nothing in {path} for board {board or 'any'} and method {method or 'any'}")
     for view in views:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -14,16 +15,17 @@ import pyarrow as pa
 
 from pipeline.backtest.evaluate import run_backtest, task_label
 from pipeline.backtest.kendall import UNSEEN_POLICIES
-from pipeline.backtest.splits import Split, random_splits, temporal_splits
+from pipeline.backtest.splits import Split, check_splits, random_splits, temporal_splits
 from pipeline.backtest.summary import summarise, write_backtest
 from pipeline.backtest.units import UnitLog, load_units
 from pipeline.methods import Spec, needed_statistics
 from pipeline.methods.registry import unique_specs
 from pipeline.report import write_report
 from pipeline.report.publish import RunRecord
-from pipeline.store import Store
+from pipeline.store import IngestReport, Store
 
 DAY_US = 86_400 * 1_000_000
+MAX_WINDOW_DAYS = 3_652_425  # 10,000 years: stored timestamps lie in the years 1 to 9999, so no longer window has a training set
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,20 @@ class BacktestConfig:
             raise ValueError(f"unknown unseen-player policy {self.unseen!r}; expected one of {', '.join(UNSEEN_POLICIES)}")
         if not self.methods:
             raise ValueError("a backtest needs at least one method")
+        check_splits(self.splits)
+        # Checked whatever the scheme: run.json records it (NaN is not JSON), and inf cannot be rounded.
+        if not (0 < self.window_days <= MAX_WINDOW_DAYS and self.window >= 1):  # False for NaN
+            raise ValueError(f"window_days (the test window of temporal splits) must be between a microsecond and "
+                             f"{MAX_WINDOW_DAYS:,} days (10,000 years), not {self.window_days}")
         methods, merged = unique_specs(self.methods, key=task_label)
         object.__setattr__(self, "methods", methods)
         object.__setattr__(self, "merged", dict(self.merged) | merged)
         object.__setattr__(self, "reference", Spec.parse(self.reference))
+
+    @property
+    def window(self) -> int:
+        """The test window of temporal splits, in microseconds."""
+        return round(self.window_days * DAY_US)
 
     @property
     def labels(self) -> list[str]:
@@ -66,15 +78,15 @@ def load(store: Store, config: BacktestConfig) -> UnitLog:
 
 def make_splits(log: UnitLog, config: BacktestConfig) -> list[Split]:
     if config.scheme == "temporal":
-        return temporal_splits(log.times, config.splits, round(config.window_days * DAY_US), config.seed)
+        return temporal_splits(log.times, config.splits, config.window, config.seed)
     return random_splits(log.units, config.splits, config.test_size, config.seed)
 
 
 def publish_backtest(store: Store, config: BacktestConfig, results: pa.Table, out: str | Path,
-                     timings: dict[str, float]) -> list[Path]:
+                     timings: dict[str, float], inputs: Sequence[IngestReport]) -> list[Path]:
+    """The outputs and report of a backtest of the log read from `inputs` (`UnitLog.inputs`)."""
     reference = task_label(config.reference)
     summary = summarise(results, config.labels, reference)
-    inputs = sorted((r for r in store.manifest.files.values() if r.kind == config.kind), key=lambda r: r.source)
     given = {k: v for k, v in asdict(config).items() if k not in ("methods", "reference", "merged")}
     parameters = given | {"methods": config.labels, "reference": reference, "reference_in_run": reference in config.labels,
                           "seeds": "a method whose spec leaves `seed` unset gets a seed per split x method task",
@@ -82,7 +94,7 @@ def publish_backtest(store: Store, config: BacktestConfig, results: pa.Table, ou
     if config.merged:
         parameters["methods_merged"] = config.merged
     title = f"backtest: {config.kind}, {config.scheme} splits"
-    record = RunRecord(config.kind, config.labels, str(store.root), inputs, parameters=parameters, timings=timings, title=title)
+    record = RunRecord(config.kind, config.labels, str(store.root), list(inputs), parameters=parameters, timings=timings, title=title)
     return write_backtest(out, results, summary, record, title, reference) + [write_report(out)]
 
 
@@ -96,4 +108,4 @@ def backtest(store: Store, config: BacktestConfig, out: str | Path, client=None)
     start = time.perf_counter()
     results = run_backtest(log, splits, config.methods, client=client, unseen=config.unseen)
     timings["evaluate"] = time.perf_counter() - start
-    return publish_backtest(store, config, results, out, timings)
+    return publish_backtest(store, config, results, out, timings, log.inputs)

@@ -22,7 +22,7 @@ from pipeline.logs import log_kind
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP
 from pipeline.logs.orders import WeakOrders
 from pipeline.stats.extras import extra_columns
-from pipeline.store import Store
+from pipeline.store import IngestReport, Store
 from pipeline.store.files import reading_store_file
 
 NO_TIME = np.iinfo(np.int64).min
@@ -39,6 +39,7 @@ class UnitLog:
     row_unit: np.ndarray  # unit of each row
     orders: WeakOrders  # one weak order per unit
     times: np.ndarray  # per unit: timestamp in microseconds since the epoch, or NO_TIME if unknown
+    inputs: tuple[IngestReport, ...] = ()  # the manifest's files of the kind when the log was read, by source
 
     @property
     def units(self) -> int:
@@ -67,7 +68,8 @@ def load_units(store: Store, kind: str, statistics: frozenset[str] = frozenset()
     chosen = log_kind(kind)
     if not chosen.stored:
         raise ValueError(f"{kind} files are rated directly, not stored: there is nothing to backtest")
-    parts = store.partitions(kind)
+    manifest = store.manifest  # read once: files that an ingest commits meanwhile are neither in the log nor in its inputs
+    parts = store.partitions(kind, manifest)
     if not parts:
         raise ValueError(f"the store at {store.root} holds no {kind}")
     unit = [chosen.unit_column] if chosen.unit_column else []
@@ -82,4 +84,6 @@ def load_units(store: Store, kind: str, statistics: frozenset[str] = frozenset()
     table = pa.concat_tables(tables, promote_options="default").combine_chunks()  # one chunk: a split filters it 50 times
     row_unit, orders = chosen.unit_orders(table)
     agents = store.dictionary("agents")
-    return UnitLog(kind, len(agents), {space: store.dictionary(space).name_order() for space in DICTIONARIES}, table, row_unit, orders, _unit_times(table, row_unit, len(orders)))
+    inputs = tuple(sorted((r for r in manifest.files.values() if r.kind == kind), key=lambda r: r.source))
+    return UnitLog(kind, len(agents), {space: store.dictionary(space).name_order() for space in DICTIONARIES}, table, row_unit, orders,
+                   _unit_times(table, row_unit, len(orders)), inputs)

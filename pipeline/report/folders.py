@@ -35,6 +35,13 @@ def read_json(path: Path) -> dict:
     return value if isinstance(value, dict) else {}
 
 
+def section(run: dict, key: str) -> dict:
+    """A mapping of a run.json (`parameters`, `rows`, ...), or {} where it is missing or is not one
+    (a file edited by hand, or written by another tool)."""
+    value = run.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def read_parquet(path: Path) -> pl.DataFrame | None:
     try:
         return pl.read_parquet(path)
@@ -57,8 +64,7 @@ class BoardFolder:
 
     @property
     def title(self) -> str:
-        params = self.run.get("parameters") or {}
-        return str(self.run.get("title") or params.get("board") or self.name or self.path.name)
+        return str(self.run.get("title") or section(self.run, "parameters").get("board") or self.name or self.path.name)
 
     @property
     def methods(self) -> list[str]:
@@ -76,8 +82,8 @@ class BacktestFolder:
 
     @property
     def title(self) -> str:
-        params = self.run.get("parameters") or {}
-        return str(self.run.get("title") or f"backtest: {self.run.get('kind', '')}, {params.get('scheme', 'random')} splits")
+        scheme = section(self.run, "parameters").get("scheme", "random")
+        return str(self.run.get("title") or f"backtest: {self.run.get('kind', '')}, {scheme} splits")
 
 
 Folder = BoardFolder | BacktestFolder
@@ -88,10 +94,10 @@ def read_board(path: Path, name: str = "") -> BoardFolder | None:
     if ratings is None:
         return None
     run = read_json(path / "run.json")
-    listed = run.get("outputs") or sorted(p.name for p in path.glob("*.parquet"))
+    listed = run.get("outputs") if isinstance(run.get("outputs"), list) else sorted(p.name for p in path.glob("*.parquet"))
     tables = {}
     for output in listed:
-        if output.endswith(".parquet") and output not in STANDARD_OUTPUTS:
+        if str(output).endswith(".parquet") and output not in STANDARD_OUTPUTS:
             table = read_parquet(path / output)
             if table is not None:
                 tables[output.removesuffix(".parquet")] = table
@@ -108,8 +114,12 @@ def read_backtest(path: Path, name: str = "") -> BacktestFolder | None:
 
 
 def read_folder(path: Path, name: str = "") -> Folder | None:
-    """A board or a backtest published in `path`, or None."""
-    return read_board(path, name) if (path / RATINGS).exists() else read_backtest(path, name)
+    """A board or a backtest published in `path`, or None. The outputs that run.json lists tell
+    which (a backtest published into a folder that held a board leaves its ratings.parquet there,
+    which is not this run's); a folder without that list is told by its files."""
+    listed = read_json(path / "run.json").get("outputs")
+    board = RATINGS in listed if isinstance(listed, list) else (path / RATINGS).exists()
+    return read_board(path, name) if board else read_backtest(path, name)
 
 
 def read_run(path: str | Path) -> list[Folder]:

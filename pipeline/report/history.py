@@ -25,6 +25,7 @@ HISTORY_FILE = "history.parquet"
 MAX_RANK = 1000
 MAX_RUNS = 400
 INTERVALS = ("ci_low", "ci_high", "rank_low", "rank_high")
+KEYS = ("run_id", "board", "method", "agent")  # a row's identity
 SCHEMA = {"run_id": pl.String, "board": pl.String, "method": pl.String, "agent": pl.String, "rank": pl.Int64,
           "score": pl.Float64} | {name: pl.Float64 for name in INTERVALS}
 
@@ -56,12 +57,21 @@ def read_history(path: str | Path | None) -> pl.DataFrame:
 
 
 def history_table(path: str | Path) -> pl.DataFrame | None:
-    """The history file with the history's columns, or None when it cannot be read (cut short, not Parquet)."""
+    """The history file with the history's columns, or None when it cannot be read as one: cut
+    short, not Parquet, without a column every history has (`KEYS`, rank and score; the intervals
+    came later), with one whose values do not convert to the history's types, or with a row that
+    names no run, board, method or agent. A row repeated (two histories concatenated by hand) is
+    read once: its first occurrence."""
     try:
         table = pl.read_parquet(path)
+        if not set(KEYS + ("rank", "score")) <= set(table.columns):
+            return None
+        table = table.select([(pl.col(c) if c in table.columns else pl.lit(None)).cast(t).alias(c) for c, t in SCHEMA.items()])
     except (OSError, pl.exceptions.PolarsError):
         return None
-    return table.select([(pl.col(c) if c in table.columns else pl.lit(None)).cast(t).alias(c) for c, t in SCHEMA.items()])
+    if table.select(pl.any_horizontal(pl.col(KEYS).is_null())).to_series().any():
+        return None
+    return table.unique(subset=KEYS, keep="first", maintain_order=True)
 
 
 def append_history(path: str | Path, run_dir: str | Path, run_id: str | None = None, max_runs: int = MAX_RUNS) -> Path:

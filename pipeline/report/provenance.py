@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.report.diagnostics import Note, number, plain
+from pipeline.report.folders import section
 from pipeline.report.tables import Cell, Column, Table, pairs_table
 
 KNOWN = {"title", "version", "python", "kind", "methods", "store", "parameters", "inputs", "rows", "timings_s", "diagnostics", "outputs"}
@@ -119,11 +120,11 @@ def provenance(run: dict) -> Provenance:
         rows = run["rows"]
         facts.append(("rows", f"{number(rows.get('rows_in', 0))} in = {number(rows.get('rows_accepted', 0))} accepted + "
                               f"{number(rows.get('rows_quarantined', 0))} quarantined"))
-    timings = run.get("timings_s") if isinstance(run.get("timings_s"), dict) else {}
+    timings = section(run, "timings_s")
     timing_rows = [(k, f"{number(v)} s") for k, v in timings.items()]
     if timing_rows:
         timing_rows.append(("total", f"{number(round(sum(v for v in timings.values() if isinstance(v, (int, float))), 3))} s"))
-    parameters = run.get("parameters") if isinstance(run.get("parameters"), dict) else {}
+    parameters = section(run, "parameters")
     other = [(k, plain(v, 600)) for k, v in sorted(run.items()) if k not in KNOWN and k not in REFUSED_KEYS + FAILED_KEYS]
     quarantine, note = quarantine_reasons(run)
     return Provenance(

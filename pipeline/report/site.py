@@ -26,7 +26,7 @@ from pipeline.paths import CATEGORY_PREFIX
 from pipeline.report import plots
 from pipeline.report.agreement import RANK_GAP, disagreements, kendall_matrix
 from pipeline.report.diagnostics import Context, Diagnostics, Note, describe, names, number
-from pipeline.report.folders import BacktestFolder, BoardFolder, Folder, read_run, run_id_of, unreadable_outputs
+from pipeline.report.folders import BacktestFolder, BoardFolder, Folder, read_run, run_id_of, section, unreadable_outputs
 from pipeline.report.history import history_beside, rank_changes, read_history, with_run
 from pipeline.report.provenance import Provenance, provenance
 from pipeline.report.runs import read_failures
@@ -224,7 +224,7 @@ def board_page(board: BoardFolder, history: pl.DataFrame, run_id: str | None) ->
     specs = board.methods
     records = dict(board.agents.select("agent", "records").iter_rows()) if board.agents is not None else None
     stems = method_stems(specs)
-    diagnostics = board.run.get("diagnostics") or {}
+    diagnostics = section(board.run, "diagnostics")
     taken: set[str] = set()
     panels, ranks = [], {}
     for key, label, rows in leaderboards(board):
@@ -247,7 +247,7 @@ def board_page(board: BoardFolder, history: pl.DataFrame, run_id: str | None) ->
     agreement, matrix, listed = agreement_parts([s for s in specs if s in ranks], ranks, order)
     history_plot, history_note = history_image(history, board.name, first, headline, order) if first else (None, "")
     prov = provenance(board.run)
-    run_rows = board.run.get("rows") or {}
+    run_rows = section(board.run, "rows")
     rated = board.ratings.get_column("agent").n_unique() if "agent" in board.ratings.columns else 0  # 0: every method refused
     facts = [("agents", number(len(order) or rated)),
              ("methods", number(len(specs))), ("kind", str(board.run.get("kind", "")))]
@@ -265,10 +265,9 @@ def sub_boards(board: BoardFolder) -> tuple[list[tuple[str, str, str]], list[Not
     (else by their folder), and a note per category of the board's run.json that failed."""
     children = []
     for child in board.children:
-        parameters = child.run.get("parameters") if isinstance(child.run.get("parameters"), dict) else {}
-        name = str(parameters.get("category") or child.path.name.removeprefix(CATEGORY_PREFIX))
+        name = str(section(child.run, "parameters").get("category") or child.path.name.removeprefix(CATEGORY_PREFIX))
         children.append((name, f"{quote(child.path.name, safe='=')}/index.html", leader(child)))
-    categories = board.run.get("categories") if isinstance(board.run.get("categories"), dict) else {}
+    categories = section(board.run, "categories")
     failed = [Note(f"Category {entry.get('category')!r} failed and was not published: {entry['failed']}", "warn")
               for entry in categories.get("boards") or [] if isinstance(entry, dict) and entry.get("failed")]
     return children, failed
@@ -296,7 +295,7 @@ class BacktestPage:
 
 def backtest_page(backtest: BacktestFolder) -> BacktestPage:
     summary, results = backtest.summary, backtest.results
-    params = backtest.run.get("parameters") or {}
+    params = section(backtest.run, "parameters")
     reference = str(params.get("reference", ""))
     methods = summary.get_column("method").to_list()
     labels = [method_label(m)[0] for m in methods]
@@ -356,7 +355,7 @@ def board_card(board: BoardFolder, history: pl.DataFrame, run_id: str | None) ->
     at = {c.name: i for i, c in enumerate(table.columns)}
     top = [(row[at["rank"]].text, row[at["agent"]].text, row[at["score"]].text, row[at["change"]] if "change" in at else None)
            for row in table.rows]
-    run_rows = board.run.get("rows") or {}
+    run_rows = section(board.run, "rows")
     facts = [("agents", number(rows.height)), ("methods", number(len(specs))), ("rows", number(run_rows.get("rows_accepted", 0)))]
     return Card(board.title, board.name, f"{board.path.name}/index.html", str(board.run.get("kind", "")), facts, top,
                 method_label(first)[0] if first else "", provenance(board.run).alerts)

@@ -207,9 +207,9 @@ class Store:
     def dictionary(self, name: str = "agents") -> IdMap:
         return IdMap.load(self.root / "dictionaries" / f"{name}.parquet")
 
-    def partitions(self, kind: str) -> list[Partition]:
-        """The committed partition files of one kind, in a fixed order."""
-        parts = [p for r in self.manifest.files.values() if r.kind == kind for p in r.partitions]
+    def partitions(self, kind: str, manifest: Manifest | None = None) -> list[Partition]:
+        """The committed partition files of one kind, in a fixed order (as `manifest` lists them, if given)."""
+        parts = [p for r in (manifest or self.manifest).files.values() if r.kind == kind for p in r.partitions]
         return sorted(parts, key=lambda p: p.path)
 
     def path(self, partition: Partition) -> Path:

@@ -58,3 +58,45 @@ def test_bad_config_raises():
         BacktestConfig("games", ("borda",), unseen="drop")
     with pytest.raises(ValueError, match="unknown method"):
         BacktestConfig("games", ("nonesuch",))
+
+
+@pytest.mark.parametrize("days", [float("nan"), float("inf"), -float("inf"), 0.0, -1.0, 1e-12, 1e300])
+def test_a_window_that_is_not_a_positive_span_of_time_is_refused_when_configured(days):
+    # inf and 1e300 raised OverflowError after the log was loaded; NaN went into run.json as NaN.
+    with pytest.raises(ValueError, match="window_days"):
+        BacktestConfig("games", ("borda",), scheme="temporal", window_days=days)
+    with pytest.raises(ValueError, match="window_days"):
+        BacktestConfig("games", ("borda",), window_days=days)
+    assert BacktestConfig("games", ("borda",), window_days=0.5).window == 43_200 * 10**6
+
+
+def test_more_splits_than_can_be_held_are_refused_when_configured():
+    # 10**9 splits grew memory until MemoryError (or the OOM killer) before any split was rated.
+    with pytest.raises(ValueError, match="splits must be between 1 and 1,000"):
+        BacktestConfig("games", ("borda",), splits=10**9)
+    with pytest.raises(ValueError, match="splits must be between 1 and 1,000"):
+        BacktestConfig("games", ("borda",), splits=0)
+
+
+def test_run_json_lists_the_files_the_backtest_read_not_those_ingested_while_it_ran(tmp_path):
+    # run.json's inputs were read from the manifest when publishing, so a file that another process
+    # ingested while the splits were rated was listed (with its rows) though no split held it.
+    from pipeline.backtest.evaluate import run_backtest
+    from pipeline.backtest.runner import publish_backtest
+    from pipeline.store import Store
+    from tests.conftest import SAMPLES
+
+    lines = (SAMPLES / "f1" / "races_2021_2023.csv").read_text().splitlines(keepends=True)
+    first, later = tmp_path / "first.csv", tmp_path / "later.csv"
+    first.write_text("".join(lines[:600]))
+    later.write_text(lines[0] + "".join(lines[600:]))
+    store = Store(tmp_path / "store")
+    store.ingest([first], "games")
+    config = BacktestConfig("games", ("borda",), splits=2, test_size=3)
+    log = load(store, config)
+    store.ingest([later], "games")  # another process, while the backtest runs
+    results = run_backtest(log, make_splits(log, config), config.methods)
+    publish_backtest(store, config, results, tmp_path / "out", {}, log.inputs)
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert [i["source"] for i in run["inputs"]] == [str(first)]
+    assert run["rows"]["rows_accepted"] == log.table.num_rows == 599

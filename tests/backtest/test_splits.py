@@ -21,6 +21,10 @@ def test_random_splits_reject_bad_sizes():
         random_splits(10, 2, 10, 0)
     with pytest.raises(ValueError, match="splits"):
         random_splits(10, 0, 2, 0)
+    with pytest.raises(ValueError, match="splits must be between 1 and 1,000"):
+        random_splits(10, 1_001, 2, 0)
+    with pytest.raises(ValueError, match="splits must be between 1 and 1,000"):
+        temporal_splits(np.arange(10), 1_001, 1, 0)
 
 
 def test_temporal_splits_roll_forward():

@@ -139,3 +139,44 @@ def test_two_runs_appending_at_once_both_stay_in_the_history(tmp_path):
     paused.communicate("go\n", timeout=60)
     assert other.wait(60) == 0 and paused.returncode == 0
     assert sorted(read_history(path).get_column("run_id").to_list()) == [first, second]
+
+
+def test_a_history_with_columns_of_the_wrong_type_or_rows_without_keys_cannot_be_read(tmp_path):
+    # A rank of "two" was a multi-line InvalidOperationError in `vase history` and in the nightly's
+    # append; a row without its run or a file without the columns was a TypeError or an IndexError.
+    rows = {"run_id": [RUNS[0], RUNS[1]], "board": ["b", "b"], "method": ["elo", "elo"], "agent": ["x", "x"], "rank": [1, 2],
+            "score": [1.0, 0.5]}
+    damaged = {"rank": rows | {"rank": ["1", "two"]}, "score": rows | {"score": ["high", "low"]},
+               "run_id": rows | {"run_id": [None, RUNS[1]]}, "agent": rows | {"agent": ["x", None]}, "columns": {"a": [1]}}
+    for what, table in damaged.items():
+        path = tmp_path / f"{what}.parquet"
+        pl.DataFrame(table).write_parquet(path)
+        shown = CliRunner().invoke(app, ["history", str(path)])
+        assert shown.exit_code == 1 and shown.output.startswith(f"error: {path} cannot be read as a history"), (what, shown.output)
+        assert len(shown.output.splitlines()) == 1, shown.output
+    older = tmp_path / "older.parquet"  # written before the intervals were kept: still a history
+    pl.DataFrame(rows | {"run_id": [1, 2]}).write_parquet(older)
+    assert read_history(older).get_column("run_id").to_list() == ["1", "2"]
+
+
+def test_history_command_refuses_a_negative_top_or_no_runs(tmp_path):
+    # --top -1 showed every agent but the last (polars' head(-1)); --runs 0 and -3 showed one run.
+    path = tmp_path / HISTORY_FILE
+    pl.DataFrame({"run_id": [RUNS[0]] * 3, "board": ["b"] * 3, "method": ["elo"] * 3, "agent": ["x", "y", "z"], "rank": [1, 2, 3],
+                  "score": [3.0, 2.0, 1.0]}).write_parquet(path)
+    for option, value in (("--top", "-1"), ("--runs", "0"), ("--runs", "-3")):
+        refused = CliRunner().invoke(app, ["history", str(path), option, value])
+        assert refused.exit_code == 2 and option in refused.output, refused.output
+    everyone = CliRunner().invoke(app, ["history", str(path), "--top", "0", "--runs", "1"])
+    assert everyone.exit_code == 0 and all(f"\u2502 {agent} " in everyone.output for agent in "xyz"), everyone.output
+
+
+def test_a_row_repeated_in_the_history_is_read_once(tmp_path):
+    # Two copies of a history concatenated: `vase history` listed every agent twice.
+    path = tmp_path / HISTORY_FILE
+    once = pl.DataFrame({"run_id": [RUNS[0], RUNS[0], RUNS[1], RUNS[1]], "board": ["b"] * 4, "method": ["elo"] * 4,
+                         "agent": ["x", "y", "x", "y"], "rank": [1, 2, 2, 1], "score": [2.0, 1.0, 1.0, 2.0]})
+    pl.concat([once, once.with_columns(pl.col("rank") + 10)]).write_parquet(path)
+    assert read_history(path).select(once.columns).equals(once)
+    shown = CliRunner().invoke(app, ["history", str(path)])
+    assert shown.exit_code == 0 and shown.output.count("\u2502 x ") == 1 and "2 \u2192 1" in shown.output, shown.output
