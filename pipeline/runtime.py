@@ -25,10 +25,11 @@ brings their INFO lines back). Both read the level when they are imported, and D
 processes inherit it through the environment, so it is set there as well as on the loggers. While
 a LocalCluster closes after its work, the nanny's warning that it killed a worker slow to exit (4 s,
 on a loaded machine: the interpreter's teardown) is dropped unless the logs are verbose: the work
-was done and collected, and the line looked like a failure at the end of a good run. So is a
+was done and collected, and the line looked like a failure at the end of a good run. So are a
 LocalCluster worker's "Compute Failed" block (the task, its exception and traceback, printed by the
-worker process on the terminal): the exception reaches the caller, which reports it in one line
-(`--debug` shows its traceback). The workers load this module as their Dask preload to drop it.
+worker process on the terminal: the exception reaches the caller, which reports it in one line,
+`--debug` showing its traceback) and its warning that a task was cancelled as the cluster closed
+after that failure. The workers load this module as their Dask preload to drop them.
 """
 
 from __future__ import annotations
@@ -97,16 +98,20 @@ class SlowExitKills(logging.Filter):
         return not record.getMessage().startswith("Worker process still alive")
 
 
-class ComputeFailedBlocks(logging.Filter):
-    """Drops a worker's "Compute Failed" block (see the module's docstring)."""
+class TaskFailureNoise(logging.Filter):
+    """Drops what a worker prints of a task that failed, or that was cancelled as the cluster closed
+    (see the module's docstring)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Compute Failed")
+        message = str(record.msg)
+        return not (message.startswith("Compute Failed") or
+                    message.startswith("Async instruction for") and message.endswith("ended with CancelledError"))
 
 
 def dask_setup(worker: object) -> None:
     """Run by each worker of a quiet LocalCluster as it starts (Dask's preload, this module)."""
-    logging.getLogger("distributed.worker").addFilter(ComputeFailedBlocks())
+    for name in ("distributed.worker", "distributed.worker.state_machine"):  # a logger's filters see its own records only
+        logging.getLogger(name).addFilter(TaskFailureNoise())
 
 
 @contextmanager

@@ -145,6 +145,20 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_dask_block_only_when_
     assert loud.returncode == 1 and "Compute Failed" in loud.stderr, loud.stderr
 
 
+def test_a_quiet_worker_drops_only_the_noise_of_failed_and_cancelled_tasks():
+    import logging
+
+    from pipeline.runtime import TaskFailureNoise
+
+    def kept(message: str) -> bool:
+        return TaskFailureNoise().filter(logging.LogRecord("distributed.worker", logging.WARNING, "", 0, message, None, None))
+
+    assert not kept("Compute Failed\nKey:       reduce_batch-1\n")
+    # A backtest whose method failed on one split closed its cluster while other splits ran.
+    assert not kept("Async instruction for <Task cancelled name=\"execute('evaluate_split-1')\"> ended with CancelledError")
+    assert kept("Async instruction for <Task finished> ended with OSError") and kept("Worker exceeded 95% memory budget")
+
+
 @pytest.mark.parametrize("verbose", [False, True])
 def test_a_worker_killed_for_exiting_slowly_after_its_work_is_reported_only_when_verbose(monkeypatch, verbose):
     import atexit
