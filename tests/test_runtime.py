@@ -132,10 +132,10 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_dask_block_only_when_
 
     env = {k: v for k, v in os.environ.items() if k not in (DASK_LOG_ENV, PREFECT_LOG_ENV)}
     command = [sys.executable, "-c", "from flows.cli import app; app()"]
+    from pipeline.store import Store
+
     store = tmp_path / "store"
-    ingest = subprocess.run([*command, "ingest", str(SAMPLES / "f1"), "--kind", "games", "--store", str(store)], env=env,
-                            capture_output=True, text=True)
-    assert ingest.returncode == 0, ingest.stderr
+    Store(store).ingest(sorted((SAMPLES / "f1").glob("*.csv")), "games")
     next(store.glob("games/*/*.parquet")).write_bytes(b"damaged")
     args = ["rate", "--store", str(store), "--kind", "games", "-m", "borda", "--workers", "1", "--out", str(tmp_path / "out")]
     quiet = subprocess.run([*command, *args], env=env, capture_output=True, text=True)
