@@ -56,7 +56,7 @@ from pipeline.games import Game
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.equilibria import GAME_RULES, GameData, choose_game, game_ratings
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import NON_NEGATIVE, at_least, between, method, one_of
+from pipeline.methods.registry import Rule, at_least, between, method, one_of
 
 DEFAULT_GAMES = {"scores": "agent-task", "battles": "agent-agent"}
 SELECTIONS = ("local", "population")
@@ -228,7 +228,10 @@ def _sink_info(game: Game, components: list[np.ndarray], single: bool) -> dict[s
     return info
 
 
-@method("alpha-rank", needs=("game_data",), rules=GAME_RULES | {"alpha": NON_NEGATIVE, "m": at_least(2), "selection": one_of(*SELECTIONS),
+ALPHA = Rule(lambda value: value >= 0, "non-negative, or inf for the infinite-α chain", infinite=True)
+
+
+@method("alpha-rank", needs=("game_data",), rules=GAME_RULES | {"alpha": ALPHA, "m": at_least(2), "selection": one_of(*SELECTIONS),
                                                                "epsilon": between(0, 0.5, high_open=True)})
 def alpha_rank(data: GameData, *, game: str = "auto", norm: str = "minmax", alpha: float = 100.0, m: int = 50,
                selection: str = "local", epsilon: float = 0.0) -> Ratings:

@@ -256,3 +256,19 @@ def test_bad_parameters_and_too_large_games_are_refused():
     big = Game((np.zeros((50, 50)), np.ones((50, 50))), ("a", "b"), (tuple(map(str, range(50))),) * 2)
     with pytest.raises(RatingError, match="2500 profiles"):
         alpha_rank(big)
+
+
+def test_the_infinite_alpha_chain_is_a_spec_and_nan_is_not():
+    # README: `alpha-rank:alpha=inf` is the infinite-α chain; the registry refused every non-finite number.
+    from pipeline.methods.registry import Spec, apply
+
+    scores = np.array([[0.9, 0.8, 0.7], [0.5, 0.6, 0.2], [0.1, 0.3, 0.4]])
+    table = ScoreTable(np.array([10, 20, 30]), ("t1", "t2", "t3"), scores, np.ones(3, bool), np.ones(3))
+    spec = Spec.parse("alpha-rank:alpha=inf")
+    assert spec.canonical.startswith("alpha-rank:alpha=inf,") and Spec.parse(spec.canonical) == spec
+    assert apply(spec, table).extras["eps_order"].tolist() == alpha_rank(table, alpha=np.inf).extras["eps_order"].tolist()
+    refused = {"alpha-rank:alpha=nan": "alpha='nan' is not a valid number", "alpha-rank:alpha=-inf": "alpha=-inf must be non-negative",
+               "alpha-rank:epsilon=inf": "epsilon='inf' is not a valid finite number", "m-elo:prior=inf": "prior='inf' is not a valid finite"}
+    for text, why in refused.items():
+        with pytest.raises(ValueError, match=why):
+            Spec.parse(text)
