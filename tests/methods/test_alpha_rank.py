@@ -272,3 +272,22 @@ def test_the_infinite_alpha_chain_is_a_spec_and_nan_is_not():
     for text, why in refused.items():
         with pytest.raises(ValueError, match=why):
             Spec.parse(text)
+
+
+@pytest.mark.parametrize("selection", ["local", "population"])
+def test_an_alpha_beyond_what_log_rates_hold_is_refused_in_one_line(selection):
+    # alpha=1e308 (the registry's "non-negative" allows it) overflowed (m - 1) alpha gain to -inf: a chain with
+    # transitions missing refused as "reducible ... this is a bug", or published -inf log masses, warnings above.
+    import warnings
+
+    from pipeline.methods.convergence import RatingError
+
+    g = np.array([[0.0, 1.0, 1.0], [-1.0, 0.0, 0.5], [-1.0, -0.5, 0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = alpha_rank(game_of([g]), alpha=1e300, selection=selection)  # -(m - 1) alpha gain is about -1e302: held
+        assert np.all(np.isfinite(r.extras["log_mass"])) and r.rank[0] == 1 and r.rank[1] > 1
+        with pytest.raises(RatingError, match=r"^alpha-rank: alpha=1e\+308 with m=50 and payoffs up to 1 gives log fixation "
+                                              r"probabilities beyond 1e\+304.*use alpha=inf") as refused:
+            alpha_rank(game_of([g]), alpha=1e308, selection=selection)
+    assert "\n" not in str(refused.value)
