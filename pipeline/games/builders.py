@@ -35,6 +35,7 @@ from pipeline.games.game import Game
 from pipeline.stats.game_data import PromptCounts, ScoreTable
 
 NORMALISATIONS = ("minmax", "zscore", "none")
+RAW_SCORE_BOUND = float(np.finfo(np.float64).max) / 8  # raw payoffs whose differences, and gains of those, stay finite
 
 
 def normalise(table: ScoreTable, norm: str) -> tuple[np.ndarray, int]:
@@ -45,6 +46,15 @@ def normalise(table: ScoreTable, norm: str) -> tuple[np.ndarray, int]:
     missing = np.isnan(t)
     if missing.all(axis=0).any():
         raise ValueError("a task without any score cannot be normalised")
+    if norm == "none" and (largest := float(np.nanmax(np.abs(t)))) > RAW_SCORE_BOUND:
+        raise ValueError(f"scores up to {largest:.3g} overflow the payoff differences of a game (norm=none keeps raw "
+                         f"scores, at most {RAW_SCORE_BOUND:.3g}); use norm=minmax or norm=zscore")
+    if norm != "none":
+        # Both are the same for a task's scores times any positive constant: a power of two brings its largest |score|
+        # into [0.5, 1) exactly, so spans, sums and squares neither overflow (scores near 1e308, whose zscore
+        # variance was inf, every agent then tied) nor underflow (near 1e-300, whose variance was 0).
+        _, exponent = np.frexp(np.nanmax(np.abs(t), axis=0))
+        t = np.ldexp(t, -exponent[None, :])
     if norm == "minmax":
         low, high = np.nanmin(t, axis=0), np.nanmax(t, axis=0)
         span = np.where(high > low, high - low, 1.0)

@@ -56,13 +56,14 @@ from pipeline.games import Game
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.equilibria import GAME_RULES, GameData, choose_game, game_ratings
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import NON_NEGATIVE, at_least, between, method, one_of
+from pipeline.methods.registry import Rule, at_least, between, method, one_of
 
 DEFAULT_GAMES = {"scores": "agent-task", "battles": "agent-agent"}
 SELECTIONS = ("local", "population")
 MAX_PROFILES = 2_048  # states of the chain: GTH is cubic in them
 PAYOFF_TOLERANCE = 1e-12  # relative to the largest payoff magnitude: equal payoffs
 TIE_TOLERANCE = 1e-9  # on log masses: relative differences below this are solver noise
+LOG_RATE_BOUND = 1e304  # largest |log rate| of a finite alpha: GTH's sums of up to MAX_PROFILES of them stay finite
 
 
 def log_fixation(u: np.ndarray, m: int) -> np.ndarray:
@@ -170,10 +171,15 @@ def _gains(game: Game, single: bool) -> tuple[list[np.ndarray], list[np.ndarray]
 def chain(game: Game, *, alpha: float, m: int, selection: str, epsilon: float,
           single: bool) -> tuple[np.ndarray, np.ndarray]:
     """The chain's off-diagonal rates as (order, log rate) matrices."""
+    scale = max(max(float(np.abs(g).max()) for g in game.payoffs), 1e-300)
+    # a log fixation probability is at most (m - 1) alpha times a gain (at most twice the payoff scale) in size
+    if np.isfinite(alpha) and (m - 1) * alpha * 2 * scale > LOG_RATE_BOUND:
+        raise RatingError(f"alpha-rank: alpha={alpha:g} with m={m} and payoffs up to {scale:.3g} gives log fixation "
+                          f"probabilities beyond {LOG_RATE_BOUND:g}, more than floating point can hold; use alpha=inf "
+                          "for the infinite-α chain, or a smaller alpha or m")
     pairs, gains, eta = _gains(game, single)
     n = len(game.payoffs[0]) if single else int(np.prod(game.shape))
     order, log_rate = np.full((n, n), np.inf), np.full((n, n), -np.inf)
-    scale = max(max(float(np.abs(g).max()) for g in game.payoffs), 1e-300)
     if single and selection == "population" and np.isfinite(alpha):
         s, r = pairs[0]
         order[s, r], log_rate[s, r] = 0.0, np.log(eta) + log_fixation_population(game.payoffs[0], alpha, m)[s, r]
@@ -228,7 +234,10 @@ def _sink_info(game: Game, components: list[np.ndarray], single: bool) -> dict[s
     return info
 
 
-@method("alpha-rank", needs=("game_data",), rules=GAME_RULES | {"alpha": NON_NEGATIVE, "m": at_least(2), "selection": one_of(*SELECTIONS),
+ALPHA = Rule(lambda value: value >= 0, "non-negative, or inf for the infinite-α chain", infinite=True)
+
+
+@method("alpha-rank", needs=("game_data",), rules=GAME_RULES | {"alpha": ALPHA, "m": at_least(2), "selection": one_of(*SELECTIONS),
                                                                "epsilon": between(0, 0.5, high_open=True)})
 def alpha_rank(data: GameData, *, game: str = "auto", norm: str = "minmax", alpha: float = 100.0, m: int = 50,
                selection: str = "local", epsilon: float = 0.0) -> Ratings:

@@ -163,9 +163,9 @@ def derivatives(cells: AnnotatorCells, r: np.ndarray, theta: np.ndarray, penalty
     d = cells.differences(r)
     k_theta = theta[cells.judge]
     c = cells.wx + cells.wy
-    p = expit(k_theta * d)
-    residual = cells.wx - c * p  # d(log-likelihood) / d(theta_k d)
-    w = c * p * (1 - p)  # its curvature
+    p, q = expit(k_theta * d), expit(-k_theta * d)  # q = 1 - p, with its digits where p is within an ulp of 1
+    residual = cells.wx * q - cells.wy * p  # d(log-likelihood) / d(theta_k d)
+    w = c * p * q  # its curvature
     grad_r = penalty * r - spread(pooled, np.bincount(cells.pair, k_theta * residual, minlength=len(pooled.x)))
     grad_theta = ability_prior * m * (m * theta - 1) - np.bincount(cells.judge, d * residual, minlength=m)
     edges = np.bincount(cells.pair, k_theta**2 * w, minlength=len(pooled.x))

@@ -166,17 +166,18 @@ def evaluate(cells: Cells, beta: np.ndarray, log_nu: float | None, prior: float)
     if log_nu is None:
         wx, wy = cells.half()
         data = -(_dot(wx, np.logaddexp(0.0, -d)) + _dot(wy, np.logaddexp(0.0, d)))
-        p = expit(d)
-        c = wx + wy
-        return Evaluation(data - penalty, wx - c * p, c * p * (1 - p), None, penalty - data)
+        p, q = expit(d), expit(-d)  # q = 1 - p without its cancellation where p is within an ulp of 1
+        return Evaluation(data - penalty, wx * q - wy * p, (wx + wy) * p * q, None, penalty - data)
     c = cells.x_wins + cells.y_wins + cells.ties
     lz = np.logaddexp(np.logaddexp(d / 2, -d / 2), log_nu)
     data = _dot(cells.x_wins, d / 2 - lz) + _dot(cells.y_wins, -d / 2 - lz) + _dot(cells.ties, log_nu - lz)
     q1, q2, q3 = np.exp(d / 2 - lz), np.exp(-d / 2 - lz), np.exp(log_nu - lz)
     m = (q1 - q2) / 2
     davidson = (float(cells.ties.sum()) - _dot(c, q3), _dot(c, q3 - q3 * q3), c * (-m * q3))
-    return Evaluation(data - penalty, (cells.x_wins - cells.y_wins) / 2 - c * m, c * ((q1 + q2) / 4 - m * m), davidson,
-                      abs(data) + penalty)
+    # 1/2 - m = q2 + q3/2 and (q1 + q2)/4 - m^2 = (q3 (q1 + q2) + 4 q1 q2) / 4, as sums of positive terms: the
+    # differences lose every digit where one outcome is within an ulp of certain (weights 2^40 apart)
+    slope = cells.x_wins * (q2 + q3 / 2) - cells.y_wins * (q1 + q3 / 2) - cells.ties * m
+    return Evaluation(data - penalty, slope, c * (q3 * (q1 + q2) + 4 * q1 * q2) / 4, davidson, abs(data) + penalty)
 
 
 def spread(cells: Cells, per_cell: np.ndarray) -> np.ndarray:

@@ -66,20 +66,26 @@ def _differences(beta, x, y, d, e):
 
 
 @njit(cache=True, nogil=True)
+def _win_and_loss(d, e):
+    """P(x beats y) and P(y beats x) from d = b_x - b_y and e = exp(-|d|)."""
+    return (1.0 if d >= 0 else e) / (1.0 + e), (e if d >= 0 else 1.0) / (1.0 + e)
+
+
+@njit(cache=True, nogil=True)
 def _combine(beta, x, y, d, e, log1p_e, wx, wy, cc, prior, grad, curvature):
     """From d and e = exp(-|d|) per cell, in one pass: the gradient per agent into `grad` and the curvature
-    cc p (1 - p) per cell into `curvature`, p = P(x beats y); returns the data log-likelihood and the
-    gradient's largest entry."""
+    cc p q per cell into `curvature`, p = P(x beats y) and q = 1 - p (each from e, so neither loses its digits
+    where the other is within an ulp of 1); returns the data log-likelihood and the gradient's largest entry."""
     for i in range(len(beta)):
         grad[i] = -prior * beta[i]
     data = 0.0
     for c in range(len(d)):
         data -= cc[c] * (max(-d[c], 0.0) + log1p_e[c]) + wy[c] * d[c]  # log(1 + exp(-d)) = max(-d, 0) + log1p(e)
-        p = (1.0 if d[c] >= 0 else e[c]) / (1.0 + e[c])
-        g = wx[c] - cc[c] * p
+        p, q = _win_and_loss(d[c], e[c])
+        g = wx[c] * q - wy[c] * p
         grad[x[c]] += g
         grad[y[c]] -= g
-        curvature[c] = cc[c] * p * (1.0 - p)
+        curvature[c] = cc[c] * p * q
     largest = 0.0
     for i in range(len(beta)):
         if abs(grad[i]) > largest or grad[i] != grad[i]:  # a NaN stays, as in numpy's max
@@ -88,15 +94,15 @@ def _combine(beta, x, y, d, e, log1p_e, wx, wy, cc, prior, grad, curvature):
 
 
 @njit(cache=True, nogil=True)
-def _relax_sweep(beta, x, y, d, e, wx, cc, prior, longest, grad, curvature):
+def _relax_sweep(beta, x, y, d, e, wx, wy, cc, prior, longest, grad, curvature):
     """One nonlinear Jacobi sweep on `beta` in place, from d and e = exp(-|d|) at `beta`."""
     for i in range(len(beta)):
         grad[i] = -prior * beta[i]
         curvature[i] = prior
     for c in range(len(x)):
-        p = (1.0 if d[c] >= 0 else e[c]) / (1.0 + e[c])
-        g = wx[c] - cc[c] * p
-        h = cc[c] * p * (1.0 - p)
+        p, q = _win_and_loss(d[c], e[c])
+        g = wx[c] * q - wy[c] * p
+        h = cc[c] * p * q
         grad[x[c]] += g
         grad[y[c]] -= g
         curvature[x[c]] += h
@@ -343,7 +349,7 @@ class Round:
         grad, curvature = np.empty(len(beta)), np.empty(len(beta))
         for _ in range(sweeps):
             self.exponentials(beta)
-            _relax_sweep(beta, self.x, self.y, self.d, self.e, self.wx, self.cc, self.prior, RELAX_STEP, grad, curvature)
+            _relax_sweep(beta, self.x, self.y, self.d, self.e, self.wx, self.wy, self.cc, self.prior, RELAX_STEP, grad, curvature)
 
 
 @dataclass(frozen=True, eq=False)

@@ -57,6 +57,7 @@ class Rule:
 
     holds: Callable[[object], bool]
     words: str
+    infinite: bool = False  # whether `inf` is a value (a limit the method computes exactly); NaN never is
 
     def problem(self, value: object) -> str | None:
         return None if self.holds(value) else f"must be {self.words}"
@@ -157,7 +158,7 @@ def method(name: str, *, needs: tuple[str, ...], kinds: Iterable[str] | None = N
     return register
 
 
-def _coerce(method_name: str, key: str, text: str, default: object) -> object:
+def _coerce(method_name: str, key: str, text: str, default: object, infinite: bool = False) -> object:
     try:
         if isinstance(default, bool):
             if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
@@ -170,11 +171,12 @@ def _coerce(method_name: str, key: str, text: str, default: object) -> object:
             return value
         if isinstance(default, float):
             value = float(text)
-            if not math.isfinite(value):
+            if math.isnan(value) or (math.isinf(value) and not infinite):
                 raise ValueError(text)
             return value
     except ValueError:
-        kind = "finite number" if isinstance(default, float) else "non-negative int" if key.endswith("seed") else type(default).__name__
+        number = "number" if infinite else "finite number"
+        kind = number if isinstance(default, float) else "non-negative int" if key.endswith("seed") else type(default).__name__
         raise ValueError(f"{method_name}: parameter {key}={text!r} is not a valid {kind}") from None
     return text
 
@@ -207,7 +209,8 @@ class Spec:
             if not eq or key not in allowed:
                 valid = ", ".join(allowed) or "none"
                 raise ValueError(f"{name}: unknown parameter {item!r} (parameters: {valid})")
-            params[key] = _coerce(name, key, value.strip(), allowed[key])
+            rule = REGISTRY[name].rules.get(key)
+            params[key] = _coerce(name, key, value.strip(), allowed[key], infinite=rule is not None and rule.infinite)
             previous = key
             if key in generic and params[key] == generic[key]:
                 del params[key]  # a registry parameter at its default is not part of the spec

@@ -156,9 +156,8 @@ def fit_covariates(design: Design, *, prior: float = 0.0, tol: float = STEP_TOL,
     previous, size = np.inf, np.inf
     step_beta = np.zeros(n)
     for iteration in range(1, max_iter + 1):
-        p = expit(d)
-        total = design.wa + design.wb
-        slope, curvature = design.wa - total * p, total * p * (1 - p)
+        p, q = expit(d), expit(-d)  # q = 1 - p, with its digits where p is within an ulp of 1
+        slope, curvature = design.wa * q - design.wb * p, (design.wa + design.wb) * p * q
         grad_beta = design.spread(slope) - prior * beta
         grad_gamma = design.z.T @ slope - prior * gamma
         # Schur complement of the ratings block: L the Laplacian of the pair curvatures, U the cross terms

@@ -256,3 +256,38 @@ def test_bad_parameters_and_too_large_games_are_refused():
     big = Game((np.zeros((50, 50)), np.ones((50, 50))), ("a", "b"), (tuple(map(str, range(50))),) * 2)
     with pytest.raises(RatingError, match="2500 profiles"):
         alpha_rank(big)
+
+
+def test_the_infinite_alpha_chain_is_a_spec_and_nan_is_not():
+    # README: `alpha-rank:alpha=inf` is the infinite-α chain; the registry refused every non-finite number.
+    from pipeline.methods.registry import Spec, apply
+
+    scores = np.array([[0.9, 0.8, 0.7], [0.5, 0.6, 0.2], [0.1, 0.3, 0.4]])
+    table = ScoreTable(np.array([10, 20, 30]), ("t1", "t2", "t3"), scores, np.ones(3, bool), np.ones(3))
+    spec = Spec.parse("alpha-rank:alpha=inf")
+    assert spec.canonical.startswith("alpha-rank:alpha=inf,") and Spec.parse(spec.canonical) == spec
+    assert apply(spec, table).extras["eps_order"].tolist() == alpha_rank(table, alpha=np.inf).extras["eps_order"].tolist()
+    refused = {"alpha-rank:alpha=nan": "alpha='nan' is not a valid number", "alpha-rank:alpha=-inf": "alpha=-inf must be non-negative",
+               "alpha-rank:epsilon=inf": "epsilon='inf' is not a valid finite number", "m-elo:prior=inf": "prior='inf' is not a valid finite"}
+    for text, why in refused.items():
+        with pytest.raises(ValueError, match=why):
+            Spec.parse(text)
+
+
+@pytest.mark.parametrize("selection", ["local", "population"])
+def test_an_alpha_beyond_what_log_rates_hold_is_refused_in_one_line(selection):
+    # alpha=1e308 (the registry's "non-negative" allows it) overflowed (m - 1) alpha gain to -inf: a chain with
+    # transitions missing refused as "reducible ... this is a bug", or published -inf log masses, warnings above.
+    import warnings
+
+    from pipeline.methods.convergence import RatingError
+
+    g = np.array([[0.0, 1.0, 1.0], [-1.0, 0.0, 0.5], [-1.0, -0.5, 0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = alpha_rank(game_of([g]), alpha=1e300, selection=selection)  # -(m - 1) alpha gain is about -1e302: held
+        assert np.all(np.isfinite(r.extras["log_mass"])) and r.rank[0] == 1 and r.rank[1] > 1
+        with pytest.raises(RatingError, match=r"^alpha-rank: alpha=1e\+308 with m=50 and payoffs up to 1 gives log fixation "
+                                              r"probabilities beyond 1e\+304.*use alpha=inf") as refused:
+            alpha_rank(game_of([g]), alpha=1e308, selection=selection)
+    assert "\n" not in str(refused.value)

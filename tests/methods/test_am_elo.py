@@ -219,3 +219,16 @@ def test_without_priors_the_ability_sum_is_the_only_gauge():
     heavy = fit_am_elo(counts.replace(counts.x_wins * 1e6, counts.y_wins * 1e6, counts.ties * 1e6), ability_prior=0.0)
     assert fit.ability.sum() == pytest.approx(1.0, abs=1e-12)
     assert np.abs(heavy.rating - fit.rating).max() < 1e-9 and np.abs(heavy.ability - fit.ability).max() < 1e-9
+
+
+def test_weights_2_to_the_54_apart_fit_to_the_exact_ratings():
+    # P(y beats x) was 1 - P(x beats y): below an ulp the heavy pair's residual was rounding noise and the
+    # line search failed at its first step. One annotator: am-Elo is Bradley-Terry, whose fit of a cycle is known.
+    from tests.methods.test_bradley_terry import cycle_differences
+
+    weights = [2.0**30, 2.0**-24, 1.0]  # agent 0 beats 1, 1 beats 2, 2 beats 0
+    counts = AnnotatorCounts(np.arange(3), np.arange(1), np.zeros(3, dtype=np.int64), np.array([0, 1, 0]), np.array([1, 2, 2]),
+                             np.array(weights[:2] + [0.0]), np.array([0.0, 0.0, weights[2]]), np.zeros(3))
+    fit = fit_am_elo(counts)
+    assert fit.stopped == "converged"
+    np.testing.assert_allclose(fit.rating - np.roll(fit.rating, -1), cycle_differences(weights), rtol=0, atol=1e-6)

@@ -120,3 +120,38 @@ def test_the_forcing_term_follows_the_gradient_but_never_asks_more_than_the_step
     # the confirming step after a step of 1e-4: an error of 1e-5 of a step at most that long is 1e-9 = tol / 100
     assert forcing(1e-12, 1e-4, tol) == pytest.approx(1e-5)
     assert forcing(np.array([1e-12, 1e-3, 1e-12]), np.array([1e-2, np.inf, 1e-12]), tol) == pytest.approx([1e-7, 1e-3, 1e-1])
+
+
+def cycle_differences(weights: list[float]) -> np.ndarray:
+    """b_i - b_(i+1) of the exact fit of a pure cycle (agent i beats agent i+1 with weights[i], the last beats
+    the first), to 50 digits: every agent loses the same expected weight L, so b_i - b_(i+1) = log((w_i - L) / L)
+    with sum_i log(w_i - L) = n log L (bisection)."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as context:
+        context.prec = 50
+        w = [Decimal(v) for v in weights]
+        low, high = Decimal(0), min(w)
+        for _ in range(300):
+            mid = (low + high) / 2
+            low, high = (mid, high) if sum((v - mid).ln() for v in w) > len(w) * mid.ln() else (low, mid)
+        return np.array([float(((v - low) / low).ln()) for v in w])
+
+
+@pytest.mark.parametrize("n", [3, 300])  # a dense Cholesky fit, and the compiled sparse Newton
+def test_weights_2_to_the_54_apart_fit_to_the_exact_ratings(n):
+    # A fit computed P(y beats x) as 1 - P(x beats y): where that is below an ulp, the gradient and curvature
+    # of the heavy pair were rounding noise, and the line search failed on weights that ingest accepts.
+    # Agents 0 > 1 > 2 > 0 with weights 2^30, 2^-24 and 1; agents 3.. hang off agent 2 by a path of even
+    # records, which leaves the cycle's fit alone and puts every one of them at agent 2's rating.
+    from pipeline.methods.bradley_terry import fit
+
+    weights = [2.0**30, 2.0**-24, 1.0]
+    path = np.arange(2, n - 1)
+    cells = Cells.summed(n, np.r_[0, 1, 0, path], np.r_[1, 2, 2, path + 1],
+                         np.column_stack([np.r_[weights[:2], 0.0, np.ones(len(path))], np.r_[0.0, 0.0, weights[2], np.ones(len(path))],
+                                          np.zeros(len(path) + 3)]))
+    got = fit(cells)
+    assert got.stopped == "converged"
+    np.testing.assert_allclose(got.beta[:3] - np.roll(got.beta[:3], -1), cycle_differences(weights), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(got.beta[3:], got.beta[2], rtol=0, atol=1e-6)

@@ -193,3 +193,23 @@ def test_normalised_differences_stay_exact_near_the_float_maximum():
     a, b = np.array([1.7e308, 3.0, 0.0]), np.array([1.0e308, 5.0, 0.0])
     exact = [float((Fraction(x) - Fraction(y)) / (Fraction(x) + Fraction(y) + 1)) for x, y in zip(a, b)]
     assert np.allclose(normalised_differences(a, b), exact, rtol=1e-15, atol=0)
+
+
+def test_weights_2_to_the_54_apart_fit_to_the_exact_ratings(tmp_path):
+    # P(b beats a) was 1 - P(a beats b): below an ulp the heavy pair's slope was rounding noise and the line
+    # search failed. The cycle A > B > C > A (weights 2^30, 2^-24, 1) has equal lengths; C - E - D are even
+    # records whose longer answer wins half the time: the coefficient is 0 and the cycle's fit is known.
+    from tests.methods.test_bradley_terry import cycle_differences
+
+    weights = [2.0**30, 2.0**-24, 1.0]
+    even = [("C", "E", "model_a", 1, 1), ("E", "C", "model_a", 1, 1), ("D", "E", "model_a", 2, 1), ("D", "E", "model_a", 1, 2),
+            ("E", "D", "model_a", 2, 1), ("E", "D", "model_a", 1, 2)]
+    rows = [{"model_a": a, "model_b": b, "winner": w, "features_a.len": la, "features_b.len": lb, "weight": weight}
+            for (a, b, w, la, lb), weight in zip([("A", "B", "model_a", 1, 1), ("B", "C", "model_a", 1, 1), ("C", "A", "model_a", 1, 1),
+                                                  *even], weights + [1.0] * len(even))]
+    spec = "m-elo:covariates=len,bootstrap=0"
+    ratings, names = rate(tmp_path, rows, [spec])
+    got = dict(zip([names[a] for a in ratings[spec].agents], ratings[spec].score * np.log(10) / 400))
+    cycle = np.array([got["A"], got["B"], got["C"]])
+    assert ratings[spec].info["stopped"] == "converged" and abs(ratings[spec].info["covariates"]["len"]) < 1e-9
+    np.testing.assert_allclose(cycle - np.roll(cycle, -1), cycle_differences(weights), rtol=0, atol=1e-6)
