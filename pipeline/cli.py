@@ -394,6 +394,7 @@ def backtest(
 @app.command()
 def methods() -> None:
     """List the rating methods and their parameters."""
+    from pipeline.board import kinds_rated
     from pipeline.methods import REGISTRY
 
     table = Table("method", "parameters", "statistics", "kinds", "summary")
@@ -401,7 +402,7 @@ def methods() -> None:
         column.overflow = "fold"
     for name, m in sorted(REGISTRY.items()):
         params = ", ".join(f"{k}={v}" + (f" ({m.rules[k].words})" if k in m.rules else "") for k, v in m.parameters.items())
-        table.add_row(name, params, ", ".join(m.statistics), "all" if m.kinds is None else ", ".join(sorted(m.kinds)), m.summary,
+        table.add_row(name, params, ", ".join(m.statistics), ", ".join(kinds_rated(m)), m.summary,
                       end_section=True)
     console.print(table)
 
