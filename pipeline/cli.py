@@ -318,7 +318,9 @@ def backtest_table(summary: list[dict], reference: str) -> Table:
     """The backtest summary, every column folded rather than cut, numbers rounded for reading."""
     from pipeline.report.tables import decimals
 
-    table = Table(title=f"mean error over splits (Kendall tau distance, 95% interval); diff = method - {reference}",
+    compared = any(r["verdict"] == "reference" for r in summary)
+    table = Table(title="mean error over splits (Kendall tau distance, 95% interval); "
+                        + (f"diff = method - {reference}" if compared else f"no reference: {reference} is not among the methods"),
                   title_justify="left")
     for name in ("method", "splits", "error", "interval", "diff", "interval ", "p", "verdict"):
         table.add_column(name, overflow="fold", justify="left" if name in ("method", "verdict") else "right")
