@@ -102,18 +102,25 @@ def check_by(kind: str, by: str, where: str = "") -> None:
         raise ValueError(f"{where}{kind} logs have no category column, so they cannot be rated by category (kinds that can: {able})")
 
 
+def rates(method, kind: str, statistics: Iterable[str] | None = None) -> bool:
+    """Whether `method` rates logs of `kind`: it is not limited to other kinds, and the kind's logs
+    give every statistic it needs (`statistics`, else those it always needs)."""
+    declared = KINDS[kind]
+    given = kind_statistics(kind) if declared.stored else frozenset(declared.statistics)
+    return (method.kinds is None or kind in method.kinds) and set(method.statistics if statistics is None else statistics) <= given
+
+
+def kinds_rated(method) -> list[str]:
+    """The log kinds `method` rates, by name."""
+    return sorted(kind for kind in KINDS if rates(method, kind))
+
+
 def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
     """Raise ValueError naming the first method that cannot rate logs of `kind`, before any work:
     a method limited to other kinds, or one needing statistics the kind's logs do not give."""
-    declared = KINDS[kind]
-    given = kind_statistics(kind) if declared.stored else frozenset(declared.statistics)
-
-    def rates(m, statistics: Iterable[str]) -> bool:
-        return (m.kinds is None or kind in m.kinds) and set(statistics) <= given
-
     for spec in specs:
-        if not rates(spec.method, spec.method.statistics + spec.method.conditional_statistics(spec.params)):
-            able = sorted(name for name, m in REGISTRY.items() if rates(m, m.statistics))
+        if not rates(spec.method, kind, spec.method.statistics + spec.method.conditional_statistics(spec.params)):
+            able = sorted(name for name, m in REGISTRY.items() if rates(m, kind))
             raise ValueError(f"{spec.name} does not rate {kind} files (methods that do: {', '.join(able)})")
 
 

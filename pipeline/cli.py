@@ -318,7 +318,9 @@ def backtest_table(summary: list[dict], reference: str) -> Table:
     """The backtest summary, every column folded rather than cut, numbers rounded for reading."""
     from pipeline.report.tables import decimals
 
-    table = Table(title=f"mean error over splits (Kendall tau distance, 95% interval); diff = method - {reference}",
+    compared = any(r["verdict"] == "reference" for r in summary)
+    table = Table(title="mean error over splits (Kendall tau distance, 95% interval); "
+                        + (f"diff = method - {reference}" if compared else f"no reference: {reference} is not among the methods"),
                   title_justify="left")
     for name in ("method", "splits", "error", "interval", "diff", "interval ", "p", "verdict"):
         table.add_column(name, overflow="fold", justify="left" if name in ("method", "verdict") else "right")
@@ -394,6 +396,7 @@ def backtest(
 @app.command()
 def methods() -> None:
     """List the rating methods and their parameters."""
+    from pipeline.board import kinds_rated
     from pipeline.methods import REGISTRY
 
     table = Table("method", "parameters", "statistics", "kinds", "summary")
@@ -401,7 +404,7 @@ def methods() -> None:
         column.overflow = "fold"
     for name, m in sorted(REGISTRY.items()):
         params = ", ".join(f"{k}={v}" + (f" ({m.rules[k].words})" if k in m.rules else "") for k, v in m.parameters.items())
-        table.add_row(name, params, ", ".join(m.statistics), "all" if m.kinds is None else ", ".join(sorted(m.kinds)), m.summary,
+        table.add_row(name, params, ", ".join(m.statistics), ", ".join(kinds_rated(m)), m.summary,
                       end_section=True)
     console.print(table)
 

@@ -84,6 +84,29 @@ def test_methods_lists_the_registry(monkeypatch):
     assert "ties=half (one of half, davidson)" in result.output  # each parameter with the values it takes
 
 
+def test_methods_lists_the_kinds_each_method_rates(monkeypatch):
+    # The kinds column said "all" for deviation, nash-averaging and the other game methods, which
+    # refuse games, ballots and reviews; and for stv, which refuses reviews.
+    from pipeline import cli
+    from pipeline.board import check_methods_fit
+    from pipeline.logs import KINDS
+    from pipeline.methods import REGISTRY, Spec
+
+    monkeypatch.setattr(cli.console, "width", 1000)
+    rows = [line.split("│") for line in runner.invoke(app, ["methods"]).output.splitlines() if line.startswith("│")]
+    listed = {cells[1].strip(): cells[4].strip() for cells in rows}
+    for name in REGISTRY:
+        rated = []
+        for kind in sorted(KINDS):
+            try:
+                check_methods_fit(kind, [Spec.parse(name)])
+                rated.append(kind)
+            except ValueError:
+                pass
+        assert listed[name] == ", ".join(rated), name
+    assert listed["deviation"] == "battles, nfg, scores"
+
+
 # Rock-paper-scissors in Gambit's payoff form (joint strategies with the first player fastest).
 RPS_NFG = 'NFG 1 R "RPS" { "Row" "Col" }\n{ { "R" "P" "S" } { "R" "P" "S" } }\n""\n' \
           "0 0 1 -1 -1 1 -1 1 0 0 1 -1 1 -1 -1 1 0 0\n"

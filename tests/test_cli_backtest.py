@@ -39,6 +39,20 @@ def test_vase_backtest_summary_is_whole_at_80_columns_and_a_test_size_too_big_st
     assert result.output.splitlines()[-1] == f"report: {out.resolve() / 'index.html'}"
 
 
+def test_vase_backtest_without_its_reference_among_the_methods_says_so(tmp_path):
+    # The default reference, elo, cannot rate scores: the table was titled "diff = method - elo:..." over
+    # empty columns, and the report's header read "reference elo".
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["backtest", "--store", f1_store(tmp_path), "--kind", "games", "-m", "borda", "-m", "copeland",
+                                      "--splits", "3", "--test-size", "5", "--seed", "1", "--workers", "0", "--out", str(out)],
+                                env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "no reference: elo:games=pairs,initial=1000.0,k=4.0,scale=400.0,shuffles=0 is not among the methods" in result.output
+    assert "diff = method -" not in result.output
+    page = (out / "index.html").read_text()
+    assert "none (elo is not among the methods)" in page
+
+
 def f1_store(tmp_path) -> str:
     store = str(tmp_path / "store")
     assert CliRunner().invoke(app, ["ingest", str(SAMPLES / "f1" / "races_2021_2023.csv"), "--kind", "games", "--store", store]).exit_code == 0

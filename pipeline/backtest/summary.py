@@ -111,8 +111,9 @@ def plot_summary(summary: pa.Table, path: Path, title: str, metric: str) -> None
         ax.set_ylim(max(0.0, float(finite.min()) * 0.95), float(np.nanmax(np.r_[high[np.isfinite(high)], mean])) * 1.03)
     ax.set_ylabel(f"mean {metric} per test game")
     ax.set_title(title)
-    fig.tight_layout()
-    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", metadata={"Software": None}))
+    # The canvas grows to fit the ticks: tight_layout cannot fit a long canonical spec (m-Elo's) into a
+    # fixed figure, and said so in a warning.
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", bbox_inches="tight", metadata={"Software": None}))
 
 
 def write_backtest(out: str | Path, results: pa.Table, summary: pa.Table, record: RunRecord, title: str,

@@ -23,6 +23,8 @@ share a rank (strategies frozen in different LPs at the same value differ by rou
 A constraint is active when its dual exceeds `dual_tol` (duals are dimensionless: they sum to 1).
 All LPs go through `pipeline.methods.highs`; `max_iter` LPs without every constraint frozen is a
 one-line `ConvergenceError`. Battles without prompts are rated as `agent-agent` under `game=auto`.
+A game whose dense constraint matrix would exceed `MAX_CONSTRAINT_ENTRIES` is refused in one line
+before it is built.
 
 Ratings are <= 0; in 2-player zero-sum games they equal Nash averaging minus the game value
 ([DevR] property 8). Contributions c(a'_p, t) by the last player's strategies sum to the rating
@@ -39,13 +41,17 @@ import scipy.sparse as sp
 from pipeline.games import Game
 from pipeline.methods import highs
 from pipeline.methods.equilibria import GAME_RULES, GameData, choose_game, game_ratings, payoff_range
-from pipeline.methods.convergence import ConvergenceError
+from pipeline.methods.convergence import ConvergenceError, RatingError
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import between, method
 
 DEFAULT_GAMES = {"scores": "agent-agent-task", "battles": "model-model-prompt"}
 TOLERANCE = 1e-9  # of the payoff range: gains this close to eps are tight, reduced costs this small are 0
 TIE_TOLERANCE = 1e-9  # of the payoff range: ratings this close share a rank
+# The dense constraint matrix (a row per player's strategy, a column per joint strategy) and its copies
+# are built in float64: 2**27 entries are 1 GiB each. LiveBench's 314 models x 28 tasks as agent-agent-task
+# would have needed 14 GiB, and the process was killed by the kernel.
+MAX_CONSTRAINT_ENTRIES = 2**27
 
 
 def constraint_matrix(game: Game) -> np.ndarray:
@@ -103,6 +109,11 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
                       column_generation: bool = True, max_iter: int | None = None) -> tuple[list[np.ndarray], np.ndarray, dict[str, object]]:
     """Per-player deviation ratings, a joint equilibrium sigma attaining them, and diagnostics."""
     start = time.perf_counter()
+    entries = sum(game.shape) * int(np.prod(game.shape, dtype=np.int64))
+    if entries > MAX_CONSTRAINT_ENTRIES:
+        raise RatingError(f"deviation: the game ({' x '.join(map(str, game.shape))} strategies) needs {entries:,} constraint "
+                          f"entries, above the limit of {MAX_CONSTRAINT_ENTRIES:,}; rate fewer agents or tasks, or a "
+                          f"2-player game (game=agent-task or agent-agent)")
     scale = payoff_range(game)
     a = np.round(constraint_matrix(game) / scale, decimals)
     joints = a.shape[1]

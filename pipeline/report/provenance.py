@@ -66,6 +66,10 @@ def inputs_table(inputs: list[dict]) -> Table:
     return Table(head, body, "sortable inputs")
 
 
+# The tail of a duplicate's reason (pipeline.logs): "(first at line 12)", "(first in a.csv, line 12)".
+REPEATED_LINE = r" \(first (?:at|in .*,) line \d+\)$"
+
+
 def quarantine_reasons(run: dict) -> tuple[Table | None, str]:
     """The most frequent (field, reason) among the quarantined rows, from the store's quarantine files."""
     inputs = [i for i in run.get("inputs") or [] if isinstance(i, dict) and i.get("rows_quarantined")]
@@ -77,7 +81,7 @@ def quarantine_reasons(run: dict) -> tuple[Table | None, str]:
         path = Path(str(i.get("quarantine") or ""))
         path = path if path.is_absolute() else store / path
         try:
-            frame = pl.read_parquet(path, columns=["line", "field", "reason"])
+            frame = pl.read_parquet(path, columns=["line", "field", "reason"]).sort("line")
         except (OSError, pl.exceptions.PolarsError):
             missing.append(str(path))
             continue
@@ -87,8 +91,10 @@ def quarantine_reasons(run: dict) -> tuple[Table | None, str]:
         note = f"{len(missing)} quarantine file(s) not reachable from here (the store may have been temporary): {', '.join(missing[:3])}."
     if not frames:
         return None, note
-    rows = pl.concat(frames).with_columns(pl.col("field").fill_null(""), pl.col("reason").fill_null(""))
-    top = (rows.group_by("field", "reason").agg(pl.len().alias("rows"), pl.col("file").first(), pl.col("line").min())
+    # A duplicate's reason names the line it repeats: without it, every duplicate is one reason.
+    rows = pl.concat(frames).with_columns(pl.col("field").fill_null(""),
+                                          pl.col("reason").fill_null("").str.replace(REPEATED_LINE, ""))
+    top = (rows.group_by("field", "reason", maintain_order=True).agg(pl.len().alias("rows"), pl.col("file").first(), pl.col("line").first())
            .sort(["rows", "field", "reason"], descending=[True, False, False]))
     table = Table([Column("rows", "", True), Column("field"), Column("reason"), Column("first seen")],
                   [[Cell(number(r["rows"]), r["rows"]), Cell(r["field"]), Cell(r["reason"]), Cell(f"{r['file']}, line {r['line']}")]

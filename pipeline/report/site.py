@@ -330,7 +330,9 @@ def backtest_page(backtest: BacktestFolder) -> BacktestPage:
     table = frame_table(summary, caption="Summary per method")
     prov = provenance(backtest.run)
     facts = [("methods", number(len(methods))), ("splits", number(int(results.get_column("split").n_unique())) if "split" in results.columns else ""),
-             ("reference", method_label(reference)[0] if reference else "none"), ("kind", str(backtest.run.get("kind", "")))]
+             ("reference", method_label(reference)[0] if reference in methods
+              else f"none ({method_label(reference)[0]} is not among the methods)" if reference else "none"),
+             ("kind", str(backtest.run.get("kind", "")))]
     return BacktestPage(backtest.title, facts, prov.alerts, table, errors, differences, scatter, prov)
 
 

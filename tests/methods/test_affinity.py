@@ -1,10 +1,13 @@
 """Affinity-entropy equilibria [GTLLM]: target, clone invariance under duplicated prompts."""
 
+import re
+
 import numpy as np
 import pytest
 
 from pipeline.games import Game
 from pipeline.methods.affinity import affinity_cce, affinity_ne, affinity_target
+from pipeline.methods.convergence import ConvergenceError
 from pipeline.stats.game_data import PromptCounts
 
 
@@ -43,3 +46,15 @@ def test_cce_ratings_unchanged_when_a_prompt_is_duplicated_many_times():
     base = affinity_cce(_battles(0), game="king-of-the-hill")
     many = affinity_cce(_battles(30), game="king-of-the-hill")
     np.testing.assert_allclose(many.score, base.score, atol=1e-5)
+
+
+def test_ne_stops_as_soon_as_its_damped_step_has_stalled():
+    # On this game the damped map cycles at tau ~ 0.15 and the loss's rounding halves its step until it moves nothing;
+    # the 100,000 iterations left after that changed nothing and took seconds (minutes on real tables).
+    a = np.array([[0, 3, 3], [0, 2, 3], [3, 1, 3], [3, 0, 0.0]])
+    b = np.array([[0, 1, 0], [0, 1, 2], [2, 1, 3], [2, 2, 3.0]])
+    game = Game((a, b), ("x", "y"), (("a0", "a1", "a2", "a3"), ("b0", "b1", "b2")))
+    with pytest.raises(ConvergenceError, match=r"^affinity-ne: the QRE at tau=\S+ was not reached to tol 1e-06: the damped step "
+                                               r"\(\S+\) stopped moving the strategies after (\d+) iterations \(loss \S+\)$") as error:
+        affinity_ne(game)
+    assert int(re.search(r"after (\d+) iterations", str(error.value)).group(1)) < 5_000

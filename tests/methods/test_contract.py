@@ -30,7 +30,7 @@ from tests.conftest import CONTRACT_KINDS, CONTRACT_NAMES, WEIGHT_COLUMN, all_st
 
 # Specs that keep the test fast; the parameters they change do not touch the contract.
 # affinity-ne: 5000 iterations reach its tolerance on the score table; on the battles' 3-player game it
-# refuses with a ConvergenceError either way (100000 iterations take about 35 s).
+# refuses with a ConvergenceError either way (its damped step stalls).
 FAST = {"m-elo": "m-elo:bootstrap=30", "elo": "elo:shuffles=4", "council-borda": "council-borda:compare=copeland",
         "affinity-ne": "affinity-ne:max_iter=5000"}
 NOT_SCALE_FREE = {

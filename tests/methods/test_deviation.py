@@ -5,6 +5,7 @@ import pytest
 
 from pipeline.games import Game
 from pipeline.methods import run
+from pipeline.methods.convergence import RatingError
 from pipeline.methods.deviation import deviation, deviation_ratings
 from pipeline.methods.nash_averaging import nash_average
 from pipeline.stats.game_data import ScoreTable
@@ -117,3 +118,15 @@ def test_registry_runs_on_score_statistics():
     stats = Statistics("scores", np.array([0, 1]), np.array([1, 1]), extra={"game_data": table})
     r = run("deviation", stats)
     assert r.rank.tolist() == [1, 2]  # the better agent cannot gain by deviating
+
+
+def test_a_game_too_large_for_its_constraint_matrix_is_refused_before_it_is_built():
+    # LiveBench's 314 models x 28 tasks as agent-agent-task needed 14 GiB of constraints: the kernel killed
+    # `vase rate`. A larger game (broadcast payoffs take no memory) must be refused in one line, not allocated.
+    shape = (2000, 2000, 20)
+    payoff = np.broadcast_to(np.float64(0.0), shape)
+    game = Game((payoff,) * 3, ("agent_a", "agent_b", "task"), tuple(tuple(map(str, range(k))) for k in shape))
+    with pytest.raises(RatingError, match=r"^deviation: the game \(2000 x 2000 x 20 strategies\) needs 321,600,000,000 "
+                                          r"constraint entries, above the limit of 134,217,728; rate fewer agents or tasks, "
+                                          r"or a 2-player game \(game=agent-task or agent-agent\)$"):
+        deviation_ratings(game)

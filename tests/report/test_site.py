@@ -140,6 +140,19 @@ def test_quarantine_reasons_and_the_report_command(tmp_path):
     assert CliRunner().invoke(app, ["report", str(tmp_path / "nothing")]).exit_code != 0
 
 
+def test_duplicates_are_one_quarantine_reason_whatever_line_they_repeat(tmp_path):
+    # Each duplicate's reason names the line it repeats: F1's 91 duplicate drivers were "Top 8 of 85
+    # reasons" of one or two rows each, LiveBench's 7,372 repeated models thousands of reasons.
+    first, again = tmp_path / "first.csv", tmp_path / "again.csv"
+    first.write_text("battle_id,model_a,model_b,winner\n" + "".join(f"b{i},a,b,model_a\n" for i in range(4)))
+    again.write_text("battle_id,model_a,model_b,winner\n" + "".join(f"b{i},a,b,model_a\nb{i},b,a,model_b\n" for i in range(4, 8))
+                     + "b0,a,b,model_a\n")
+    out = tmp_path / "out"
+    run_board(Board("q", "battles", (str(first), str(again)), ("copeland",)), Store(tmp_path / "store"), out)
+    (reasons,) = Page.read(out / "index.html").tables_of("quarantine")
+    assert [[cell[0] for cell in row] for row in reasons.rows] == [["5", "battle_id", "duplicate battle_id", "again.csv, line 3"]]
+
+
 def test_a_board_whose_outputs_cannot_be_read_is_named_and_the_others_shown(demo_nightly, tmp_path):
     copy = tmp_path / "runs" / RUNS[1]
     shutil.copytree(demo_nightly / "runs" / RUNS[1], copy)
