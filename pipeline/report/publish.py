@@ -64,8 +64,9 @@ def published_extras(extras: dict[str, np.ndarray], names: list[str]) -> list[tu
     """The extras columns as published: those about an agent (`ratings.agent_column`) named by the
     agent and placed last in the order of the names, not of the store ids."""
     about = {key: AGENT_COLUMN.match(key) for key in extras}
-    named = sorted(((f"{m['prefix']}[{names[int(m['agent'])]}]", extras[key]) for key, m in about.items() if m), key=lambda kv: kv[0])
-    return [(key, column) for key, column in extras.items() if not about[key]] + named
+    named = sorted((m["prefix"], names[int(m["agent"])], key) for key, m in about.items() if m)
+    return [(key, column) for key, column in extras.items() if not about[key]] + [(f"{prefix}[{name}]", extras[key])
+                                                                                  for prefix, name, key in named]
 
 
 def ratings_table(records: list[dict[str, object]]) -> pa.Table:
@@ -110,7 +111,7 @@ def leaderboard_markdown(ratings: list[Ratings], names: list[str], title: str, t
     for r in ratings:
         records = ratings_records([r], names)
         shown = records if top is None else records[:top]
-        extras = list(r.extras)
+        extras = [name for name, _ in published_extras(r.extras, names)]  # as `records` name them
         lines += [f"## {markdown_text(r.spec)}", ""]
         if r.info:
             lines += [f"- {markdown_text(k)}: {info_markdown(v)}" for k, v in published_info(r, names).items()] + [""]

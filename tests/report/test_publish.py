@@ -58,8 +58,14 @@ def test_same_battles_under_two_id_numberings_give_the_same_bytes(tmp_path):
     for output in ("ratings.parquet", "ratings.json", "leaderboard.md", "agents.parquet", "pairwise.parquet"):
         assert (tmp_path / "a" / output).read_bytes() == (tmp_path / "b" / output).read_bytes(), output
     opponents = [c for c in pq.read_schema(tmp_path / "a" / "ratings.parquet").names if c.startswith("c[")]
-    assert opponents == sorted(f"c[{n}]" for n in ("claude-3-5-sonnet-20240620", "claude-3-haiku-20240307",
-                                                     "claude-3-opus-20240229", "gpt-4o", "gpt-4o-mini"))
+    assert opponents == [f"c[{n}]" for n in sorted(("gpt-4o-mini", "gpt-4o", "claude-3-opus-20240229", "claude-3-haiku-20240307",
+                                                     "claude-3-5-sonnet-20240620"))]  # in name order
+    # leaderboard.md shows the same columns, filled (its header once named them by store id, over empty cells)
+    board = (tmp_path / "a" / "leaderboard.md").read_text()
+    header = next(line for line in board.splitlines() if line.startswith("| rank") and "c\\[" in line)
+    assert header.endswith("| c\\[gpt-4o\\] | c\\[gpt-4o-mini\\] |") and "#" not in header
+    row = board.splitlines()[board.splitlines().index(header) + 2]
+    assert row.count("|") == header.count("|") and "|  |" not in row
 
 
 def test_pairwise_and_agents_tables(tmp_path):
