@@ -38,9 +38,7 @@ def staging_folder(root: Path, run_id: str) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned_staging(path.parent)
     lock = lock_path(path)
-    descriptor = open_lock_file(lock)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)  # before the folder exists, so no other run takes it for abandoned
+    with exclusive_lock(lock):  # taken before the folder exists, so no other run takes it for abandoned
         shutil.rmtree(path, ignore_errors=True)
         path.mkdir()
         try:
@@ -48,8 +46,6 @@ def staging_folder(root: Path, run_id: str) -> Iterator[Path]:
         finally:
             shutil.rmtree(path, ignore_errors=True)  # nothing left once promoted
             lock.unlink(missing_ok=True)
-    finally:
-        os.close(descriptor)  # closing releases the lock
 
 
 def lock_path(staging: Path) -> Path:
