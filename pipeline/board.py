@@ -294,7 +294,7 @@ def agent_names(store: Store, board: Board) -> list[str]:
 def inputs(store: Store, board: Board) -> list[IngestReport]:
     """The files behind a board's ratings, with their content hashes and row accounting."""
     if log_kind(board.kind).stored:
-        return sorted((r for r in store.manifest.files.values() if r.kind == board.kind), key=lambda r: r.source)
+        return store.inputs(board.kind)
     path = _game_file(board)
     return [IngestReport(str(path), board.kind, sha256_file(path), "read")]
 

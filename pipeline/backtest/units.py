@@ -84,6 +84,6 @@ def load_units(store: Store, kind: str, statistics: frozenset[str] = frozenset()
     table = pa.concat_tables(tables, promote_options="default").combine_chunks()  # one chunk: a split filters it 50 times
     row_unit, orders = chosen.unit_orders(table)
     agents = store.dictionary("agents")
-    inputs = tuple(sorted((r for r in manifest.files.values() if r.kind == kind), key=lambda r: r.source))
+    inputs = tuple(store.inputs(kind, manifest))
     return UnitLog(kind, len(agents), {space: store.dictionary(space).name_order() for space in DICTIONARIES}, table, row_unit, orders,
                    _unit_times(table, row_unit, len(orders)), inputs)

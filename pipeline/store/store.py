@@ -212,6 +212,10 @@ class Store:
         parts = [p for r in (manifest or self.manifest).files.values() if r.kind == kind for p in r.partitions]
         return sorted(parts, key=lambda p: p.path)
 
+    def inputs(self, kind: str, manifest: Manifest | None = None) -> list[IngestReport]:
+        """The files of one kind the store has seen (ingested or refused), by source (as `manifest` lists them, if given)."""
+        return sorted((r for r in (manifest or self.manifest).files.values() if r.kind == kind), key=lambda r: r.source)
+
     def path(self, partition: Partition) -> Path:
         return self.root / partition.path
 
