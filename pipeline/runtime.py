@@ -65,7 +65,7 @@ def dask_log_level() -> int:
 
 
 class SchedulerError(RuntimeError):
-    """The scheduler named by `--scheduler` or $VASE_DASK_SCHEDULER cannot be used: one line
+    """The scheduler named by `--scheduler`, a flow's parameter or $VASE_DASK_SCHEDULER cannot be used: one line
     saying which address, where it came from, and why."""
 
 
@@ -91,27 +91,29 @@ def connect(address: str, origin: str, security: object = None) -> object:
         raise SchedulerError(f"cannot use the Dask scheduler {address!r} (from {origin}): {exc}{hint}") from exc
 
 
-class SlowExitKills(logging.Filter):
-    """Drops the nanny's "Worker process still alive after ... seconds, killing" (see the module's docstring)."""
+class DroppedMessages(logging.Filter):
+    """Drops the records whose message starts with one of `patterns`' beginnings and ends with its ending."""
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Worker process still alive")
-
-
-class TaskFailureNoise(logging.Filter):
-    """Drops what a worker prints of a task that failed, or that was cancelled as the cluster closed
-    (see the module's docstring)."""
+    def __init__(self, *patterns: tuple[str, str]):
+        super().__init__()
+        self.patterns = patterns
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = str(record.msg)
-        return not (message.startswith("Compute Failed") or
-                    message.startswith("Async instruction for") and message.endswith("ended with CancelledError"))
+        return not any(message.startswith(start) and message.endswith(end) for start, end in self.patterns)
+
+
+# What a quiet LocalCluster drops (see the module's docstring): the nanny's "Worker process still alive
+# after ... seconds, killing" as the cluster closes, and what a worker prints of a task that failed, or
+# that was cancelled as the cluster closed.
+SLOW_EXIT_KILLS = (("Worker process still alive", ""),)
+TASK_FAILURE_NOISE = (("Compute Failed", ""), ("Async instruction for", "ended with CancelledError"))
 
 
 def dask_setup(worker: object) -> None:
     """Run by each worker of a quiet LocalCluster as it starts (Dask's preload, this module)."""
     for name in ("distributed.worker", "distributed.worker.state_machine"):  # a logger's filters see its own records only
-        logging.getLogger(name).addFilter(TaskFailureNoise())
+        logging.getLogger(name).addFilter(DroppedMessages(*TASK_FAILURE_NOISE))
 
 
 @contextmanager
@@ -126,7 +128,7 @@ def local_cluster(workers: int = 2) -> Iterator[object]:
     settings = {f"distributed.nanny.pre-spawn-environ.{key}": value for key, value in WORKER_ENVIRONMENT.items()}
     if dask_log_level() > logging.INFO:
         settings["distributed.worker.preload"] = [__name__]  # `dask_setup`
-    nanny_log, slow_exits = logging.getLogger("distributed.nanny"), SlowExitKills()
+    nanny_log, slow_exits = logging.getLogger("distributed.nanny"), DroppedMessages(*SLOW_EXIT_KILLS)
     try:
         with dask.config.set(settings), LocalCluster(
             n_workers=workers, threads_per_worker=1, processes=True, host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",

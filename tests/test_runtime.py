@@ -148,10 +148,10 @@ def test_a_task_that_fails_on_a_worker_is_one_line_and_its_dask_block_only_when_
 def test_a_quiet_worker_drops_only_the_noise_of_failed_and_cancelled_tasks():
     import logging
 
-    from pipeline.runtime import TaskFailureNoise
+    from pipeline.runtime import TASK_FAILURE_NOISE, DroppedMessages
 
     def kept(message: str) -> bool:
-        return TaskFailureNoise().filter(logging.LogRecord("distributed.worker", logging.WARNING, "", 0, message, None, None))
+        return DroppedMessages(*TASK_FAILURE_NOISE).filter(logging.LogRecord("distributed.worker", logging.WARNING, "", 0, message, None, None))
 
     assert not kept("Compute Failed\nKey:       reduce_batch-1\n")
     # A backtest whose method failed on one split closed its cluster while other splits ran.
