@@ -39,7 +39,7 @@ def binaries() -> Path:
     installed = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parent.parent.name))
     if not installed:
         raise FileNotFoundError("PostgreSQL is not installed: no pg_ctl on PATH or in /usr/lib/postgresql/*/bin "
-                                "(Debian and Ubuntu: apt-get install postgresql)")
+                                "(Debian and Ubuntu: `make system-packages`, or apt-get install postgresql-15)")
     return installed[-1].parent
 
 

@@ -1,18 +1,14 @@
 """The report in a real browser: headless Chromium (the distribution's package) driven by Playwright.
 
-The set-up installs Chromium with apt when it is missing (tests run as root on CI machines); where
-that is impossible the test fails saying so, it is never skipped. Playwright's own browser download
+The set-up (`make system-packages`, which `make test` runs) installs Chromium; a test never does.
+Without it the test fails saying so, it is never skipped. Playwright's own browser download
 is not used: its Python package carries the driver, and `executable_path` points at Chromium.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import polars as pl
@@ -26,23 +22,8 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 
 def installed_chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.fail("the browser test needs Chromium: install it (`apt-get install -y chromium`) or run the tests as root "
-                    "so that the set-up can install it")
-    # One install at a time when pytest-xdist runs several workers.
-    with open(Path(tempfile.gettempdir()) / "vase-chromium-install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not shutil.which("chromium"):
-            env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
-            for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-                done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
-                if done.returncode != 0:
-                    pytest.fail(f"could not install Chromium ({' '.join(command)}): {done.stderr.strip()[-500:]}")
-    found = shutil.which("chromium")
     if not found:
-        pytest.fail("apt-get installed chromium but no `chromium` executable is on PATH")
+        pytest.fail("the browser test needs Chromium (Debian's `chromium` package): `make system-packages` installs it")
     return found
 
 
