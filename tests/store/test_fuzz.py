@@ -83,9 +83,12 @@ def test_a_dropped_row_is_a_silent_drop(tmp_path, monkeypatch, honest_files):
 
 
 def test_a_wrong_count_is_an_accounting_violation(tmp_path, monkeypatch, honest_files):
-    # A report claiming one row more than its partitions hold: caught only by counting the written files.
-    tampered_reports(monkeypatch, lambda reports: [dataclasses.replace(reports[0], rows_accepted=reports[0].rows_accepted + 1),
-                                                   *reports[1:]])
+    # A report claiming one row more than its partitions hold, and consistent with itself: caught only by
+    # counting the rows of the files written.
+    def one_more(report: IngestReport) -> IngestReport:
+        return dataclasses.replace(report, rows_in=report.rows_in + 1, rows_accepted=report.rows_accepted + 1)
+
+    tampered_reports(monkeypatch, lambda reports: [one_more(reports[0]), *reports[1:]])
     summary = check(honest_files, tmp_path / "stores")
     assert [s.split(":")[0] for s in summary.accounting] == [str(honest_files[0].path)]
 
@@ -109,6 +112,13 @@ def test_a_skip_without_an_earlier_copy_is_caught(tmp_path, monkeypatch, honest_
     tampered_reports(monkeypatch, lambda reports: [reports[0], dataclasses.replace(reports[1], status="skipped"), *reports[2:]])
     summary = check(honest_files, tmp_path / "stores")
     assert summary.false_skips == [f"{honest_files[1].path}: skipped, but no file stored before it has its bytes"]
+
+
+def test_a_file_reported_under_another_files_hash_is_caught(tmp_path, monkeypatch, honest_files):
+    tampered_reports(monkeypatch, lambda reports: [reports[0], dataclasses.replace(reports[1], sha256=reports[0].sha256),
+                                                   *reports[2:]])
+    summary = check(honest_files, tmp_path / "stores")
+    assert [s.split(":")[0] for s in summary.false_skips] == [str(honest_files[1].path)]
 
 
 def test_a_false_continuation_is_caught(tmp_path, monkeypatch, honest_files):
