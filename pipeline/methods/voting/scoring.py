@@ -12,38 +12,38 @@ the same whatever the length of the ballot.
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import numpy as np
+from fractions import Fraction
 
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import at_least, method
 from pipeline.stats.counts import PositionCounts
 
-Points = Callable[[int, np.ndarray], np.ndarray]
+Points = Callable[[int, int], Fraction | int]  # (ballot length, position) -> points, exactly
 
 
 def _scoring(positions: PositionCounts, points: Points) -> Ratings:
+    # Exact scores (fractions): only scores equal as fractions share a rank.
     return Ratings.from_scores(positions.agents, positions.score(points), info={"ballot_lengths": positions.lengths})
 
 
 @method("plurality", needs=("positions",))
 def plurality(positions: PositionCounts) -> Ratings:
     """Plurality: one point for the top place of each ballot."""
-    return _scoring(positions, lambda length, pos: (pos == 0).astype(float))
+    return _scoring(positions, lambda length, position: int(position == 0))
 
 
 @method("approval", needs=("positions",), rules={"k": at_least(1)})
 def approval(positions: PositionCounts, *, k: int = 2) -> Ratings:
     """Approval: one point for each of the top k places of each ballot."""
-    return _scoring(positions, lambda length, pos: (pos < k).astype(float))
+    return _scoring(positions, lambda length, position: int(position < k))
 
 
 @method("borda", needs=("positions",))
 def borda(positions: PositionCounts, *, normalise: bool = False) -> Ratings:
     """Borda: L-1-position points in a ballot of length L (divided by L-1 when normalised)."""
 
-    def points(length: int, pos: np.ndarray) -> np.ndarray:
-        raw = (length - 1 - pos).astype(float)
-        return raw / (length - 1) if normalise and length > 1 else raw
+    def points(length: int, position: int) -> Fraction | int:
+        raw = length - 1 - position
+        return Fraction(raw, length - 1) if normalise and length > 1 else raw
 
     return _scoring(positions, points)
