@@ -4,11 +4,14 @@ scanning the manifest; a manifest naming a path outside the store is refused in 
 from __future__ import annotations
 
 import json
+import tracemalloc
 
 import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.logs import formats
+from pipeline.logs.records import LINE, MAX_RECORD_BYTES, RawRecords
 from pipeline.store import Store
 from pipeline.store import store as store_module
 
@@ -77,3 +80,42 @@ def test_a_manifest_naming_a_path_outside_the_store_is_refused_in_one_line(tmp_p
     assert victim.read_bytes() == b"not the store's"  # nothing deleted or read through it
     with pytest.raises(ValueError, match="outside the store"):
         store.manifest
+
+
+LONG_LINE = 120 << 20  # bytes: past `MAX_RECORD_BYTES`, and well past what the readers may hold at once
+
+
+def write_with_a_long_line(path, header: str, good: str, long_start: str) -> None:
+    with path.open("w") as out:
+        out.write(header + good.format(1))
+        out.write(long_start)
+        block = "x" * (1 << 20)
+        for _ in range(LONG_LINE >> 20):
+            out.write(block)
+        out.write("\n" + good.format(3))
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_line_past_the_limit_is_quarantined_unread_in_bounded_memory(tmp_path, suffix):
+    path = tmp_path / f"battles.{suffix}"
+    if suffix == "csv":
+        write_with_a_long_line(path, "battle_id,model_a,model_b,winner\n", "b{0},x,y,model_a\n", "b2,x,y,")
+    else:
+        write_with_a_long_line(path, "", '{{"battle_id": "b{0}", "model_a": "x", "model_b": "y", "winner": "model_a"}}\n',
+                               '{"battle_id": "b2", "model_a": "')
+    tracemalloc.start()
+    try:
+        batches = list(formats.batches(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < LONG_LINE // 2, f"{peak:,} bytes held while reading a line of {LONG_LINE:,}"
+    records = RawRecords.concat(batches)
+    first_line = 1 if suffix == "jsonl" else 2
+    assert records.frame.get_column(LINE).to_list() == [first_line, first_line + 2]  # the lines around it are read
+    [(line, reason, text)] = records.unparsable
+    assert line == first_line + 1 and "past the limit" in reason and f"{MAX_RECORD_BYTES:,}" in reason
+    assert len(text) < 300
+    store = Store(tmp_path / "store")
+    [report] = store.ingest([path], "battles")
+    assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 2, 1)
