@@ -60,8 +60,8 @@ from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
 from pipeline.overlap import Behind, read_ahead
 from pipeline.paths import UnsafePath, below
 from pipeline.store.dictionary import IdMap
-from pipeline.store.files import (DamagedStore, digest_file, exclusive_lock, reading_store_file, remove_temporary, sync_files,
-                                  write_json)
+from pipeline.store.files import (DamagedStore, StoreDiskFull, digest_file, disk_full, exclusive_lock, reading_store_file,
+                                  remove_temporary, sync_files, write_json)
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 
@@ -245,8 +245,7 @@ class Store:
         the manifest, so that it is not read again until its content changes; the other files go on."""
         chosen = log_kind(kind)
         with exclusive_lock(self.root / ".lock"):
-            remove_temporary([self.root / k for k in KINDS] + [self.root / "quarantine", self.root / FOLDER],
-                             shallow=[self.root, self.root / "dictionaries"])
+            self._remove_temporary()
             manifest = self.manifest
             self._remove_unlisted_partitions(manifest)
             maps = {name: self.dictionary(name) for name in DICTIONARIES}
@@ -256,12 +255,20 @@ class Store:
             names = {r.sha256[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
             versions = LineVersions.of(manifest)
             reports = []
-            for src in sources:
-                reports.append(self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names, versions))
-                names.setdefault(reports[-1].sha256[:16], Path(src).name)
+            try:
+                for src in sources:
+                    reports.append(self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names, versions))
+                    names.setdefault(reports[-1].sha256[:16], Path(src).name)
+            except StoreDiskFull:
+                self._remove_temporary()  # the space the files read before held: nothing is committed
+                raise
             if any(r.sha256 and manifest.files.get(r.sha256) is r for r in reports):  # ingested or newly refused
                 self._commit(manifest, maps, kind, index, pending)
             return reports
+
+    def _remove_temporary(self) -> None:
+        remove_temporary([self.root / k for k in KINDS] + [self.root / "quarantine", self.root / FOLDER],
+                         shallow=[self.root, self.root / "dictionaries"])
 
     def _id_index(self, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap]) -> KindIndex:
         """The kind's id index as committed, or rebuilt from its partitions (missing, damaged, or
@@ -295,11 +302,13 @@ class Store:
             for name, idmap in maps.items():
                 idmap.save(below(self.root, f"dictionaries/{name}.parquet"))
             manifest.save(below(self.root, MANIFEST))
-        except BaseException:
+        except BaseException as error:
             for written in pending:  # new names (a file whose content is listed is never read again)
                 written.temporary.unlink(missing_ok=True)
                 (self.root / written.path).unlink(missing_ok=True)
             self._remove_unlisted_runs(self.manifest)
+            if disk_full(error):
+                raise StoreDiskFull(self.root, error) from error
             raise
         self._remove_unlisted_runs(manifest)
 
@@ -382,6 +391,8 @@ class Store:
                 maps[name].truncate(size)
             if isinstance(exc, UnsafePath):  # the store's fault, not the file's: nothing more is written
                 raise
+            if disk_full(exc):  # every write goes to the store: its disk is full, whatever file was being read
+                raise StoreDiskFull(self.root, exc) from exc
             report = IngestReport(str(source), kind.name, sha, "unreadable", error=_refusal(source, exc), ingested_at=_now())
             if isinstance(exc, UnreadableFile):  # the data's fault: not read again until it changes
                 manifest.files[sha] = report

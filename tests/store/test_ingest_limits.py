@@ -1,9 +1,14 @@
 """Ingest that scales with files and lines: the earlier versions of a file are found without
-scanning the manifest; a manifest naming a path outside the store is refused in one line."""
+scanning the manifest; a manifest naming a path outside the store is refused in one line; a line
+past the limit is quarantined unread, in bounded memory; a full disk is said to be the store's."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import shutil
+import subprocess
 import tracemalloc
 
 import pytest
@@ -13,6 +18,7 @@ from pipeline.cli import app
 from pipeline.logs import formats
 from pipeline.logs.records import LINE, MAX_RECORD_BYTES, RawRecords
 from pipeline.store import Store
+from pipeline.store import partitions
 from pipeline.store import store as store_module
 
 runner = CliRunner()
@@ -119,3 +125,44 @@ def test_a_line_past_the_limit_is_quarantined_unread_in_bounded_memory(tmp_path,
     store = Store(tmp_path / "store")
     [report] = store.ingest([path], "battles")
     assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 2, 1)
+
+
+@pytest.fixture
+def full_disk(tmp_path, monkeypatch):
+    """A folder on a 1 MiB tmpfs where this user may mount one (root), and a no-op; elsewhere a
+    folder, and the function after which every partition write fails with ENOSPC (injected in
+    `write_row_group`, through which all of them go)."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    mount = ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)]
+    mounted = os.geteuid() == 0 and shutil.which("mount") and subprocess.run(mount, capture_output=True).returncode == 0
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    yield folder, (lambda: None) if mounted else (lambda: monkeypatch.setattr(partitions, "write_row_group", no_space))
+    if mounted:
+        subprocess.run(["umount", "--lazy", str(folder)], check=True)  # mapped id runs may still be open
+
+
+@pytest.mark.parametrize("rows", [60_000, 300_000])  # on tmpfs: the commit's id runs (numpy's short write), the partitions (Arrow)
+def test_a_full_disk_is_said_to_be_the_stores_and_commits_nothing(tmp_path, full_disk, rows):
+    disk, fill_it = full_disk
+    store = disk / "store"
+    small = tmp_path / "small.jsonl"
+    small.write_text(battle_lines(0, 3))
+    assert runner.invoke(app, ["ingest", str(small), "--kind", "battles", "--store", str(store)]).exit_code == 0
+    manifest = (store / "manifest.json").read_bytes()
+    big = tmp_path / "big.csv"  # 3 MB or more of battles over 28 days: more than the disk holds
+    big.write_text("battle_id,model_a,model_b,winner,timestamp\n" + "".join(
+        f"b{i},model-{i % 97},model-{(i * 7 + 1) % 97}-{i % 13},model_a,2024-01-{1 + i % 28:02d}T{i % 24:02d}:00:{i % 60:02d}\n"
+        for i in range(rows)))
+    fill_it()
+    result = runner.invoke(app, ["ingest", str(big), "--kind", "battles", "--store", str(store)])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{store}: the store's disk is full" in lines[0], lines
+    assert str(big) not in lines[0]  # the log is not to blame
+    assert (store / "manifest.json").read_bytes() == manifest  # nothing committed
+    assert [p for p in store.rglob("*") if ".tmp-" in p.name] == []  # and the space of the attempt given back
+    assert Store(store).ingest([small], "battles")[0].status == "skipped"  # the store still works
