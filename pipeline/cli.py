@@ -62,9 +62,9 @@ class OneLineErrors(TyperGroup):
             except Exception as exc:
                 if ctx.params.get("debug"):
                     raise
-                from pipeline.store import DamagedStore  # loaded already if it was raised
+                from pipeline.store import DamagedStore, StoreDiskFull  # loaded already if it was raised
 
-                said = isinstance(exc, (DamagedStore, SchedulerError))  # their message is the whole story
+                said = isinstance(exc, (DamagedStore, StoreDiskFull, SchedulerError))  # their message is the whole story
                 error_line("error", str(exc) if said else f"{type(exc).__name__}: {exc} (--debug shows the traceback)")
                 raise typer.Exit(1) from None
 
