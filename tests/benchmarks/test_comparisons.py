@@ -88,3 +88,43 @@ def test_the_bootstrap_ratio_is_per_round_and_checked(small_arena, monkeypatch):
                         lambda matchups, outcomes, weights, *rest: fit_bt(matchups, outcomes, np.ones_like(weights), *rest))
     planted = bench_elo.bootstrap_comparison(*small_arena, rounds=60, case="small")
     assert planted.ratio is None and "= 0.000" in planted.verdict.detail
+
+
+def test_voting_refuses_a_ratio_against_a_wrong_election(monkeypatch):
+    from open_spiel.python.voting import base, copeland
+
+    from benchmarks import bench_voting
+
+    right = copeland.CopelandVoting.run_election
+
+    def reversed_ranking(self, profile):  # the scores handed to the wrong agents
+        outcome = right(self, profile)
+        return base.RankOutcome(rankings=outcome.ranking[::-1], scores=outcome.scores)
+
+    monkeypatch.setattr(copeland.CopelandVoting, "run_election", reversed_ranking)
+    comparisons, _ = bench_voting.store_to_ratings(4_000, np.random.default_rng(0))
+    by_rule = {(c.contender, c.level.split(":")[0]): c for c in comparisons}
+    assert len(by_rule) == 6  # three rules, each counting + method and file to ratings
+    for (who, level), comparison in by_rule.items():
+        if who == "OpenSpiel CopelandVoting":
+            assert comparison.ratio is None and "NO RATIO" in comparison.line(), comparison.line()
+        else:
+            assert comparison.verdict.agrees and comparison.ratio is not None, comparison.line()
+
+
+def test_maximal_lotteries_refuse_a_ratio_against_a_wrong_lottery(monkeypatch):
+    from benchmarks import bench_voting
+
+    right = bench_voting.linprog
+
+    def shifted(*args, **kwargs):  # mass moved from the first agent to the second
+        result = right(*args, **kwargs)
+        result.x[[0, 1]] += [-0.01, 0.01]
+        return result
+
+    monkeypatch.setattr(bench_voting, "linprog", shifted)
+    comparisons, _ = bench_voting.maximal_lotteries_50(np.random.default_rng(0))
+    scipy_line, open_spiel_line = comparisons
+    assert scipy_line.ratio is None and "max |difference| 0.01 " in scipy_line.verdict.detail
+    cvxpy_missing = "cannot run here" in open_spiel_line.verdict.detail  # OpenSpiel's needs cvxpy (bench extra)
+    assert cvxpy_missing or open_spiel_line.ratio is not None, open_spiel_line.line()
