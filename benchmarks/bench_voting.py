@@ -31,7 +31,6 @@ of clear and close pairs.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import tempfile
 from pathlib import Path
@@ -42,7 +41,14 @@ import scipy.sparse as sp
 from open_spiel.python.voting import base, copeland, kemeny_young, ranked_pairs, schulze
 from scipy.optimize import linprog
 
-from benchmarks.common import SOLVER_ONLY, Comparison, Verdict, best_of, report, scores_agree
+from benchmarks.common import (
+    SOLVER_ONLY,
+    Comparison,
+    Verdict,
+    best_of,
+    report,
+    scores_agree,
+)
 from pipeline import methods
 from pipeline.methods.maximal_lotteries import essential_set, lottery
 from pipeline.stats.counts import PairwiseCounts, Statistics
@@ -121,7 +127,7 @@ def store_to_ratings(ballots: int, rng: np.random.Generator) -> tuple[list[Compa
         case = f"{ballots:,} ballots x 20 agents (OpenSpiel extrapolated from {small:,} and {large:,}, checked on {large:,})"
         for spec, rule in COMPARED.items():
             profiles = {count: open_spiel_profile(orders[:count]) for count in (small, large)}
-            counting = extrapolated(lambda count, r=rule: r().run_election(profiles[count]), small, large, ballots)
+            counting = extrapolated(lambda count, r=rule, p=profiles: r().run_election(p[count]), small, large, ballots)
             whole = reading + counting
             verdict = scores_agree(vase_scores(spec, orders[:large]), open_spiel_scores(rule, orders[:large]), 1e-6,
                                    centre=False)
@@ -177,9 +183,9 @@ def kemeny_scaling(rng: np.random.Generator, largest: int) -> tuple[list[Compari
         while not methods.run("kemeny", profile(rankings(orders))[0]).info["kemeny_unique"]:
             orders = orders_for(m)  # OpenSpiel keeps the first of several optimal orders: compare unique ones
         rule = kemeny_young.KemenyYoungVoting
-        open_spiel[m], _ = best_of(lambda o=orders: rule().run_election(open_spiel_profile(o)), 1)
+        open_spiel[m], _ = best_of(lambda o=orders, r=rule: r().run_election(open_spiel_profile(o)), 1)
         checks.append(scores_agree(vase_scores("kemeny", orders), open_spiel_scores(rule, orders), 1e-6, centre=False))
-    cost = lambda m: math.factorial(m) * m * (m - 1) / 2  # noqa: E731
+    cost = lambda m: math.factorial(m) * m * (m - 1) / 2
     predicted_9 = open_spiel[8] * cost(9) / cost(8)
     theirs_10 = open_spiel[9] * cost(10) / cost(9)
     stats10, _ = profile(rankings(orders_for(10)))
@@ -212,7 +218,7 @@ def sparse_pool(rng: np.random.Generator, players: int = 20_000, games: int = 60
     stats = Statistics("battles", np.arange(players), np.ones(players, dtype=np.int64), pairwise=pairs)
     ml, r = best_of(lambda: methods.run("maximal-lotteries", stats), 1)
     cop, _ = best_of(lambda: methods.run("copeland", stats), 1)
-    return {"players": players, "games": int(len(a)), "ml_s": ml, "copeland_s": cop, "ratio_to_copeland": ml / cop,
+    return {"players": players, "games": len(a), "ml_s": ml, "copeland_s": cop, "ratio_to_copeland": ml / cop,
             "support": len(r.info["support_agents"]), "unique": r.info["unique"]}
 
 

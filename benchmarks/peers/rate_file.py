@@ -17,7 +17,10 @@ ELO_PER_NATURAL_UNIT = 400 / math.log(10)
 
 
 def fastchat(battles: pd.DataFrame, rounds: int) -> pd.Series:
-    from benchmarks.peers.fastchat_rating_systems import compute_bootstrap_bt, compute_bt
+    from benchmarks.peers.fastchat_rating_systems import (
+        compute_bootstrap_bt,
+        compute_bt,
+    )
 
     ratings = compute_bt(battles)
     if rounds:
