@@ -61,9 +61,9 @@ from benchmarks.common import (
     scores_agree,
 )
 from benchmarks.peers import fastchat_rating_systems as fastchat
-from pipeline.methods.bradley_terry import STEP_TOL, Cells, fit
-from pipeline.methods.m_elo import bootstrap_intervals
-from pipeline.methods.threads import one_blas_thread
+from pipeline.methods.bradley_terry.core import STEP_TOL, Cells, fit
+from pipeline.methods.bradley_terry.m_elo import bootstrap_intervals
+from pipeline.methods.numerics.threads import one_blas_thread
 from pipeline.stats.counts import PairwiseCounts
 
 MODELS, BATTLES, ROUNDS, SEED, WTA_PRIOR = 200, 1_000_000, 100, 20240901, 0.01

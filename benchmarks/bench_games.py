@@ -25,8 +25,12 @@ from benchmarks.common import (
     scores_agree,
 )
 from pipeline.games import build
-from pipeline.methods.deviation import constraint_matrix, deviation_ratings, solve_full
-from pipeline.methods.nash_averaging import nash_average
+from pipeline.methods.game_theory.deviation import (
+    constraint_matrix,
+    deviation_ratings,
+    solve_full,
+)
+from pipeline.methods.game_theory.nash_averaging import nash_average
 from pipeline.stats.game_data import ScoreTable
 
 TOL_GAIN = 1e-6  # of the largest payoff: what a deviation may gain against an equilibrium computed in floating point

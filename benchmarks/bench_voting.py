@@ -50,7 +50,7 @@ from benchmarks.common import (
     scores_agree,
 )
 from pipeline import methods
-from pipeline.methods.maximal_lotteries import essential_set, lottery
+from pipeline.methods.voting.maximal_lotteries import essential_set, lottery
 from pipeline.stats.counts import PairwiseCounts, Statistics
 from pipeline.stats.in_memory import profile
 from pipeline.stats.reduce import reduce_store
