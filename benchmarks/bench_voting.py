@@ -98,9 +98,10 @@ def vase_scores(spec: str, orders: np.ndarray) -> np.ndarray:
 
 
 def extrapolated(run, small: int, large: int, ballots: int) -> float:
-    """Seconds at `ballots` from a fixed and a per-ballot cost, measured at `small` and `large` ballots."""
-    t_small, _ = best_of(lambda: run(small), 1)
-    t_large, _ = best_of(lambda: run(large), 1)
+    """Seconds at `ballots` from a fixed and a per-ballot cost, measured at `small` and `large` ballots (best of
+    3 each: on a loaded machine one slow run at `small` would flatten the slope)."""
+    t_small, _ = best_of(lambda: run(small), 3)
+    t_large, _ = best_of(lambda: run(large), 3)
     return max(t_large + (t_large - t_small) / (large - small) * (ballots - large), t_large)
 
 
