@@ -258,31 +258,44 @@ def bootstrap_comparison(n: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarr
                       "FastChat fit_bt per round (verbatim copy)", t_vase / rounds, t_fc / rounds, verdict)
 
 
-def timed_command(args: list[str]) -> float:
+def timed_command(args: list[str]) -> tuple[float, str]:
+    """Wall seconds of a fresh process, and the last line of its stderr if it failed ("" if not)."""
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
-    subprocess.run(args, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return time.perf_counter() - start
+    done = subprocess.run(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    failure = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1] if done.returncode else ""
+    return time.perf_counter() - start, failure
 
 
-def whole_command_comparisons(n: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarray, case: str) -> list[Comparison]:
+WHOLE_COMMAND_PEERS = {"fastchat": "FastChat compute_bt (verbatim copy)", "choix": "choix ilsr_pairwise_dense",
+                       "evalica": "evalica bradley_terry"}
+
+
+def whole_command_comparisons(n: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarray, case: str,
+                              peers: tuple[str, ...] = tuple(WHOLE_COMMAND_PEERS)) -> list[Comparison]:
     """A fresh process each, from the CSV file to written ratings; answers read back from what was written."""
     comparisons = []
     with tempfile.TemporaryDirectory() as tmp:
         csv = Path(tmp) / "battles.csv"
         battle_frame(n, a, b, outcome).to_csv(csv, index=False)
         out = Path(tmp) / "vase"
-        t_vase = timed_command([sys.executable, "-m", "flows.cli", "rate", str(csv), "--kind", "battles",
-                                "-m", "m-elo:bootstrap=0", "--out", str(out)])
+        t_vase, failure = timed_command([sys.executable, "-m", "flows.cli", "rate", str(csv), "--kind", "battles",
+                                         "-m", "m-elo:bootstrap=0", "--out", str(out)])
+        if failure:
+            raise RuntimeError(f"vase rate failed: {failure}")
         ours = pl.read_parquet(out / "ratings.parquet").sort("agent")["score"].to_numpy()
         labels = np.sort(names(n))
-        for peer, who in [("fastchat", "FastChat compute_bt (verbatim copy)"), ("choix", "choix ilsr_pairwise_dense"),
-                          ("evalica", "evalica bradley_terry")]:
+        for peer in peers:
             written = Path(tmp) / f"{peer}.csv"
-            t_peer = timed_command([sys.executable, "-m", "benchmarks.peers.rate_file", peer, str(csv), str(written)])
-            theirs = pd.read_csv(written).set_index("agent")["score"].reindex(labels).to_numpy()
-            comparisons.append(Comparison(case, f"{WHOLE_COMMAND}, CSV file to ratings", who, t_vase, t_peer,
-                                          scores_agree(ours, theirs, TOL_ELO, " Elo")))
+            t_peer, failure = timed_command([sys.executable, "-m", "benchmarks.peers.rate_file", peer, str(csv),
+                                             str(written)])
+            if failure:
+                verdict = non_result(f"the command failed: {failure}")
+            else:
+                theirs = pd.read_csv(written).set_index("agent")["score"].reindex(labels).to_numpy()
+                verdict = scores_agree(ours, theirs, TOL_ELO, " Elo")
+            comparisons.append(Comparison(case, f"{WHOLE_COMMAND}, CSV file to ratings", WHOLE_COMMAND_PEERS[peer],
+                                          t_vase, None if failure else t_peer, verdict))
     return comparisons
 
 

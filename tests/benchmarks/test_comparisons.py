@@ -128,3 +128,15 @@ def test_maximal_lotteries_refuse_a_ratio_against_a_wrong_lottery(monkeypatch):
     assert scipy_line.ratio is None and "max |difference| 0.01 " in scipy_line.verdict.detail
     cvxpy_missing = "cannot run here" in open_spiel_line.verdict.detail  # OpenSpiel's needs cvxpy (bench extra)
     assert cvxpy_missing or open_spiel_line.ratio is not None, open_spiel_line.line()
+
+
+@pytest.mark.slow
+def test_whole_commands_rate_the_same_file_and_are_compared(small_arena, monkeypatch):
+    # vase rate and FastChat's script in fresh processes, their written ratings read back and checked
+    (found,) = bench_elo.whole_command_comparisons(*small_arena, "small", peers=("fastchat",))
+    assert found.level.startswith("whole command") and found.contender.startswith("FastChat compute_bt")
+    assert found.verdict.agrees and found.ratio is not None, found.line()
+    # a peer whose command fails is a non-result, not a crash of the benchmark
+    monkeypatch.setitem(bench_elo.WHOLE_COMMAND_PEERS, "missing", "a peer that is not there")
+    (failed,) = bench_elo.whole_command_comparisons(*small_arena, "small", peers=("missing",))
+    assert failed.ratio is None and failed.verdict.detail.startswith("non-result: the command failed: ")
