@@ -21,6 +21,7 @@ import contextlib
 import json
 import math
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -33,8 +34,10 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from pipeline import __version__
 from pipeline.progress import progress_bar
 from pipeline.runtime import SCHEDULER_ENV, SchedulerError, dask_client, quiet_logs
+from pipeline.terminal import visible
 
 if TYPE_CHECKING:
     from pipeline.store import IngestReport
@@ -50,8 +53,27 @@ TOP = 3  # agents shown per method at the end of `rate`
 
 class OneLineErrors(TyperGroup):
     """Any error a command did not expect is printed as one line and exits 1; `--debug` re-raises it.
+    A usage error (an unknown command or option, a missing or bad value) is one line and exits 2.
     A command stopped by SIGTERM (a scheduler's timeout, `kill`) unwinds as an exit with status
     143, so what it holds is released: a temporary store is deleted, a local Dask cluster closed."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        # Typer's standalone mode prints a usage error as a box of 5-10 lines; here it runs
+        # non-standalone, which hands the usage error (and the exit status) back to be said in one line.
+        try:
+            status = super().main(*args, standalone_mode=False, **kwargs)
+        except typer.TyperException as exc:  # click's usage errors (and its other ClickExceptions)
+            if not standalone_mode:
+                raise
+            status = usage_error(exc)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            error_line("error", "aborted")
+            status = 1
+        if not standalone_mode:
+            return status
+        sys.exit(status if isinstance(status, int) else 0)
 
     def invoke(self, ctx: typer.Context):
         with exit_on_sigterm():
@@ -86,6 +108,22 @@ def exit_on_sigterm():
         signal.signal(signal.SIGTERM, before)
 
 
+def usage_error(exc: typer.TyperException) -> int:
+    """Say a usage error in one line, pointing to the command's help; its exit status (2)."""
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `vase` alone: its help was printed, nothing is wrong to say
+        return exc.exit_code
+    see = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+    error_line("error", exc.format_message().rstrip(".") + see)
+    return exc.exit_code
+
+
+def show_version(value: bool) -> None:
+    if value:
+        console.print(f"vase {__version__}", highlight=False)
+        raise typer.Exit()
+
+
 app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Ratings of agents from logs of battles, games, scores and ballots.")
 
@@ -99,14 +137,17 @@ MethodsOption = Annotated[list[str], typer.Option("--method", "-m", help="method
 def main(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="show the INFO log lines of Dask and Prefect")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an error")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True, expose_value=False,
+                                          help="print the version and exit")] = False,
 ) -> None:
     """Ratings of agents from logs of battles, games, scores and ballots."""
     quiet_logs(verbose)
 
 
 def error_line(label: str, message: str) -> None:
-    """One line on stderr: `label` in bold red, then the message as it is (never read as markup)."""
-    errors.print(Text.assemble((label, "bold red"), ": ", message), highlight=False)
+    """One line on stderr: `label` in bold red, then the message as it is (never read as markup), its
+    control characters made visible (a newline in a file name does not split the line)."""
+    errors.print(Text.assemble((visible(label), "bold red"), ": ", visible(message)), highlight=False)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
