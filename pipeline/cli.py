@@ -131,6 +131,7 @@ KindOption = Annotated[str, typer.Option("--kind", "-k", help="log kind, e.g. ba
 SchedulerOption = Annotated[Optional[str], typer.Option(
     "--scheduler", help=f"address of an existing Dask scheduler (default: ${SCHEDULER_ENV}); tls:// uses Dask's TLS configuration")]
 MethodsOption = Annotated[list[str], typer.Option("--method", "-m", help="method spec, e.g. borda or approval:k=3 (repeatable)")]
+ForceOption = Annotated[bool, typer.Option("--force", help="write into an --out folder that holds files of no vase run (they are kept)")]
 
 
 @app.callback()
@@ -166,6 +167,17 @@ def check_store(store: Path) -> None:
     """A store read and not written to must be one before any work starts (exit 2)."""
     if not (store / "manifest.json").exists():
         raise fail(f"{store} is not a store (no manifest.json); ingest logs into it first", 2)
+
+
+def check_out(out: Path, force: bool) -> None:
+    """An output folder must be new, empty or an earlier vase run's (whose files the run replaces) unless forced (exit 2)."""
+    from pipeline.report.outfolder import ForeignFolder
+    from pipeline.report.outfolder import check_out as check_out_folder
+
+    try:
+        check_out_folder(out, force)
+    except ForeignFolder as exc:
+        raise fail(str(exc), 2) from None
 
 
 def check_kind(kind: str, *, stored: bool = False) -> None:
@@ -290,6 +302,7 @@ def rate(
     by: Annotated[Optional[str], typer.Option(
         "--by", help="also one leaderboard per category (`--by category`: battles, reviews, scores), "
                      "in OUT/category=<name>/; rows without a category count in the overall board only")] = None,
+    force: ForceOption = False,
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
     check_kind(kind)
@@ -310,6 +323,7 @@ def rate(
     check_sources(sources or ())
     if store is not None and sources is None:
         check_store(store)
+    check_out(out, force)
     try:
         specs, merged = unique_specs(method)
         board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by)
@@ -389,11 +403,13 @@ def backtest(
     unseen: Annotated[str, typer.Option("--unseen", help="pairs with a player unseen in training: tie or skip")] = "tie",
     scheduler: SchedulerOption = None,
     workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given (0: local threads)")] = 2,
+    force: ForceOption = False,
 ) -> None:
     """Which method best predicts held-out games: rate training splits, score test games by Kendall tau."""
     check_kind(kind, stored=True)
     check_sources([store])
     check_store(store)
+    check_out(out, force)
     import time
 
     import pyarrow.parquet as pq
