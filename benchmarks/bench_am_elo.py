@@ -31,9 +31,9 @@ from scipy.special import expit
 
 from benchmarks.common import best_of, save
 from pipeline.backtest.stability import simulate_votes
-from pipeline.methods.am_elo import ABILITY_LIMIT, AmFit, AnnotatorCells, fit_am_elo, penalised_loss
-from pipeline.methods.bradley_terry import fit_or_refuse, laplacian_solve, spread
-from pipeline.methods.newton_steps import ARMIJO, FLOOR, MIN_STEP_SHARE
+from pipeline.methods.bradley_terry.am_elo import ABILITY_LIMIT, AmFit, AnnotatorCells, fit_am_elo, penalised_loss
+from pipeline.methods.bradley_terry.core import fit_or_refuse, laplacian_solve, spread
+from pipeline.methods.bradley_terry.steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.stats.annotators import AnnotatorCounts
 

@@ -23,9 +23,9 @@ import numpy as np
 import scipy.optimize as opt
 
 from benchmarks.common import best_of
-from pipeline.methods.bradley_terry import STEP_TOL, Cells, fit
-from pipeline.methods.m_elo import bootstrap_intervals, m_elo
-from pipeline.methods.threads import one_blas_thread
+from pipeline.methods.bradley_terry.core import STEP_TOL, Cells, fit
+from pipeline.methods.bradley_terry.m_elo import bootstrap_intervals, m_elo
+from pipeline.methods.numerics.threads import one_blas_thread
 from pipeline.stats.counts import PairwiseCounts
 
 MODELS, BATTLES, SEED = 200, 1_000_000, 20240901

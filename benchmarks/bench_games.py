@@ -17,8 +17,8 @@ import numpy as np
 
 from benchmarks.common import best_of, save
 from pipeline.games import build
-from pipeline.methods.deviation import solve_full, constraint_matrix, deviation_ratings
-from pipeline.methods.nash_averaging import nash_average
+from pipeline.methods.game_theory.deviation import constraint_matrix, deviation_ratings, solve_full
+from pipeline.methods.game_theory.nash_averaging import nash_average
 from pipeline.stats.game_data import ScoreTable
 
 

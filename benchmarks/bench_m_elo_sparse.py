@@ -33,10 +33,10 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from benchmarks.common import save
-from pipeline.methods import bradley_terry
-from pipeline.methods.bradley_terry import Cells, fit
-from pipeline.methods.newton_steps import CG_FORCING
-from pipeline.methods.m_elo import bootstrap_intervals
+from pipeline.methods.bradley_terry import core as bradley_terry
+from pipeline.methods.bradley_terry.core import Cells, fit
+from pipeline.methods.bradley_terry.m_elo import bootstrap_intervals
+from pipeline.methods.bradley_terry.steps import CG_FORCING
 
 SEED, PRIOR = 20250101, 0.01
 

@@ -37,7 +37,7 @@ from scipy.optimize import linprog
 
 from benchmarks.common import best_of
 from pipeline import methods
-from pipeline.methods.maximal_lotteries import essential_set, lottery
+from pipeline.methods.voting.maximal_lotteries import essential_set, lottery
 from pipeline.stats.counts import PairwiseCounts, Statistics
 from pipeline.stats.in_memory import profile
 from pipeline.stats.reduce import reduce_store
