@@ -31,6 +31,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from pipeline.terminal import visible
+
 LINE = "\x00line"
 NESTED = "\x00nested:"
 INVALID = "\x00invalid:"
@@ -42,11 +44,12 @@ LINE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".ndjson")  # formats where appending
 class UnreadableFile(ValueError):
     """The file as a whole cannot be read (missing, unknown format, not text, not parseable at all).
 
-    `str()` is one line: `<file>: line <n>, field <f>: <reason>` (line and field when known)."""
+    `str()` is one line: `<file>: line <n>, field <f>: <reason>` (line and field when known), the
+    file's name with its control characters made visible (a newline in it does not end the line)."""
 
     def __init__(self, path: Path | str, reason: str, *, line: int | None = None, field: str | None = None):
         where = ", ".join(p for p in (f"line {line}" if line is not None else "", f"field {field!r}" if field else "") if p)
-        super().__init__(f"{path}: {where + ': ' if where else ''}{reason}")
+        super().__init__(f"{visible(path)}: {where + ': ' if where else ''}{reason}")
         self.path = str(path)
         self.reason = reason
         self.line = line

@@ -64,6 +64,7 @@ from pipeline.store.files import (DamagedStore, StoreDiskFull, digest_file, disk
                                   remove_temporary, sync_files, write_json)
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
+from pipeline.terminal import visible
 
 MANIFEST = "manifest.json"
 log = logging.getLogger(__name__)
@@ -459,7 +460,7 @@ def _known(source: Path, kind: str, seen: IngestReport) -> IngestReport | None:
     if seen.status == "unreadable":
         if seen.kind != kind or Path(seen.source).suffix.lower() != source.suffix.lower():
             return None
-        reason = seen.error.removeprefix(f"{seen.source}: ")
+        reason = seen.error.removeprefix(f"{visible(seen.source)}: ")  # UnreadableFile's message names it so
         return dataclasses.replace(seen, source=str(source), error=f"{source}: {reason} (refused on {seen.ingested_at}; "
                                    "not read again until the file changes)")
     if seen.kind != kind:
