@@ -49,17 +49,8 @@ import pandas as pd
 import polars as pl
 import scipy.optimize as opt
 
-from benchmarks.common import (
-    PER_ROUND,
-    SOLVER_ONLY,
-    WHOLE_COMMAND,
-    Comparison,
-    Verdict,
-    best_of,
-    non_result,
-    report,
-    scores_agree,
-)
+from benchmarks.common import (PER_ROUND, SOLVER_ONLY, WHOLE_COMMAND, Comparison, Verdict, best_of, non_result, report,
+                               scores_agree)
 from benchmarks.peers import fastchat_rating_systems as fastchat
 from pipeline.methods.bradley_terry.core import STEP_TOL, Cells, fit
 from pipeline.methods.bradley_terry.m_elo import bootstrap_intervals
