@@ -33,13 +33,7 @@ from scipy.special import expit
 
 from benchmarks.common import SOLVER_ONLY, Comparison, Verdict, best_of, report
 from pipeline.backtest.stability import simulate_votes
-from pipeline.methods.bradley_terry.am_elo import (
-    ABILITY_LIMIT,
-    AmFit,
-    AnnotatorCells,
-    fit_am_elo,
-    penalised_loss,
-)
+from pipeline.methods.bradley_terry.am_elo import ABILITY_LIMIT, AmFit, AnnotatorCells, fit_am_elo, penalised_loss
 from pipeline.methods.bradley_terry.core import fit_or_refuse, laplacian_solve, spread
 from pipeline.methods.bradley_terry.steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.convergence import ConvergenceError, NoEstimate

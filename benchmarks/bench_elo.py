@@ -35,6 +35,7 @@ and writes benchmarks/results/elo.json.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import subprocess
@@ -49,17 +50,8 @@ import pandas as pd
 import polars as pl
 import scipy.optimize as opt
 
-from benchmarks.common import (
-    PER_ROUND,
-    SOLVER_ONLY,
-    WHOLE_COMMAND,
-    Comparison,
-    Verdict,
-    best_of,
-    non_result,
-    report,
-    scores_agree,
-)
+from benchmarks.common import (PER_ROUND, SOLVER_ONLY, WHOLE_COMMAND, Comparison, Verdict, best_of, non_result, report,
+                               scores_agree)
 from benchmarks.peers import fastchat_rating_systems as fastchat
 from pipeline.methods.bradley_terry.core import STEP_TOL, Cells, fit
 from pipeline.methods.bradley_terry.m_elo import bootstrap_intervals
@@ -284,6 +276,9 @@ def whole_command_comparisons(n: int, a: np.ndarray, b: np.ndarray, outcome: np.
         if failure:
             raise RuntimeError(f"vase rate failed: {failure}")
         ours = pl.read_parquet(out / "ratings.parquet").sort("agent")["score"].to_numpy()
+        stages = json.loads((out / "run.json").read_text())["timings_s"]
+        print(f"[vase alone] vase rate, {case}: {t_vase:.3g} s, of which " + ", ".join(
+            f"{stage.split(':')[0]} {seconds:.3g} s" for stage, seconds in stages.items()), flush=True)
         labels = np.sort(names(n))
         for peer in peers:
             written = Path(tmp) / f"{peer}.csv"

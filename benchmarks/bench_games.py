@@ -16,20 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import (
-    SOLVER_ONLY,
-    Comparison,
-    Verdict,
-    best_of,
-    report,
-    scores_agree,
-)
+from benchmarks.common import SOLVER_ONLY, Comparison, Verdict, best_of, report, scores_agree
 from pipeline.games import build
-from pipeline.methods.game_theory.deviation import (
-    constraint_matrix,
-    deviation_ratings,
-    solve_full,
-)
+from pipeline.methods.game_theory.deviation import constraint_matrix, deviation_ratings, solve_full
 from pipeline.methods.game_theory.nash_averaging import nash_average
 from pipeline.stats.game_data import ScoreTable
 

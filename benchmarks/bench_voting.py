@@ -41,14 +41,7 @@ import scipy.sparse as sp
 from open_spiel.python.voting import base, copeland, kemeny_young, ranked_pairs, schulze
 from scipy.optimize import linprog
 
-from benchmarks.common import (
-    SOLVER_ONLY,
-    Comparison,
-    Verdict,
-    best_of,
-    report,
-    scores_agree,
-)
+from benchmarks.common import SOLVER_ONLY, Comparison, Verdict, best_of, report, scores_agree
 from pipeline import methods
 from pipeline.methods.voting.maximal_lotteries import essential_set, lottery
 from pipeline.stats.counts import PairwiseCounts, Statistics
