@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
