@@ -115,7 +115,7 @@ def test_nothing_is_published_or_bound_beyond_loopback_by_default():
             assert str(port).startswith("127.0.0.1:"), (name, port)
     # The local deployment's server (`make server`) and the one wrapped by infra/postgres.py.
     makefile = (ROOT / "Makefile").read_text()
-    assert re.search(r"^server:.*\n\t.*prefect server start --host 127\.0\.0\.1 ", makefile, re.M)
+    assert re.search(r"^server:.*\n\t.*prefect server start --host 127\.0\.0\.1 ", makefile, re.MULTILINE)
     assert "listen_addresses=127.0.0.1 " in (INFRA / "postgres.py").read_text()
 
 

@@ -87,7 +87,7 @@ class Injections(HTMLParser):
     """What markup written unescaped into a page leaves behind: a second or external script, an event
     handler, a `javascript:` link, an image not embedded in the page, an element no template writes."""
 
-    FOREIGN = {"blink"}  # the hostile names' own tags
+    FOREIGN = frozenset({"blink"})  # the hostile names' own tags
 
     def __init__(self, text: str) -> None:
         super().__init__()

@@ -21,6 +21,6 @@ def copeland(pairs: PairwiseCounts, *, tie_credit: float = 0.5) -> Ratings:
     """Copeland: head-to-head victories plus half a point per head-to-head tie."""
     wins, losses = wins_losses(pairs)
     ties = pairs.n - 1 - wins - losses
-    # Exactly, with the credit the spec wrote (0.3 is 3/10): 3 wins tie with 10 ties at 0.3 each.
+    # Exactly, with the credit the spec wrote (0.2 is 1/5): 1 win and 1 tie tie with 6 ties (1.2 against 1.2000000000000002).
     score = wins.astype(object) + Fraction(str(tie_credit)) * ties.astype(object)
     return Ratings.from_scores(pairs.agents, score, extras={"wins": wins.astype(np.int64), "ties": ties.astype(np.int64)})

@@ -79,11 +79,11 @@ def test_runs_on_the_llmfao_crowd_and_publishes_the_annotator_table(tmp_path):
     board = Board("crowd", "battles", (str(SAMPLES / "llmfao" / "crowd_battles.csv"),), ("am-elo",))
     out, store = tmp_path / "out", Store(tmp_path / "store")
     ratings = run_board(board, store, out).ratings[0]
-    assert len(ratings.agents) == 59 and np.all(np.isfinite(ratings.score))
+    assert len(ratings.agents) == 59 and np.all(np.isfinite(ratings.score))  # data-samples/llmfao/PROVENANCE.md: 59 models
     table = pq.read_table(out / "am-elo.annotators.parquet")
     assert table.column_names == ["judge", "judge_id", "records", "ability", "flagged", "ability_refit"]
     judges = store.dictionary("judges").names
-    assert table.num_rows == 124 and sorted(table.column("judge").to_pylist()) == sorted(judges)
+    assert table.num_rows == 124 and sorted(table.column("judge").to_pylist()) == sorted(judges)  # PROVENANCE.md: 124 crowd workers
     # the name column is the judges dictionary's entry for the store id beside it
     assert all(judges[i] == name for i, name in zip(table.column("judge_id").to_pylist(), table.column("judge").to_pylist()))
     assert sum(a for a in table.column("ability").to_pylist() if a is not None) == pytest.approx(1.0)
