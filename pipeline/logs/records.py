@@ -21,6 +21,7 @@ array and Parquet count records from 1.
 from __future__ import annotations
 
 import logging
+import os
 import stat
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -170,12 +171,15 @@ _PREVIEW_CHARS = 200
 
 
 def skip_line(handle) -> int:
-    """Read past the end of the current line (its newline included) in bounded pieces; the bytes skipped."""
+    """Read past the end of the current line (its newline included) in bounded pieces, and leave
+    the file just after it; the bytes skipped. A regular file's handle (the readers check that)."""
     skipped = 0
-    while piece := handle.readline(_SKIP_BYTES):
+    while piece := handle.read(_SKIP_BYTES):
+        end = piece.find(b"\n")
+        if end >= 0:
+            handle.seek(end + 1 - len(piece), os.SEEK_CUR)
+            return skipped + end + 1
         skipped += len(piece)
-        if piece.endswith(b"\n"):
-            break
     return skipped
 
 

@@ -15,7 +15,9 @@ them into place, then writes the id index, the dictionaries and last the manifes
 atomically; readers list partitions from the manifest only, so an interrupted ingest leaves nothing
 visible, and re-running it rewrites the same names (temporary files of a killed ingest, and the
 partition files of a commit killed before its manifest, which no manifest lists, are deleted by the
-next one). A file whose content hash is in the manifest is skipped, whatever its name.
+next one). An ingest of many files commits every `COMMIT_EVERY` files, so a killed ingest of a big
+folder keeps what it committed and the next run goes on from there. A file whose content hash is in
+the manifest is skipped, whatever its name.
 
 Exactly once across files: a record whose id (`LogKind.record_id`) is in the index, from an
 earlier file or earlier in the same one, is quarantined as a duplicate naming where it was first
@@ -67,6 +69,7 @@ from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 from pipeline.terminal import visible
 
 MANIFEST = "manifest.json"
+COMMIT_EVERY = 1_000  # files ingested between two commits of one ingest (each commit saves the whole manifest)
 log = logging.getLogger(__name__)
 
 
@@ -256,14 +259,21 @@ class Store:
             names = {r.sha256[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
             versions = LineVersions.of(manifest)
             reports = []
+            changed = 0  # files ingested or newly refused since the last commit
             try:
                 for src in sources:
-                    reports.append(self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names, versions))
-                    names.setdefault(reports[-1].sha256[:16], Path(src).name)
+                    report = self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names, versions)
+                    reports.append(report)
+                    names.setdefault(report.sha256[:16], Path(src).name)
+                    changed += bool(report.sha256 and manifest.files.get(report.sha256) is report)
+                    if changed >= COMMIT_EVERY:  # a checkpoint: an ingest of a big folder that is killed keeps these
+                        self._commit(manifest, maps, kind, index, pending)
+                        pending.clear()
+                        changed = 0
             except StoreDiskFull:
-                self._remove_temporary()  # the space the files read before held: nothing is committed
+                self._remove_temporary()  # the space the files read since the last commit held
                 raise
-            if any(r.sha256 and manifest.files.get(r.sha256) is r for r in reports):  # ingested or newly refused
+            if changed:
                 self._commit(manifest, maps, kind, index, pending)
             return reports
 

@@ -166,3 +166,26 @@ def test_a_full_disk_is_said_to_be_the_stores_and_commits_nothing(tmp_path, full
     assert (store / "manifest.json").read_bytes() == manifest  # nothing committed
     assert [p for p in store.rglob("*") if ".tmp-" in p.name] == []  # and the space of the attempt given back
     assert Store(store).ingest([small], "battles")[0].status == "skipped"  # the store still works
+
+
+def test_an_ingest_of_many_files_killed_midway_keeps_its_checkpoints(tmp_path, monkeypatch):
+    logs = [tmp_path / f"battles-{i}.jsonl" for i in range(5)]
+    for i, path in enumerate(logs):
+        path.write_text(battle_lines(10 * i, 2))
+    monkeypatch.setattr(store_module, "COMMIT_EVERY", 2)
+    read = store_module.Store._ingest_one
+    calls = []
+
+    def killed_at_the_fourth_file(store, *args):
+        calls.append(args[0])
+        if len(calls) == 4:
+            raise KeyboardInterrupt  # as a signal would stop it
+        return read(store, *args)
+
+    monkeypatch.setattr(store_module.Store, "_ingest_one", killed_at_the_fourth_file)
+    store = Store(tmp_path / "store")
+    with pytest.raises(KeyboardInterrupt):
+        store.ingest(logs, "battles")
+    monkeypatch.undo()
+    assert sorted(r.source for r in store.manifest.files.values()) == [str(p) for p in logs[:2]]  # the checkpoint
+    assert [r.status for r in store.ingest(logs, "battles")] == ["skipped"] * 2 + ["ingested"] * 3
