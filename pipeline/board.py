@@ -37,7 +37,7 @@ import math
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +49,7 @@ from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import unique_specs
 from pipeline.paths import UnsafePath, category_folder, check_board_name, inside
+from pipeline.progress import progress_shown, stage
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
 from pipeline.report.outfolder import check_out, replacing_run
 from pipeline.stats import Statistics, reduce_store
@@ -203,23 +204,24 @@ def source_files(board: Board) -> list[Path]:
 INGEST_COMMITS = 100  # at most this many store commits when progress is shown
 
 
-def ingest(store: Store, board: Board, advance: Callable[..., None] | None = None) -> list[IngestReport]:
+def ingest(store: Store, board: Board) -> list[IngestReport]:
     """Store the board's new files; a kind rated directly stores nothing (its file is read when rated).
 
-    Given `advance(files, label)` (a progress bar), files are stored in up to `INGEST_COMMITS`
+    When progress is shown (`pipeline.progress`), files are stored in up to `INGEST_COMMITS`
     batches, each committed on its own, and the bar moves after each."""
     if not log_kind(board.kind).stored:
         return []
     files = source_files(board)
-    if advance is None:
+    if not progress_shown():
         return store.ingest(files, board.kind)
     reports: list[IngestReport] = []
     size = max(1, math.ceil(len(files) / INGEST_COMMITS))
-    for start in range(0, len(files), size):
-        batch = files[start:start + size]
-        advance(0, batch[0].name)
-        reports += store.ingest(batch, board.kind)
-        advance(len(batch))
+    with stage("ingest", len(files)) as advance:
+        for start in range(0, len(files), size):
+            batch = files[start:start + size]
+            advance(0, batch[0].name)
+            reports += store.ingest(batch, board.kind)
+            advance(len(batch))
     return reports
 
 
@@ -423,14 +425,13 @@ def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: in
     return leaderboard_markdown(ratings, agent_names(store, board), board.title or board.name, top=top)
 
 
-def run_board(board: Board, store: Store, out: Path, client=None, temporary_store: bool = False,
-              advance: Callable[..., None] | None = None) -> BoardResult:
+def run_board(board: Board, store: Store, out: Path, client=None, temporary_store: bool = False) -> BoardResult:
     """Ingest, reduce, rate and publish one board, in the calling process (no Prefect); the reduction and
     the methods that fan out run on `client` (None: local threads). A `temporary_store` (deleted
-    after the call) leaves its quarantine in `out`; `advance` is a progress bar over the files ingested."""
+    after the call) leaves its quarantine in `out`."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    reports = ingest(store, board, advance)
+    reports = ingest(store, board)
     timings["ingest"] = time.perf_counter() - start
     start = time.perf_counter()
     try:

@@ -36,7 +36,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from pipeline import __version__
-from pipeline.progress import progress_bar
+from pipeline.progress import progress_display
 from pipeline.runtime import SCHEDULER_ENV, SchedulerError, dask_client, quiet_logs
 from pipeline.terminal import Output, visible
 
@@ -306,13 +306,13 @@ def ingest(
     """Validate logs and write them into the store; files already ingested are skipped."""
     check_kind(kind, stored=True)
     check_sources(sources)
-    from pipeline.board import Board, source_files
+    from pipeline.board import Board
     from pipeline.board import ingest as ingest_board
     from pipeline.store import Store
 
     board = Board("ingest", kind, tuple(map(str, sources)), ())
-    with progress_bar("ingest", len(source_files(board))) as advance:
-        reports = ingest_board(Store(store), board, advance)
+    with progress_display():
+        reports = ingest_board(Store(store), board)
     report_ingest(reports)
     for bad in (r for r in reports if r.status == "unreadable"):
         error_line("unreadable", bad.error)
@@ -337,7 +337,7 @@ def rate(
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
     check_kind(kind)
-    from pipeline.board import KINDS, Board, check_by, run_board, source_files
+    from pipeline.board import KINDS, Board, check_by, run_board
     from pipeline.logs import UnreadableFile
     from pipeline.methods.registry import unique_specs
     from pipeline.store import Store
@@ -362,9 +362,9 @@ def rate(
         raise typer.BadParameter(str(exc), param_hint="--method") from None
     report_merged(board.merged)
     with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client, \
-            progress_bar("ingest", len(source_files(board))) as advance:
+            progress_display():
         try:
-            result = run_board(board, Store(store or scratch), out, client, temporary_store=store is None, advance=advance)
+            result = run_board(board, Store(store or scratch), out, client, temporary_store=store is None)
         except (UnreadableFile, ValueError) as exc:  # a file rated directly cannot be read, or the data cannot be rated at all
             raise fail(str(exc)) from None
     report_ingest(result.reports)
@@ -469,7 +469,7 @@ def backtest(
         raise fail(f"{exc} (--test-size, --splits, --window-days)", 2) from None
     timings = {"load": time.perf_counter() - start}
     try:
-        with dask_client(scheduler, workers) as client:
+        with dask_client(scheduler, workers) as client, progress_display():
             start = time.perf_counter()
             results = run_backtest(log, split_list, config.methods, client=client, unseen=config.unseen)
             timings["evaluate"] = time.perf_counter() - start
@@ -486,27 +486,12 @@ def backtest(
     said.print(f"report: {visible((out / 'index.html').resolve())}", highlight=False)
 
 
-def method_records() -> list[dict]:
-    """Each rating method: its parameters with their defaults, what their values must be, the
-    statistics it reads, the kinds it rates and what it does."""
-    from pipeline.board import kinds_rated
-    from pipeline.methods import REGISTRY
-
-    return [{"method": name, "parameters": dict(m.parameters), "rules": {k: r.words for k, r in m.rules.items()},
-             "statistics": list(m.statistics), "kinds": kinds_rated(m), "summary": m.summary} for name, m in sorted(REGISTRY.items())]
-
-
-def kind_records() -> list[dict]:
-    """Each log kind: what one row (or file) holds, the file types read, whether it is stored."""
-    from pipeline.board import KINDS
-
-    return [{"kind": name, "holds": k.holds, "files": list(k.suffixes), "stored": k.stored} for name, k in KINDS.items()]
-
-
 @app.command()
 def methods(form: FormatOption = Format.table) -> None:
     """List the rating methods and their parameters."""
-    records = method_records()
+    from pipeline import catalogue  # the registry's listing without importing it (`vase methods` starts in well under 1 s)
+
+    records = catalogue.methods()
     if form is not Format.table:
         return print_records(records, form)
     table = Table("method", "parameters", "statistics", "kinds", "summary")
@@ -521,7 +506,9 @@ def methods(form: FormatOption = Format.table) -> None:
 @app.command()
 def kinds(form: FormatOption = Format.table) -> None:
     """List the log kinds: what their files hold and the file types read."""
-    records = kind_records()
+    from pipeline import catalogue
+
+    records = catalogue.kinds()
     if form is not Format.table:
         return print_records(records, form)
     table = Table("kind", "holds", "files", "stored")

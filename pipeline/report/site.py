@@ -30,7 +30,7 @@ from pipeline.report.folders import BacktestFolder, BoardFolder, Folder, read_ru
 from pipeline.report.history import history_beside, rank_changes, read_history, with_run
 from pipeline.report.provenance import Provenance, provenance
 from pipeline.report.runs import read_failures
-from pipeline.report.tables import Cell, Column, Table, frame_table, leaderboard_table
+from pipeline.report.tables import Cell, Column, Table, frame_table, leaderboard_table, long_table, own_columns
 from pipeline.store.files import write_text
 
 log = logging.getLogger(__name__)
@@ -236,6 +236,8 @@ def board_page(board: BoardFolder, history: pl.DataFrame, run_id: str | None) ->
         info = diagnostics.get(spec) if isinstance(diagnostics.get(spec), dict) else {}
         context = Context(dict(p.split("=", 1) for p in params.split(", ") if "=" in p), rows, tables)
         extra = [frame_table(t, caption=name) for name, t in sorted(tables.items())]
+        if further := own_columns(rows)[1]:
+            extra.insert(0, long_table(rows, further))
         panels.append(MethodPanel(anchor(label, taken), label, spec, summary, table, ratings_image(label, rows),
                                   describe(info if "|" not in key else {}, context), extra))
         if "|" not in key:

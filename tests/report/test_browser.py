@@ -159,3 +159,32 @@ def test_every_page_with_hostile_names_runs_no_script_of_theirs(browser, hostile
         assert all(url.startswith(("file:", "data:")) for url in page.requests), (path, page.requests)
         assert page.evaluate("document.scripts.length") == 1, path
         page.close()
+
+
+# Every panel shown and every <details> open, so that hidden tables are measured too.
+SHOW_ALL = ".js .panel:not(.active) { display: block !important; }"
+MEASURE = """() => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  const sideways = Array.from(document.querySelectorAll('.table-wrap')).filter(w => w.scrollWidth > w.clientWidth + 1)
+    .map(w => `${w.querySelector('table').className} ${w.querySelector('th') ? w.querySelector('th').textContent : ''}: ${w.scrollWidth} > ${w.clientWidth}`);
+  return {page: document.documentElement.scrollWidth, view: document.documentElement.clientWidth, sideways};
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_no_page_overflows_sideways_and_no_table_scrolls_on_a_laptop(browser, demo_nightly, width):
+    # At 1366 px the m-elo table hid tier, rank (UB) and records behind a horizontal scroll; on a
+    # 390 px phone the page overflowed sideways (444 px). On a phone a table wider than the screen
+    # scrolls inside its own frame; the page never does.
+    latest = (demo_nightly / "latest").resolve()
+    pages = sorted(latest.rglob("index.html"))
+    assert len(pages) >= 5
+    for path in pages:
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(path.as_uri(), wait_until="load")
+        page.add_style_tag(content=SHOW_ALL)
+        measured = page.evaluate(MEASURE)
+        page.close()
+        assert measured["page"] <= measured["view"] == width, (path.relative_to(latest), measured)
+        if width >= 1366:
+            assert measured["sideways"] == [], (path.relative_to(latest), measured)

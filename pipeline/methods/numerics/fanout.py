@@ -16,6 +16,7 @@ import dask
 import numpy as np
 
 from pipeline.methods.numerics.threads import one_blas_thread
+from pipeline.progress import local_tasks_advance, stage
 
 CHUNK = 50
 # Rounds of one fan-out at most: every round's row is kept for the percentiles, and past this a
@@ -33,13 +34,20 @@ def fan_out(work: Callable[[object, int, np.random.Generator], np.ndarray], payl
         raise ValueError(f"rounds must be between 1 and {MAX_ROUNDS:,}, not {rounds:,}")
     sizes = [min(chunk, rounds - start) for start in range(0, rounds, chunk)]
     children = np.random.SeedSequence(seed).spawn(len(sizes))
-    if client is not None:
-        shared = client.scatter(payload, hash=False)  # sent once, not once per chunk
-        futures = [client.submit(_run, work, shared, size, child, pure=False) for size, child in zip(sizes, children)]
-        return np.concatenate(client.gather(futures), axis=0)
-    shared = dask.delayed(payload, traverse=False)
-    tasks = [dask.delayed(_run)(work, shared, size, child) for size, child in zip(sizes, children)]
-    return np.concatenate(dask.compute(*tasks, scheduler="threads"), axis=0)
+    with stage("rounds", rounds) as advance:
+        if client is not None:
+            from distributed import as_completed
+
+            shared = client.scatter(payload, hash=False)  # sent once, not once per chunk
+            futures = [client.submit(_run, work, shared, size, child, pure=False) for size, child in zip(sizes, children)]
+            rounds_of = {future.key: size for future, size in zip(futures, sizes)}
+            for future in as_completed(futures):
+                advance(rounds_of[future.key])
+            return np.concatenate(client.gather(futures), axis=0)  # in chunk order, whatever order they ended in
+        shared = dask.delayed(payload, traverse=False)
+        tasks = [dask.delayed(_run)(work, shared, size, child) for size, child in zip(sizes, children)]
+        with local_tasks_advance(advance, {task.key: size for task, size in zip(tasks, sizes)}):
+            return np.concatenate(dask.compute(*tasks, scheduler="threads"), axis=0)
 
 
 def _run(work: Callable, payload: object, size: int, child: np.random.SeedSequence) -> np.ndarray:
