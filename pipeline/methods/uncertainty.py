@@ -60,7 +60,7 @@ from pipeline.logs import log_kind
 from pipeline.logs.orders import WeakOrders
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.numerics.fanout import fan_out
-from pipeline.methods.numerics.resample import interval_columns, poisson_draws
+from pipeline.methods.numerics.resample import interval_columns, poisson_draws, ranks_within
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import BOOTSTRAP, BOOTSTRAP_SEED, Spec, apply, method_inputs, register_bootstrap
 from pipeline.stats.counts import CORE_STATISTICS, BallotHistogram, PairwiseCounts, Statistics
@@ -305,8 +305,9 @@ def round_seed(spec: Spec, seed: int) -> int:
 
 
 @register_bootstrap
-def bootstrap(spec: Spec, stats: Statistics, *, client=None) -> Ratings:
-    """`spec` rated on `stats`, with intervals, tiers and win frequencies from `spec`'s `bootstrap` rounds."""
+def bootstrap(spec: Spec, stats: Statistics, *, client=None, established: np.ndarray | None = None) -> Ratings:
+    """`spec` rated on `stats`, with intervals, tiers and win frequencies from `spec`'s `bootstrap` rounds;
+    ranks counted among the `established` agents (store ids; None: all) and among the others after them."""
     rounds, seed = int(spec.params[BOOTSTRAP]), int(spec.params.get(BOOTSTRAP_SEED, 0))
     if rounds < 0:
         raise ValueError(f"{spec.name}: bootstrap must be non-negative, not {rounds}")
@@ -322,7 +323,9 @@ def bootstrap(spec: Spec, stats: Statistics, *, client=None) -> Ratings:
     if len(kept) == 0:
         raise RatingError(f"{spec.name}: none of the {rounds} bootstrap rounds could be rated")
     scores, ranks, support = kept[:, :k], kept[:, k: 2 * k], kept[:, 2 * k: 3 * k]
-    extras = interval_columns(scores, ranks, full.rank) | {"win_frequency": (ranks == 1).mean(axis=0)}
+    mask = None if established is None else np.isin(full.agents, established)
+    extras = interval_columns(scores, ranks, full.rank, mask)
+    extras["win_frequency"] = ((ranks if mask is None else ranks_within(ranks, mask)) == 1).mean(axis=0)
     if np.isfinite(support).all():
         extras["support_frequency"] = support.mean(axis=0)
     ratings = replace(full, extras=full.extras | extras, info=full.info | info)

@@ -25,7 +25,7 @@ NAMED = {
     "win_share": ("win share", "how often the agent wins or lands in the winning set over bootstrap rounds"),
     "records": ("records", "battles, games, tasks, ballots or reviews the agent appears in"),
 }
-HIDDEN = {"method", "agent", "rank", "score", "category", "agent_id"}
+HIDDEN = {"method", "agent", "rank", "score", "category", "agent_id", "provisional"}  # provisional agents are shown apart
 
 
 @dataclass(frozen=True)

@@ -275,7 +275,8 @@ def chord_is_cheaper(cells: Cells) -> bool:
 
 
 def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, seed: int, scale: float, anchor: float,
-                        algorithm: str = "chord", client=None) -> tuple[dict[str, np.ndarray], dict[str, object]]:
+                        algorithm: str = "chord", client=None, established: np.ndarray | None = None,
+                        ) -> tuple[dict[str, np.ndarray], dict[str, object]]:
     """95% percentile intervals and interval-respecting ranks from `rounds` Poisson resamples, in the
     agent order of `cells`.
 
@@ -284,7 +285,8 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     round by round (`_newton_rounds`); with Davidson ties each round alone. "newton"
     always fits each round alone (the reference). All draw the same resamples and stop at the same
     tolerance: `ROUND_TOL`, or `options["tol"]` (the full-data fit's) if looser.
-    Chunks run on `client` (a distributed Client), or on local threads without one.
+    Chunks run on `client` (a distributed Client), or on local threads without one. Given `established`
+    (a mask in the agent order of `cells`), ranks are counted among those agents (`interval_columns`).
     """
     if algorithm not in ("chord", "newton"):
         raise ValueError(f"bootstrap algorithm must be chord or newton, not {algorithm!r}")
@@ -306,7 +308,8 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
                          f"({summary['bootstrap_dropped']} without one, {summary['bootstrap_unconverged']} not converged); "
                          "use m-elo:prior=0.01, or bootstrap=0 for no intervals")
     rank = competition_ranks(elo_points(full.beta, scale, anchor), tolerance=elo_tolerance(options["tol"], scale))
-    return score_interval_columns(kept[:, :n], kept[:, n: 2 * n], rank, elo_tolerance(rounds_options["tol"], scale)), summary
+    return score_interval_columns(kept[:, :n], kept[:, n: 2 * n], rank, elo_tolerance(rounds_options["tol"], scale),
+                                  established), summary
 
 
 def _distinct_features(covariates: object) -> bool:
@@ -324,13 +327,14 @@ def _distinct_features(covariates: object) -> bool:
 def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts | None = None, features: BattleFeatures | None = None,
           *, ties: str = "half", prior: float = 0.0, bootstrap: int = 1000, seed: int = 0, scale: float = 400.0,
           anchor: float = 1000.0, games: str = "pairs", tol: float = STEP_TOL, max_iter: int = 100, covariates: str = "",
-          client=None) -> Ratings:
+          client=None, established: np.ndarray | None = None) -> Ratings:
     """m-Elo: Bradley-Terry maximum likelihood on the pairwise counts, with bootstrap intervals."""
     if covariates:
         if ties != "half":
             raise ValueError("m-elo: covariates need ties=half")
         return style_controlled(features, agent_keys, parse_covariates(covariates), prior=prior, bootstrap=bootstrap,
-                                seed=seed, scale=scale, anchor=anchor, tol=tol, max_iter=max_iter, client=client)
+                                seed=seed, scale=scale, anchor=anchor, tol=tol, max_iter=max_iter, client=client,
+                                established=established)
     counts = (PerGameCounts(None) if per_game is None else per_game).choose(pairs, games)  # None: games=pairs
     cells = Cells.from_counts(counts, agent_keys)  # agent agent_keys[i] of the cells is local agent i
     by_key = np.empty_like(counts.agents)
@@ -348,7 +352,8 @@ def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts
         info["davidson_nu"] = float(np.exp(full.log_nu))
     extras: dict[str, np.ndarray] = {}
     if bootstrap:
-        by_cell, summary = bootstrap_intervals(cells, full, options, bootstrap, seed, scale, anchor, client=client)
+        by_cell, summary = bootstrap_intervals(cells, full, options, bootstrap, seed, scale, anchor, client=client,
+                                               established=None if established is None else np.isin(by_key, established))
         extras = {key: values[agent_keys] for key, values in by_cell.items()}
         info |= summary
     return Ratings.from_scores(counts.agents, elo_points(full.beta, scale, anchor)[agent_keys], extras=extras, info=info,

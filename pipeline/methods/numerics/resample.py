@@ -88,9 +88,13 @@ def tiers(rank: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray) -> np.n
     return tier
 
 
-def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray) -> dict[str, np.ndarray]:
+def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray,
+                     established: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """`ci_low`, `ci_high`, `rank_low`, `rank_high`, `tier` from per-round scores and ranks (rounds x agents)
-    and the full-data ranks."""
+    and the full-data ranks. Given `established` (a mask of the agents), ranks are counted among the
+    established agents, and among the others after them, in every round (`ranks_within`), and
+    only established agents are tiered (the others have tier 0). A NaN score (an agent no drawn
+    record measured in that round) is left out of that agent's score interval."""
     finite = np.isfinite(scores)
     if finite.all():  # numpy's nanpercentile goes agent by agent (3 s for 1000 rounds of 53k agents)
         low, high = np.percentile(scores, PERCENTILES, axis=0)
@@ -98,17 +102,54 @@ def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray) ->
         low, high = np.nanpercentile(scores, PERCENTILES, axis=0)
     else:
         low, high = (np.full(len(rank), np.nan),) * 2
+    mask = np.ones(len(rank), dtype=bool) if established is None else np.asarray(established, dtype=bool)
+    if not mask.all():
+        ranks, rank = ranks_within(ranks, mask), ranks_within(rank, mask)
     rank_low = np.percentile(ranks, PERCENTILES[0], axis=0, method="lower").astype(np.int64)
     rank_high = np.percentile(ranks, PERCENTILES[1], axis=0, method="higher").astype(np.int64)
     return {"ci_low": low, "ci_high": high, "rank_low": rank_low, "rank_high": rank_high,
-            "tier": tiers(rank, rank_low, rank_high)}
+            "tier": tiers_within(rank, rank_low, rank_high, mask)}
 
 
-def score_interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray, tolerance: float) -> dict[str, np.ndarray]:
+def tiers_within(rank: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """`tiers` of the agents of `mask`; 0 (no tier) for the others."""
+    tier = np.zeros(len(mask), np.int64)
+    tier[mask] = tiers(rank[mask], rank_low[mask], rank_high[mask])
+    return tier
+
+
+def ranks_within(ranks: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Competition ranks (one row, or rows of rounds x agents) recounted within two groups: an agent of
+    `mask` is 1 + the agents of `mask` ranked strictly better; any other is `mask.sum()` + 1 + the
+    others ranked strictly better. Recounting a recount changes nothing."""
+    ranks = np.asarray(ranks)
+    rows = np.atleast_2d(ranks).astype(np.float64)
+    out = np.empty_like(rows)
+    offset = 0
+    for group in (mask, ~mask):
+        members = rows[:, group]
+        ordered = np.sort(members, axis=1)
+        for r in range(len(rows)):
+            out[r, group] = offset + 1 + np.searchsorted(ordered[r], members[r], side="left")
+        offset = int(mask.sum())
+    return out.reshape(ranks.shape).astype(ranks.dtype)
+
+
+def score_interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray, tolerance: float,
+                           established: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """`interval_columns` of a bootstrap of scores, with their `rank_ci` (`rank_upper_bounds` at the
-    rounds' accuracy `tolerance`)."""
-    columns = interval_columns(scores, ranks, rank)
-    return columns | {"rank_ci": rank_upper_bounds(columns["ci_low"], columns["ci_high"], tolerance)}
+    rounds' accuracy `tolerance`), counted among the `established` agents as the ranks are."""
+    columns = interval_columns(scores, ranks, rank, established)
+    mask = np.ones(len(rank), dtype=bool) if established is None else np.asarray(established, dtype=bool)
+    return columns | {"rank_ci": upper_bounds_within(columns["ci_low"], columns["ci_high"], mask, tolerance)}
+
+
+def upper_bounds_within(ci_low: np.ndarray, ci_high: np.ndarray, mask: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
+    """`rank_upper_bounds` among the agents of `mask`, and among the others after them."""
+    bounds = np.empty(len(mask), np.int64)
+    bounds[mask] = rank_upper_bounds(ci_low[mask], ci_high[mask], tolerance)
+    bounds[~mask] = mask.sum() + rank_upper_bounds(ci_low[~mask], ci_high[~mask], tolerance)
+    return bounds
 
 
 def rank_upper_bounds(ci_low: np.ndarray, ci_high: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
