@@ -64,6 +64,7 @@ class Rule:
     holds: Callable[[object], bool]
     words: str
     infinite: bool = False  # whether `inf` is a value (a limit the method computes exactly); NaN never is
+    texts: tuple[str, ...] = ()  # words a numeric parameter also takes, as they are (`prior=auto`: the method chooses)
 
     def problem(self, value: object) -> str | None:
         return None if self.holds(value) else f"must be {self.words}"
@@ -216,7 +217,9 @@ class Spec:
                 valid = ", ".join(allowed) or "none"
                 raise ValueError(f"{name}: unknown parameter {item!r} (parameters: {valid})")
             rule = REGISTRY[name].rules.get(key)
-            params[key] = _coerce(name, key, value.strip(), allowed[key], infinite=rule is not None and rule.infinite)
+            text = value.strip()
+            params[key] = text if rule is not None and text in rule.texts else _coerce(
+                name, key, text, allowed[key], infinite=rule is not None and rule.infinite)
             previous = key
             if key in generic and params[key] == generic[key]:
                 del params[key]  # a registry parameter at its default is not part of the spec

@@ -72,7 +72,7 @@ class Standing:
             extras["tier"] = tiers_within(rank, extras["rank_low"], extras["rank_high"], mask)
         extras[PROVISIONAL] = ~mask
         return replace(ratings, rank=rank, extras=extras,
-                       info=ratings.info | {"order": self.order, "min_records": self.min_records,
+                       info=ratings.info | {"ordered_by": self.order, "min_records": self.min_records,
                                             "provisional_count": int((~mask).sum())})
 
 

@@ -116,7 +116,7 @@ def leaderboard_markdown(ratings: list[Ratings], names: list[str], title: str, t
         lines += [f"## {markdown_text(r.spec)}", ""]
         if r.info:
             lines += [f"- {markdown_text(k)}: {info_markdown(v)}" for k, v in published_info(r, names).items()] + [""]
-        if "order" in r.info:
+        if "ordered_by" in r.info:
             lines += [standing_sentence(r.info), ""]
         header = ["rank", "agent", "score", *extras]
         established = [rec for rec in records if not rec.get(PROVISIONAL)]
@@ -141,7 +141,7 @@ ORDER_WORDS = {"score": "the method's score", "lower": "the lower end of the 95%
 
 def standing_sentence(info: dict[str, object]) -> str:
     """What orders a board's table, and who is ranked apart (the info `pipeline.methods.standing` adds)."""
-    return (f"Ranked by {ORDER_WORDS[str(info['order'])]}, among the agents with at least {info['min_records']} records; "
+    return (f"Ranked by {ORDER_WORDS[str(info['ordered_by'])]}, among the agents with at least {info['min_records']} records; "
             f"the {info['provisional_count']} with fewer are provisional, ranked apart after them.")
 
 

@@ -247,11 +247,12 @@ def board_page(board: BoardFolder, history: pl.DataFrame, run_id: str | None) ->
         info = diagnostics.get(spec) if isinstance(diagnostics.get(spec), dict) else {}
         context = Context(dict(p.split("=", 1) for p in params.split(", ") if "=" in p), rows, tables)
         extra = [frame_table(t, caption=name) for name, t in sorted(tables.items())]
-        if "order" in info:
+        if "ordered_by" in info:
             table.caption = standing_sentence(info)
         if provisional.height:
             extra.insert(0, leaderboard_table(provisional, records=records))
             extra[0].caption = f"provisional agents ({provisional.height}): fewer records than the board's minimum"
+            extra[0].css = "sortable provisional"  # not the method's leaderboard
         panels.append(MethodPanel(anchor(label, taken), label, spec, summary, table, ratings_image(label, rows),
                                   describe(info if "|" not in key else {}, context), extra))
         if "|" not in key:

@@ -75,7 +75,7 @@ def test_order_lower_and_rank_ub_rank_by_their_keys(rated):
     established = ~r.extras[PROVISIONAL]
     best_first = np.argsort(r.rank[established], kind="stable")
     assert np.all(np.diff(r.extras["rank_ci"][established][best_first]) >= 0)
-    assert r.info["order"] == "rank_ub"
+    assert r.info["ordered_by"] == "rank_ub"
     with pytest.raises(ValueError, match="order lower needs intervals"):
         run("borda", stats, standing=Standing(order="lower"))
 

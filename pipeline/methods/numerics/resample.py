@@ -15,6 +15,7 @@ tail is drawn as the table's first value). Weights with too many distinct values
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -90,25 +91,41 @@ def tiers(rank: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray) -> np.n
 
 def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray,
                      established: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """`ci_low`, `ci_high`, `rank_low`, `rank_high`, `tier` from per-round scores and ranks (rounds x agents)
-    and the full-data ranks. Given `established` (a mask of the agents), ranks are counted among the
-    established agents, and among the others after them, in every round (`ranks_within`), and
-    only established agents are tiered (the others have tier 0). A NaN score (an agent no drawn
-    record measured in that round) is left out of that agent's score interval."""
+    """`ci_low`, `ci_high`, `rank_low`, `rank_high`, `tier` and `rounds_measured` from per-round scores and
+    ranks (rounds x agents) and the full-data ranks.
+
+    Absent is not measured: a round that drew none of an agent's records has a NaN rank for it (and a
+    NaN score) and is left out of that agent's intervals; `rounds_measured` counts the rounds that
+    are not (an agent no round measured has no score interval and the widest rank interval). A NaN
+    score with a rank (an agent the method left out of a round) counts at its rank. Given
+    `established` (a mask of the agents), ranks are counted among the established agents, and
+    among the others after them, in every round (`ranks_within`), and only established agents are
+    tiered (the others have tier 0)."""
     finite = np.isfinite(scores)
     if finite.all():  # numpy's nanpercentile goes agent by agent (3 s for 1000 rounds of 53k agents)
         low, high = np.percentile(scores, PERCENTILES, axis=0)
     elif finite.any():
-        low, high = np.nanpercentile(scores, PERCENTILES, axis=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an agent without a score in any round: NaN
+            low, high = np.nanpercentile(scores, PERCENTILES, axis=0)
     else:
         low, high = (np.full(len(rank), np.nan),) * 2
     mask = np.ones(len(rank), dtype=bool) if established is None else np.asarray(established, dtype=bool)
     if not mask.all():
         ranks, rank = ranks_within(ranks, mask), ranks_within(rank, mask)
-    rank_low = np.percentile(ranks, PERCENTILES[0], axis=0, method="lower").astype(np.int64)
-    rank_high = np.percentile(ranks, PERCENTILES[1], axis=0, method="higher").astype(np.int64)
+    measured = np.isfinite(ranks)
+    if measured.all():
+        rank_low = np.percentile(ranks, PERCENTILES[0], axis=0, method="lower")
+        rank_high = np.percentile(ranks, PERCENTILES[1], axis=0, method="higher")
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an agent no round measured: NaN, widened below
+            rank_low = np.nanpercentile(ranks, PERCENTILES[0], axis=0, method="lower")
+            rank_high = np.nanpercentile(ranks, PERCENTILES[1], axis=0, method="higher")
+        rank_low, rank_high = np.nan_to_num(rank_low, nan=1.0), np.nan_to_num(rank_high, nan=float(len(rank)))
+    rank_low, rank_high = rank_low.astype(np.int64), rank_high.astype(np.int64)
     return {"ci_low": low, "ci_high": high, "rank_low": rank_low, "rank_high": rank_high,
-            "tier": tiers_within(rank, rank_low, rank_high, mask)}
+            "tier": tiers_within(rank, rank_low, rank_high, mask), "rounds_measured": measured.sum(axis=0)}
 
 
 def tiers_within(rank: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -129,9 +146,10 @@ def ranks_within(ranks: np.ndarray, mask: np.ndarray) -> np.ndarray:
     for group in (mask, ~mask):
         members = rows[:, group]
         ordered = np.sort(members, axis=1)
-        for r in range(len(rows)):
+        for r in range(len(rows)):  # NaN (an absent agent) sorts last: it is better than no one, and stays NaN
             out[r, group] = offset + 1 + np.searchsorted(ordered[r], members[r], side="left")
         offset = int(mask.sum())
+    out[np.isnan(rows)] = np.nan
     return out.reshape(ranks.shape).astype(ranks.dtype)
 
 
