@@ -4,6 +4,7 @@ never holds a headline rank, in any method or output, and the order key is the o
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -12,7 +13,7 @@ import pytest
 from pipeline.board import Board, load_boards, run_board
 from pipeline.methods import needed_statistics, run
 from pipeline.methods.numerics.resample import ranks_within
-from pipeline.methods.standing import PROVISIONAL, Standing
+from pipeline.methods.standing import MIN_RECORDS, PROVISIONAL, Standing
 from pipeline.stats.in_memory import statistics_of_records
 from pipeline.store import Store
 
@@ -109,3 +110,33 @@ def test_every_output_carries_the_flag_and_run_json_counts_it(tmp_path):
     assert list(parameters["provisional_count"].values()) == [2]
     page = (out / "index.html").read_text()
     assert "provisional agents (2)" in page and "lower end of the 95% score interval" in page
+
+
+WTA = Path("/work/shared/datasets/wta_matches")
+
+
+def wta_battles(path: Path, since: str) -> Path:
+    """The WTA matches since a date as canonical battles (the winner is model_a), names from players.csv."""
+    matches = pl.read_parquet(WTA / "wta_matches_2000_2024.parquet").filter(pl.col("tourney_date") >= pl.lit(since).str.to_date())
+    players = pl.read_csv(WTA / "players.csv").select(pl.col("player_id"), pl.col("name"))
+    for side in ("winner", "loser"):
+        matches = matches.join(players.rename({"player_id": f"{side}_id", "name": side}), on=f"{side}_id", how="left")
+    matches.select(battle_id=pl.col("tourney_id") + "-" + pl.col("match_num").cast(pl.String),
+                   model_a=pl.coalesce("winner", pl.col("winner_id").cast(pl.String)),
+                   model_b=pl.coalesce("loser", pl.col("loser_id").cast(pl.String)),
+                   winner=pl.lit("model_a")).write_csv(path)
+    return path
+
+
+@pytest.mark.skipif(not WTA.is_dir(), reason="the WTA data set is not on this machine")
+def test_on_wta_no_player_under_the_minimum_holds_a_headline_rank_and_the_top_ten_are_regulars(tmp_path):
+    log = wta_battles(tmp_path / "wta.csv", "2021-01-01")  # four seasons: a bounded slice, still long-tailed
+    out = tmp_path / "out"
+    run_board(Board("wta", "battles", (str(log),), ("m-elo:prior=auto,bootstrap=0",)), Store(tmp_path / "store"), out)
+    rated = pl.read_parquet(out / "ratings.parquet").join(pl.read_parquet(out / "agents.parquet"), on="agent")
+    established = rated.filter(~pl.col(PROVISIONAL))
+    assert rated.filter(pl.col("records") < MIN_RECORDS).get_column(PROVISIONAL).all()
+    assert established.get_column("rank").max() == established.height < rated.filter(pl.col(PROVISIONAL)).get_column("rank").min()
+    top = established.sort("rank").head(10).get_column("records")
+    # seasons of matches (one, second, played 62 before retiring), where prior=0.01 put a 4-match player first
+    assert top.min() >= 2 * MIN_RECORDS and top.median() >= 150, top.to_list()
