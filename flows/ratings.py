@@ -24,7 +24,7 @@ def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
     start = time.perf_counter()
     stats = tasks.reduce(store, board, client)
     timings = {"reduce": time.perf_counter() - start}
-    futures = [tasks.rate.submit(stats, spec, client) for spec in board.methods]
+    futures = [tasks.rate.submit(stats, spec, client, board.standing) for spec in board.methods]
     rated = Rated()
     for future in futures:
         rated.add(future.result())

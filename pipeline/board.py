@@ -13,6 +13,8 @@ boards:
     sources: [llmfao]            # files or folders (folders are scanned for the kind's files)
     methods: [borda, copeland]
     by: category                 # optional: also one board per category (kinds with a category column)
+    min_records: 25              # optional: agents with fewer records are provisional (`pipeline.methods.standing`)
+    order: score                 # optional: the headline ranks' key: score, lower or rank_ub
 ```
 
 Method specs are parsed once, when a board is made (`Board.methods` holds `Spec`s); a spec given
@@ -41,6 +43,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 import pipeline.games  # noqa: F401  (registers the nfg kind)
@@ -48,7 +51,8 @@ from pipeline.logs import KINDS, log_kind
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import unique_specs
-from pipeline.paths import UnsafePath, category_folder, check_board_name, inside
+from pipeline.methods.standing import MIN_RECORDS, PROVISIONAL, Standing, check_standing
+from pipeline.paths import CATEGORY_PREFIX, UnsafePath, category_folder, check_board_name, inside
 from pipeline.progress import progress_shown, stage
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
 from pipeline.report.outfolder import check_out, replacing_run
@@ -74,10 +78,13 @@ class Board:
     title: str = ""
     merged: dict[str, list[str]] = field(default_factory=dict, compare=False, hash=False)
     by: str | None = None  # "category": also one board per category
+    min_records: int = MIN_RECORDS  # agents with fewer records are provisional
+    order: str = "score"  # the key of the headline ranks (`pipeline.methods.standing.ORDERS`)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"board {self.name}: unknown kind {self.kind!r}; expected one of {', '.join(KINDS)}")
+        check_standing(self.min_records, self.order, f"board {self.name}: ")
         if self.by is not None:
             check_by(self.kind, self.by, f"board {self.name}: ")
         try:
@@ -90,6 +97,11 @@ class Board:
             check_methods_fit(self.kind, methods)
         except ValueError as exc:
             raise ValueError(f"board {self.name}: {exc}") from None
+
+    @property
+    def standing(self) -> Standing:
+        """Who holds the board's headline ranks, and by which key."""
+        return Standing(self.min_records, self.order)
 
 
 BY = ("category",)  # what a board can be split by
@@ -126,7 +138,7 @@ def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
             raise ValueError(f"{spec.name} does not rate {kind} files (methods that do: {', '.join(able)})")
 
 
-BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by")  # the first four required
+BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by", "min_records", "order")  # the first four required
 
 
 def load_boards(path: str | Path) -> list[Board]:
@@ -154,7 +166,8 @@ def load_boards(path: str | Path) -> list[Board]:
             raise ValueError(f"{where}: lists no methods")
         name = check_board_name(entry["name"], path)
         boards.append(Board(name, entry["kind"], tuple(str((path.parent / s).resolve()) for s in sources), methods,
-                            entry.get("title", ""), by=entry.get("by")))
+                            entry.get("title", ""), by=entry.get("by"), min_records=entry.get("min_records", MIN_RECORDS),
+                            order=entry.get("order", "score")))
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
     return boards
@@ -267,8 +280,9 @@ class Rated:
         return {spec: error.named(names) for spec, error in self.refused.items()}
 
 
-def rate(stats: Statistics, specs: Iterable[str | Spec], client=None) -> Rated:
-    """Rate with every spec; methods that fan out do so on `client` (None: local threads). A method
+def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: Standing | None = None) -> Rated:
+    """Rate with every spec; methods that fan out do so on `client` (None: local threads); the headline
+    ranks are the `standing`'s (None: the methods'). A method
     that cannot rate the data is refused, and the others still rate. So is a method that fails
     otherwise (a parameter value it rejects, a bug): its refusal names the error, and its
     traceback goes to this module's log at DEBUG level."""
@@ -276,7 +290,7 @@ def rate(stats: Statistics, specs: Iterable[str | Spec], client=None) -> Rated:
     for spec in map(Spec.parse, specs):
         start = time.perf_counter()
         try:
-            rated.ratings.append(run(spec, stats, client=client))
+            rated.ratings.append(run(spec, stats, client=client, standing=standing))
         except RatingError as error:
             rated.refused[spec.canonical] = error
         except Exception as error:  # noqa: BLE001 (one method never stops the others)
@@ -344,6 +358,9 @@ def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: di
         parameters["by"] = board.by
     if category is not None:
         parameters["category"] = category
+    parameters |= {"min_records": board.min_records, "order": board.order,
+                   "provisional_count": {r.spec: int(np.sum(r.extras[PROVISIONAL])) for r in rated.ratings
+                                          if PROVISIONAL in r.extras}}
     behind = inputs(store, board)
     if temporary_store:
         behind = keep_quarantine(store, behind, out if category is None else out.parent)
@@ -389,7 +406,7 @@ def rate_category(store: Store, board: Board, category: str, out: Path, client=N
     start = time.perf_counter()
     stats = reduce(store, board, client, use_cache, category)
     timings = {"reduce": time.perf_counter() - start}
-    rated = rate(stats, board.methods, client)
+    rated = rate(stats, board.methods, client, board.standing)
     write_board(store, board, rated, out, timings | rated.timings, stats, temporary_store, category=category)
     return rated.messages(agent_names(store, board))
 
@@ -443,7 +460,7 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
                 for r in reports)) from None
         raise
     timings["reduce"] = time.perf_counter() - start
-    rated = rate(stats, board.methods, client)
+    rated = rate(stats, board.methods, client, board.standing)
     timings |= rated.timings
     categories = None
     with replacing_run(out):  # an earlier run's files in `out` (its category boards too) are never shown as this run's

@@ -333,11 +333,18 @@ def rate(
     by: Annotated[Optional[str], typer.Option(
         "--by", help="also one leaderboard per category (`--by category`: battles, reviews, scores), "
                      "in OUT/category=<name>/; rows without a category count in the overall board only")] = None,
+    min_records: Annotated[Optional[int], typer.Option(
+        "--min-records", help="agents in fewer records are provisional: flagged, ranked apart after the others "
+                              "(default: pipeline.methods.standing.MIN_RECORDS, see docs/design-notes.md)")] = None,
+    order: Annotated[str, typer.Option(
+        "--order", help="key of the headline ranks: score, lower (the interval's lower end) or rank_ub "
+                        "(Arena's rank upper bound); the last two need bootstrap=R")] = "score",
     force: ForceOption = False,
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
     check_kind(kind)
-    from pipeline.board import KINDS, Board, check_by, run_board
+    from pipeline.board import KINDS, Board, check_by, run_board, source_files
+    from pipeline.methods.standing import MIN_RECORDS, ORDERS, check_standing
     from pipeline.logs import UnreadableFile
     from pipeline.methods.registry import unique_specs
     from pipeline.store import Store
@@ -351,13 +358,18 @@ def rate(
             check_by(kind, by)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--by") from None
+    min_records = MIN_RECORDS if min_records is None else min_records
+    try:
+        check_standing(min_records, order)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--min-records" if order in ORDERS else "--order") from None
     check_sources(sources or ())
     if store is not None and sources is None:
         check_store(store)
     check_out(out, force)
     try:
         specs, merged = unique_specs(method)
-        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by)
+        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by, min_records, order)
     except ValueError as exc:  # an unknown method or parameter, or a method that does not rate this kind
         raise typer.BadParameter(str(exc), param_hint="--method") from None
     report_merged(board.merged)

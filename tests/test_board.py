@@ -146,10 +146,10 @@ def test_a_method_that_fails_in_any_way_never_stops_the_others(tmp_path, monkeyp
     battle_log(tmp_path / "log" / "battles.csv", ["coding"], battles=200)
     real = boards.run
 
-    def failing(spec, stats, client=None):
+    def failing(spec, stats, client=None, standing=None):
         if spec.name == "elo":
             raise IndexError("index -1 is out of bounds for axis 0 with size 0\nsecond line")
-        return real(spec, stats, client=client)
+        return real(spec, stats, client=client, standing=standing)
 
     monkeypatch.setattr(boards, "run", failing)
     out = tmp_path / "out"

@@ -27,7 +27,7 @@ NAMED = {
     "win_share": ("win share", "how often the agent wins or lands in the winning set over bootstrap rounds"),
     "records": ("records", "battles, games, tasks, ballots or reviews the agent appears in"),
 }
-HIDDEN = {"method", "agent", "rank", "score", "category", "agent_id"}
+HIDDEN = {"method", "agent", "rank", "score", "category", "agent_id", "provisional"}  # provisional agents are shown apart
 OWN_COLUMNS = 6     # a method's own columns a leaderboard shows at most
 FAMILY_COLUMNS = 3  # columns `name[...]` of one name shown in the leaderboard at most; more are a long table
 

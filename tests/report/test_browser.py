@@ -126,7 +126,8 @@ def test_hostile_names_run_no_script_and_sort_as_text(browser, tmp_path):
         writer.writerow(["model_a", "model_b", "winner"])
         writer.writerows([a, b, "model_a" if (i + j) % 3 else "tie"] for i, a in enumerate(HOSTILE) for j, b in enumerate(HOSTILE) if a != b)
     out = tmp_path / "out"
-    run_board(Board("hostile", "battles", (str(source),), ("copeland", "m-elo:bootstrap=20", "schulze")), Store(tmp_path / "store"), out)
+    run_board(Board("hostile", "battles", (str(source),), ("copeland", "m-elo:bootstrap=20", "schulze"), min_records=0),
+              Store(tmp_path / "store"), out)
     page = open_page(browser, out / "index.html")
     for i in range(page.locator(".tabs button").count()):
         page.locator(".tabs button").nth(i).click()

@@ -386,16 +386,18 @@ def _compiled_fit(cells: Cells, prior: float, tol: float, max_iter: int, start: 
                outcome.last_step)
 
 
-def fit_or_refuse(cells: Cells, agents: np.ndarray, method: str, **options) -> Fit:
-    """`fit`, after refusing with `NoEstimate` (naming the agents) when prior = 0 and the MLE does not exist.
+def fit_or_refuse(cells: Cells, agents: np.ndarray, method: str, hint: str = "prior=0.01 for a small Gaussian prior",
+                  **options) -> Fit:
+    """`fit`, after refusing with `NoEstimate` (naming the agents, and ending `use <method>:<hint>`) when
+    prior = 0 and the MLE does not exist.
 
     `agents[i]` is the store id of agent i of the cells."""
     if options.get("prior", 0.0) == 0:
         problem = existence_problems(cells, options.get("davidson", False))
         if problem is not None:
             message, local = problem
-            raise NoEstimate(f"{method}: the maximum-likelihood ratings do not exist: {message}; "
-                             f"use {method}:prior=0.01 for a small Gaussian prior", agents[local].tolist())
+            raise NoEstimate(f"{method}: the maximum-likelihood ratings do not exist: {message}; use {method}:{hint}",
+                             agents[local].tolist())
     return fit(cells, method=method, agents=agents, **options)
 
 

@@ -63,13 +63,14 @@ import numpy as np
 from scipy.special import expit
 
 from pipeline.methods.bradley_terry.core import STEP_TOL, Cells, Fit, dense_fits, dense_hessian, dense_solve, elo_points, elo_tolerance, evaluate, existence_problems, fit, fit_or_refuse, incidence
+from pipeline.methods.bradley_terry.prior_choice import FOLDS, choose_prior
 from pipeline.methods.bradley_terry.steps import Banded, SolveLog
 from pipeline.methods.bradley_terry.style_control import parse_covariates, style_controlled
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.numerics.fanout import fan_out
 from pipeline.methods.numerics.resample import PoissonTable, ranks_by_round, score_interval_columns
 from pipeline.methods.ratings import Ratings, competition_ranks
-from pipeline.methods.registry import NON_NEGATIVE, POSITIVE, ROUNDS, Rule, at_least, method, one_of
+from pipeline.methods.registry import POSITIVE, ROUNDS, Rule, at_least, method, one_of
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.features import BattleFeatures
 from pipeline.stats.game_pairs import PAIR_WEIGHTINGS, PerGameCounts
@@ -143,9 +144,18 @@ def _bootstrap_chunk(job: Resample, size: int, rng: np.random.Generator) -> np.n
     fit_block = {"plain": _plain_rounds, "chord": _chord_rounds, "rounds": _newton_rounds}[job.path]
     width = max(1, ROUND_BLOCK // max(1, len(job.cells.x)))
     buffer = np.empty((min(width, size), 3 * len(job.cells.x)))
-    rows = np.concatenate([fit_block(job, *_draw(job, buffer[: min(width, size - lo)], rng)) for lo in range(0, size, width)])
+    touches = abs(incidence(job.cells))  # agent x cell: 1 where the agent is in the cell
+    blocks, present = [], []
+    for lo in range(0, size, width):
+        x_wins, y_wins, ties = _draw(job, buffer[: min(width, size - lo)], rng)
+        blocks.append(fit_block(job, x_wins, y_wins, ties))
+        present.append((touches @ (x_wins + y_wins + ties)).T > 0)  # rounds x agents: drew a record of the agent
+    rows = np.concatenate(blocks)
     points = elo_points(rows[:, :-1], job.scale, job.anchor)
-    return np.column_stack([points, ranks_by_round(points, elo_tolerance(job.options["tol"], job.scale)), rows[:, -1]])
+    ranks = ranks_by_round(points, elo_tolerance(job.options["tol"], job.scale))
+    absent = ~np.concatenate(present)  # absent is not measured (`interval_columns`)
+    points[absent] = ranks[absent] = np.nan
+    return np.column_stack([points, ranks, rows[:, -1]])
 
 
 def _chord_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: np.ndarray) -> np.ndarray:
@@ -275,7 +285,8 @@ def chord_is_cheaper(cells: Cells) -> bool:
 
 
 def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, seed: int, scale: float, anchor: float,
-                        algorithm: str = "chord", client=None) -> tuple[dict[str, np.ndarray], dict[str, object]]:
+                        algorithm: str = "chord", client=None, established: np.ndarray | None = None,
+                        ) -> tuple[dict[str, np.ndarray], dict[str, object]]:
     """95% percentile intervals and interval-respecting ranks from `rounds` Poisson resamples, in the
     agent order of `cells`.
 
@@ -284,7 +295,8 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     round by round (`_newton_rounds`); with Davidson ties each round alone. "newton"
     always fits each round alone (the reference). All draw the same resamples and stop at the same
     tolerance: `ROUND_TOL`, or `options["tol"]` (the full-data fit's) if looser.
-    Chunks run on `client` (a distributed Client), or on local threads without one.
+    Chunks run on `client` (a distributed Client), or on local threads without one. Given `established`
+    (a mask in the agent order of `cells`), ranks are counted among those agents (`interval_columns`).
     """
     if algorithm not in ("chord", "newton"):
         raise ValueError(f"bootstrap algorithm must be chord or newton, not {algorithm!r}")
@@ -304,9 +316,14 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     if len(kept) == 0:
         raise NoEstimate(f"m-elo: none of the {rounds} bootstrap resamples has a maximum-likelihood estimate "
                          f"({summary['bootstrap_dropped']} without one, {summary['bootstrap_unconverged']} not converged); "
-                         "use m-elo:prior=0.01, or bootstrap=0 for no intervals")
+                         "use m-elo:prior=auto, or bootstrap=0 for no intervals")
     rank = competition_ranks(elo_points(full.beta, scale, anchor), tolerance=elo_tolerance(options["tol"], scale))
-    return score_interval_columns(kept[:, :n], kept[:, n: 2 * n], rank, elo_tolerance(rounds_options["tol"], scale)), summary
+    return score_interval_columns(kept[:, :n], kept[:, n: 2 * n], rank, elo_tolerance(rounds_options["tol"], scale),
+                                  established), summary
+
+
+AUTO = "auto"  # prior=auto: chosen by cross-validation (`pipeline.methods.bradley_terry.prior_choice`)
+PRIOR = Rule(lambda value: value == AUTO or (not isinstance(value, str) and value >= 0), "non-negative, or auto", texts=(AUTO,))
 
 
 def _distinct_features(covariates: object) -> bool:
@@ -319,36 +336,46 @@ def _distinct_features(covariates: object) -> bool:
 
 @method("m-elo", needs=("pairwise", "agent_keys"),
         needs_with={"games": ("pairwise_per_game",), "covariates": ("battle_features",)},
-        rules={"ties": one_of(*TIES), "prior": NON_NEGATIVE, "bootstrap": ROUNDS, "scale": POSITIVE, "games": one_of(*PAIR_WEIGHTINGS),
+        rules={"ties": one_of(*TIES), "prior": PRIOR, "bootstrap": ROUNDS, "scale": POSITIVE, "games": one_of(*PAIR_WEIGHTINGS),
                "tol": POSITIVE, "max_iter": at_least(1), "covariates": Rule(_distinct_features, "distinct features")})
 def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts | None = None, features: BattleFeatures | None = None,
-          *, ties: str = "half", prior: float = 0.0, bootstrap: int = 1000, seed: int = 0, scale: float = 400.0,
+          *, ties: str = "half", prior: float | str = 0.0, bootstrap: int = 1000, seed: int = 0, scale: float = 400.0,
           anchor: float = 1000.0, games: str = "pairs", tol: float = STEP_TOL, max_iter: int = 100, covariates: str = "",
-          client=None) -> Ratings:
+          client=None, established: np.ndarray | None = None) -> Ratings:
     """m-Elo: Bradley-Terry maximum likelihood on the pairwise counts, with bootstrap intervals."""
     if covariates:
         if ties != "half":
             raise ValueError("m-elo: covariates need ties=half")
+        if prior == AUTO:
+            raise ValueError("m-elo: prior=auto is not available with covariates; give the prior (for example prior=1)")
         return style_controlled(features, agent_keys, parse_covariates(covariates), prior=prior, bootstrap=bootstrap,
-                                seed=seed, scale=scale, anchor=anchor, tol=tol, max_iter=max_iter, client=client)
+                                seed=seed, scale=scale, anchor=anchor, tol=tol, max_iter=max_iter, client=client,
+                                established=established)
     counts = (PerGameCounts(None) if per_game is None else per_game).choose(pairs, games)  # None: games=pairs
     cells = Cells.from_counts(counts, agent_keys)  # agent agent_keys[i] of the cells is local agent i
     by_key = np.empty_like(counts.agents)
     by_key[agent_keys] = counts.agents
     solves = SolveLog()
+    chosen: dict[str, object] = {}
+    if prior == AUTO:
+        prior, curve = choose_prior(cells, davidson=ties == "davidson", max_iter=max_iter, seed=seed)
+        chosen = {"prior": prior, "prior_chosen_by": f"held-out log-likelihood per battle, {FOLDS}-fold over battles",
+                  "prior_curve": curve}
     options = {"davidson": ties == "davidson", "prior": prior, "tol": tol, "max_iter": max_iter}
-    full = fit_or_refuse(cells, by_key, "m-elo", solves=solves, **options)
+    full = fit_or_refuse(cells, by_key, "m-elo", solves=solves, hint="prior=auto to choose a prior by cross-validation",
+                         **options)
     tie = elo_tolerance(tol, scale)
     info: dict[str, object] = {"logistic_scale": scale, "anchor": f"mean rating = {anchor}", "iterations": full.iterations,
                                "stopped": full.stopped, "last_step": full.last_step, "log_likelihood": full.log_likelihood,
-                               "tie_tolerance": tie}
+                               "tie_tolerance": tie} | chosen
     if solves.shortfalls:
         info |= {"cg_shortfalls": solves.shortfalls, "cg_worst_relative_residual": solves.worst_residual}
     if full.log_nu is not None:
         info["davidson_nu"] = float(np.exp(full.log_nu))
     extras: dict[str, np.ndarray] = {}
     if bootstrap:
-        by_cell, summary = bootstrap_intervals(cells, full, options, bootstrap, seed, scale, anchor, client=client)
+        by_cell, summary = bootstrap_intervals(cells, full, options, bootstrap, seed, scale, anchor, client=client,
+                                               established=None if established is None else np.isin(by_key, established))
         extras = {key: values[agent_keys] for key, values in by_cell.items()}
         info |= summary
     return Ratings.from_scores(counts.agents, elo_points(full.beta, scale, anchor)[agent_keys], extras=extras, info=info,

@@ -235,9 +235,9 @@ def _pair_cells(design: Design) -> Cells:
 
 def style_controlled(features: BattleFeatures, agent_keys: np.ndarray, covariates: tuple[str, ...], *, prior: float,
                      bootstrap: int, seed: int, scale: float, anchor: float, tol: float, max_iter: int,
-                     client=None) -> Ratings:
+                     client=None, established: np.ndarray | None = None) -> Ratings:
     """m-Elo ratings controlled for `covariates`, their coefficients (`tables["coefficients"]`, `info`) and
-    bootstrap intervals."""
+    bootstrap intervals, ranks counted among the `established` agents (store ids; None: all)."""
     design, rms = covariate_design(features, covariates, agent_keys)
     by_key = np.empty_like(features.agents)
     by_key[agent_keys] = features.agents
@@ -264,8 +264,9 @@ def style_controlled(features: BattleFeatures, agent_keys: np.ndarray, covariate
             raise NoEstimate(f"m-elo: none of the {bootstrap} bootstrap resamples with covariates could be fitted; use "
                              "m-elo:prior=0.01, or bootstrap=0 for no intervals")
         scores = elo_points(kept[:, :design.n], scale, anchor)
+        by_design = None if established is None else np.isin(by_key, established)  # the design's agent order
         columns = score_interval_columns(scores, ranks_by_round(scores, tie),
-                                         competition_ranks(elo_points(full.beta, scale, anchor), tolerance=tie), tie)
+                                         competition_ranks(elo_points(full.beta, scale, anchor), tolerance=tie), tie, by_design)
         extras = {key: values[agent_keys] for key, values in columns.items()}
         low, high = np.percentile(kept[:, design.n:-1], (2.5, 97.5), axis=0)
         table |= {"ci_low": low, "ci_high": high}

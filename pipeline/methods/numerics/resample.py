@@ -15,6 +15,7 @@ tail is drawn as the table's first value). Weights with too many distinct values
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -88,27 +89,85 @@ def tiers(rank: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray) -> np.n
     return tier
 
 
-def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray) -> dict[str, np.ndarray]:
-    """`ci_low`, `ci_high`, `rank_low`, `rank_high`, `tier` from per-round scores and ranks (rounds x agents)
-    and the full-data ranks."""
+def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray,
+                     established: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """`ci_low`, `ci_high`, `rank_low`, `rank_high`, `tier` and `rounds_measured` from per-round scores and
+    ranks (rounds x agents) and the full-data ranks.
+
+    Absent is not measured: a round that drew none of an agent's records has a NaN rank for it (and a
+    NaN score) and is left out of that agent's intervals; `rounds_measured` counts the rounds that
+    are not (an agent no round measured has no score interval and the widest rank interval). A NaN
+    score with a rank (an agent the method left out of a round) counts at its rank. Given
+    `established` (a mask of the agents), ranks are counted among the established agents, and
+    among the others after them, in every round (`ranks_within`), and only established agents are
+    tiered (the others have tier 0)."""
     finite = np.isfinite(scores)
     if finite.all():  # numpy's nanpercentile goes agent by agent (3 s for 1000 rounds of 53k agents)
         low, high = np.percentile(scores, PERCENTILES, axis=0)
     elif finite.any():
-        low, high = np.nanpercentile(scores, PERCENTILES, axis=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an agent without a score in any round: NaN
+            low, high = np.nanpercentile(scores, PERCENTILES, axis=0)
     else:
         low, high = (np.full(len(rank), np.nan),) * 2
-    rank_low = np.percentile(ranks, PERCENTILES[0], axis=0, method="lower").astype(np.int64)
-    rank_high = np.percentile(ranks, PERCENTILES[1], axis=0, method="higher").astype(np.int64)
+    mask = np.ones(len(rank), dtype=bool) if established is None else np.asarray(established, dtype=bool)
+    if not mask.all():
+        ranks, rank = ranks_within(ranks, mask), ranks_within(rank, mask)
+    measured = np.isfinite(ranks)
+    if measured.all():
+        rank_low = np.percentile(ranks, PERCENTILES[0], axis=0, method="lower")
+        rank_high = np.percentile(ranks, PERCENTILES[1], axis=0, method="higher")
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an agent no round measured: NaN, widened below
+            rank_low = np.nanpercentile(ranks, PERCENTILES[0], axis=0, method="lower")
+            rank_high = np.nanpercentile(ranks, PERCENTILES[1], axis=0, method="higher")
+        rank_low, rank_high = np.nan_to_num(rank_low, nan=1.0), np.nan_to_num(rank_high, nan=float(len(rank)))
+    rank_low, rank_high = rank_low.astype(np.int64), rank_high.astype(np.int64)
     return {"ci_low": low, "ci_high": high, "rank_low": rank_low, "rank_high": rank_high,
-            "tier": tiers(rank, rank_low, rank_high)}
+            "tier": tiers_within(rank, rank_low, rank_high, mask), "rounds_measured": measured.sum(axis=0)}
 
 
-def score_interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray, tolerance: float) -> dict[str, np.ndarray]:
+def tiers_within(rank: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """`tiers` of the agents of `mask`; 0 (no tier) for the others."""
+    tier = np.zeros(len(mask), np.int64)
+    tier[mask] = tiers(rank[mask], rank_low[mask], rank_high[mask])
+    return tier
+
+
+def ranks_within(ranks: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Competition ranks (one row, or rows of rounds x agents) recounted within two groups: an agent of
+    `mask` is 1 + the agents of `mask` ranked strictly better; any other is `mask.sum()` + 1 + the
+    others ranked strictly better. Recounting a recount changes nothing."""
+    ranks = np.asarray(ranks)
+    rows = np.atleast_2d(ranks).astype(np.float64)
+    out = np.empty_like(rows)
+    offset = 0
+    for group in (mask, ~mask):
+        members = rows[:, group]
+        ordered = np.sort(members, axis=1)
+        for r in range(len(rows)):  # NaN (an absent agent) sorts last: it is better than no one, and stays NaN
+            out[r, group] = offset + 1 + np.searchsorted(ordered[r], members[r], side="left")
+        offset = int(mask.sum())
+    out[np.isnan(rows)] = np.nan
+    return out.reshape(ranks.shape).astype(ranks.dtype)
+
+
+def score_interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray, tolerance: float,
+                           established: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """`interval_columns` of a bootstrap of scores, with their `rank_ci` (`rank_upper_bounds` at the
-    rounds' accuracy `tolerance`)."""
-    columns = interval_columns(scores, ranks, rank)
-    return columns | {"rank_ci": rank_upper_bounds(columns["ci_low"], columns["ci_high"], tolerance)}
+    rounds' accuracy `tolerance`), counted among the `established` agents as the ranks are."""
+    columns = interval_columns(scores, ranks, rank, established)
+    mask = np.ones(len(rank), dtype=bool) if established is None else np.asarray(established, dtype=bool)
+    return columns | {"rank_ci": upper_bounds_within(columns["ci_low"], columns["ci_high"], mask, tolerance)}
+
+
+def upper_bounds_within(ci_low: np.ndarray, ci_high: np.ndarray, mask: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
+    """`rank_upper_bounds` among the agents of `mask`, and among the others after them."""
+    bounds = np.empty(len(mask), np.int64)
+    bounds[mask] = rank_upper_bounds(ci_low[mask], ci_high[mask], tolerance)
+    bounds[~mask] = mask.sum() + rank_upper_bounds(ci_low[~mask], ci_high[~mask], tolerance)
+    return bounds
 
 
 def rank_upper_bounds(ci_low: np.ndarray, ci_high: np.ndarray, tolerance: float = 0.0) -> np.ndarray:

@@ -91,7 +91,7 @@ def test_reports_when_the_mle_does_not_exist(wins, problem):
     with pytest.raises(NoEstimate) as refused:
         m_elo(counts(wins, agents=np.arange(len(wins)) * 10), NONE, bootstrap=0)
     assert problem in refused.value.named(names) and "\n" not in str(refused.value)
-    assert refused.value.named(names).endswith("; use m-elo:prior=0.01 for a small Gaussian prior")
+    assert refused.value.named(names).endswith("; use m-elo:prior=auto to choose a prior by cross-validation")
     assert np.all(np.isfinite(m_elo(counts(wins), NONE, prior=0.01, bootstrap=0).score))
 
 
@@ -234,9 +234,10 @@ def test_the_rounds_take_the_looser_of_round_tol_and_the_fits_tol(monkeypatch):
 @pytest.mark.parametrize("sparse", [False, True])
 def test_agents_tied_by_their_record_share_ranks_and_rank_intervals(monkeypatch, sparse):
     """Six newcomers each beat agent 0 once, six each lost to agent 5 once: every newcomer is absent
-    from a third of the rounds, where the prior puts it at the mean (1000), so the winners' lower
-    bounds and the losers' upper bounds are all 1000, equal up to the rounds' accuracy: a loser's
-    rank_ci counts none of the winners, and agents with the same record share every rank."""
+    from about a third of the rounds, where the prior would put it at the mean (1000). Absent is not
+    measured: those rounds are left out of its intervals (`rounds_measured`), so the winners' lower
+    bounds are above the mean and the losers' upper bounds below it, and agents with the same record
+    share their rank."""
     if sparse:
         monkeypatch.setattr("pipeline.methods.bradley_terry.m_elo.chord_is_cheaper", lambda cells: False)
     core, newcomers = 6, 6
@@ -247,20 +248,22 @@ def test_agents_tied_by_their_record_share_ranks_and_rank_intervals(monkeypatch,
     wins[winners, 0] = 1
     wins[5, losers] = 1
     ratings = m_elo(counts(wins), NONE, prior=0.01, bootstrap=300, seed=4)
-    low, high, rank_ci = ratings.extras["ci_low"], ratings.extras["ci_high"], ratings.extras["rank_ci"]
-    assert np.abs(low[winners] - 1000).max() < 1e-2 and np.abs(high[losers] - 1000).max() < 1e-2
-    assert rank_ci[losers].tolist() == [1 + int(np.sum(low[:core] > 1000.1))] * newcomers
+    low, high, measured = ratings.extras["ci_low"], ratings.extras["ci_high"], ratings.extras["rounds_measured"]
+    assert low[winners].min() > 1000 + 100 and high[losers].max() < 1000 - 100
+    assert (measured[:core] == 300).all()
+    assert ((150 < measured[core:]) & (measured[core:] < 240)).all()  # 300 (1 - 1/e) = 190 rounds draw a battle
     for group in (winners, losers):
-        for column in (ratings.rank, ratings.extras["rank_low"], ratings.extras["rank_high"], rank_ci):
-            assert len(set(column[group].tolist())) == 1
+        assert len(set(ratings.rank[group].tolist())) == 1
 
 
 @pytest.mark.parametrize("wins", [[[0]], [[0, 0], [0, 0]]])
-def test_with_a_prior_agents_without_comparisons_sit_at_the_centre_with_no_spread(wins):
+def test_with_a_prior_agents_without_comparisons_sit_at_the_centre_and_no_round_measures_them(wins):
     ratings = m_elo(counts(wins), NONE, prior=0.01, bootstrap=20, seed=1)
     n = len(wins)
     assert ratings.score.tolist() == [1000.0] * n and ratings.rank.tolist() == [1] * n
-    assert ratings.extras["ci_low"].tolist() == ratings.extras["ci_high"].tolist() == [1000.0] * n
+    assert np.isnan(ratings.extras["ci_low"]).all() and np.isnan(ratings.extras["ci_high"]).all()  # absent is not measured
+    assert ratings.extras["rounds_measured"].tolist() == [0] * n
+    assert ratings.extras["rank_low"].tolist() == [1] * n and ratings.extras["rank_high"].tolist() == [n] * n
     assert ratings.extras["rank_ci"].tolist() == [1] * n and ratings.info["bootstrap_dropped"] == 0
 
 
