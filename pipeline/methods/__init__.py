@@ -1,6 +1,7 @@
 """Rating methods: pure functions from statistics to `Ratings`, looked up by spec.
 
-The contract sits at the top (`registry`, `ratings`, `convergence`, `uncertainty`, `comparison`);
+The contract sits at the top (`registry`, `ratings`, `convergence`, `uncertainty`, `comparison`,
+`standing`: provisional agents and the order key);
 the methods sit in one sub-package per family (`voting`, `bradley_terry`, `game_theory`,
 `council`), with the numerical helpers they share in `numerics`. Every module of every
 sub-package is imported here, so that its `@method` registrations exist wherever
