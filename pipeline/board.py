@@ -12,7 +12,12 @@ boards:
     kind: battles
     sources: [llmfao]            # files or folders (folders are scanned for the kind's files)
     methods: [borda, copeland]
-    by: category                 # optional: also one board per category (kinds with a category column)
+    by: category                 # optional: also one board per category, or per value of any column
+    mapping:                     # optional: how the files' columns and values become the kind's
+      columns: model_a=left,model_b=right,judge=worker   # (`pipeline.logs.mapping`; the keys are
+      values: [winner:left=model_a,right=model_b]        #  the options of `vase rate` without --:
+      names: models.csv:id=name                          #  preset, columns, values, set, names,
+                                                         #  where, seats; paths relative to the file)
 ```
 
 Method specs are parsed once, when a board is made (`Board.methods` holds `Spec`s); a spec given
@@ -44,7 +49,7 @@ from pathlib import Path
 import yaml
 
 import pipeline.games  # noqa: F401  (registers the nfg kind)
-from pipeline.logs import KINDS, log_kind
+from pipeline.logs import KINDS, Mapping, MappingError, log_kind
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import unique_specs
@@ -71,13 +76,20 @@ class Board:
     methods: tuple[Spec, ...]
     title: str = ""
     merged: dict[str, list[str]] = field(default_factory=dict, compare=False, hash=False)
-    by: str | None = None  # "category": also one board per category
+    by: str | None = None  # "category", or a column of the files: also one board per category (or value)
+    mapping: Mapping = field(default_factory=Mapping)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"board {self.name}: unknown kind {self.kind!r}; expected one of {', '.join(KINDS)}")
         if self.by is not None:
             check_by(self.kind, self.by, f"board {self.name}: ")
+            if self.by != BY[0]:  # a column of the files: it becomes the rows' category
+                object.__setattr__(self, "mapping", self.mapping.with_split(self.by))
+        try:
+            self.mapping.check(KINDS[self.kind])
+        except MappingError as exc:
+            raise MappingError(f"board {self.name}: {exc}") from None
         try:
             methods, merged = unique_specs(self.methods)
         except ValueError as exc:
@@ -90,13 +102,14 @@ class Board:
             raise ValueError(f"board {self.name}: {exc}") from None
 
 
-BY = ("category",)  # what a board can be split by
+BY = ("category",)  # what a board can be split by, besides any column of its files
 
 
 def check_by(kind: str, by: str, where: str = "") -> None:
-    """Raise ValueError (one line naming the kind) unless boards of `kind` can be split `by`."""
-    if by not in BY:
-        raise ValueError(f"{where}by {by!r}: expected one of {', '.join(BY)}")
+    """Raise ValueError (one line naming the kind) unless boards of `kind` can be split `by` (its
+    category, or a column of its files)."""
+    if not by.strip():
+        raise ValueError(f"{where}by: expected category or a column name")
     if KINDS[kind].category is None:
         able = ", ".join(name for name, k in KINDS.items() if k.category is not None)
         raise ValueError(f"{where}{kind} logs have no category column, so they cannot be rated by category (kinds that can: {able})")
@@ -124,7 +137,7 @@ def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
             raise ValueError(f"{spec.name} does not rate {kind} files (methods that do: {', '.join(able)})")
 
 
-BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by")  # the first four required
+BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by", "mapping")  # the first four required
 
 
 def load_boards(path: str | Path) -> list[Board]:
@@ -151,11 +164,33 @@ def load_boards(path: str | Path) -> list[Board]:
         if not methods:
             raise ValueError(f"{where}: lists no methods")
         name = check_board_name(entry["name"], path)
+        mapping = config_mapping(entry.get("mapping"), path.parent, where)
         boards.append(Board(name, entry["kind"], tuple(str((path.parent / s).resolve()) for s in sources), methods,
-                            entry.get("title", ""), by=entry.get("by")))
+                            entry.get("title", ""), by=entry.get("by"), mapping=mapping))
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
     return boards
+
+
+MAPPING_KEYS = ("preset", "columns", "values", "set", "names", "where", "seats")
+
+
+def config_mapping(entry: object, base: Path, where: str) -> Mapping:
+    """A board's `mapping:` (the options of `vase rate` as keys, without `--`), paths relative to `base`."""
+    if entry is None:
+        return Mapping()
+    if not isinstance(entry, dict) or (unknown := sorted(map(str, set(entry) - set(MAPPING_KEYS)))):
+        raise ValueError(f"{where}: mapping: expected some of {', '.join(MAPPING_KEYS)}"
+                         + (f", not {', '.join(unknown)}" if isinstance(entry, dict) else f", got {entry!r}"))
+    single = {key: entry.get(key, "") for key in ("preset", "columns", "set", "names", "seats")}
+    if wrong := [key for key, value in single.items() if not isinstance(value, str)]:
+        raise ValueError(f"{where}: mapping: {wrong[0]} is one text")
+    try:
+        return Mapping.parse(columns=single["columns"], values=text_list(entry.get("values", []), f"{where}: mapping: values"),
+                             constants=single["set"], names=single["names"], seats=single["seats"], preset=single["preset"],
+                             where=text_list(entry.get("where", []), f"{where}: mapping: where"), base=base)
+    except MappingError as exc:
+        raise ValueError(f"{where}: mapping: {exc}") from None
 
 
 def read_config(path: Path) -> object:
@@ -211,13 +246,13 @@ def ingest(store: Store, board: Board, advance: Callable[..., None] | None = Non
         return []
     files = source_files(board)
     if advance is None:
-        return store.ingest(files, board.kind)
+        return store.ingest(files, board.kind, board.mapping)
     reports: list[IngestReport] = []
     size = max(1, math.ceil(len(files) / INGEST_COMMITS))
     for start in range(0, len(files), size):
         batch = files[start:start + size]
         advance(0, batch[0].name)
-        reports += store.ingest(batch, board.kind)
+        reports += store.ingest(batch, board.kind, board.mapping)
         advance(len(batch))
     return reports
 
@@ -339,6 +374,8 @@ def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: di
         parameters["methods_merged"] = board.merged
     if board.by is not None:
         parameters["by"] = board.by
+    if board.mapping:
+        parameters["mapping"] = board.mapping.record()
     if category is not None:
         parameters["category"] = category
     behind = inputs(store, board)
@@ -442,11 +479,14 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
     try:
         stats = reduce(store, board, client)
     except ValueError as exc:
+        said = str(exc)
+        if temporary_store:  # never a store the user did not ask for
+            said = said.replace(f"the store at {store.root} holds no {board.kind}", f"no {board.kind} to rate")
         if reports and not any(r.rows_accepted for r in reports):  # say why this run's files gave nothing
-            raise ValueError(f"{exc}: " + "; ".join(
+            raise ValueError(f"{said}: " + "; ".join(
                 r.error or f"{r.source}: {r.status}, {r.rows_accepted} of {r.rows_in} rows accepted"
                 for r in reports)) from None
-        raise
+        raise ValueError(said) from None
     timings["reduce"] = time.perf_counter() - start
     rated = rate(stats, board.methods, client)
     timings |= rated.timings

@@ -33,6 +33,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from pipeline import cli_mapping as mapped
 from pipeline.progress import progress_bar
 from pipeline.runtime import SCHEDULER_ENV, SchedulerError, dask_client, quiet_logs
 
@@ -218,6 +219,8 @@ def ingest(
     sources: Annotated[list[Path], typer.Argument(help="log files or folders")],
     kind: KindOption,
     store: Annotated[Path, typer.Option("--store", file_okay=False, help="store folder (created if missing)")],
+    columns: mapped.Columns = "", values: mapped.Values = None, constants: mapped.Constants = "", names: mapped.Names = "",
+    where: mapped.Where = None, seats: mapped.Seats = "", preset: mapped.Preset = "",
 ) -> None:
     """Validate logs and write them into the store; files already ingested are skipped."""
     check_kind(kind, stored=True)
@@ -226,7 +229,12 @@ def ingest(
     from pipeline.board import ingest as ingest_board
     from pipeline.store import Store
 
-    board = Board("ingest", kind, tuple(map(str, sources)), ())
+    mapping = mapped.mapping_of(columns, values, constants, names, where, seats, preset)
+    try:
+        board = Board("ingest", kind, tuple(map(str, sources)), (), mapping=mapping)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    mapped.check_board_files(board)
     with progress_bar("ingest", len(source_files(board))) as advance:
         reports = ingest_board(Store(store), board, advance)
     report_ingest(reports)
@@ -247,8 +255,10 @@ def rate(
     workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given (0: local threads)")] = 0,
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
     by: Annotated[Optional[str], typer.Option(
-        "--by", help="also one leaderboard per category (`--by category`: battles, reviews, scores), "
-                     "in OUT/category=<name>/; rows without a category count in the overall board only")] = None,
+        "--by", help="also one leaderboard per category (`--by category`: battles, reviews, scores) or per value of "
+                     "a column (`--by release`), in OUT/category=<name>/; rows without one count in the overall board only")] = None,
+    columns: mapped.Columns = "", values: mapped.Values = None, constants: mapped.Constants = "", names: mapped.Names = "",
+    where: mapped.Where = None, seats: mapped.Seats = "", preset: mapped.Preset = "",
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
     check_kind(kind)
@@ -269,11 +279,16 @@ def rate(
     check_sources(sources or ())
     if store is not None and sources is None:
         check_store(store)
+    mapping = mapped.mapping_of(columns, values, constants, names, where, seats, preset)
     try:
         specs, merged = unique_specs(method)
-        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by)
     except ValueError as exc:  # an unknown method or parameter, or a method that does not rate this kind
         raise typer.BadParameter(str(exc), param_hint="--method") from None
+    try:
+        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by, mapping)
+    except ValueError as exc:  # a method that does not rate this kind, or a mapping that does not fit it
+        raise typer.BadParameter(str(exc)) from None
+    mapped.check_board_files(board)
     report_merged(board.merged)
     with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client, \
             progress_bar("ingest", len(source_files(board))) as advance:

@@ -178,8 +178,9 @@ def test_kinds_without_a_category_column_refuse_by_category_naming_the_kind(kind
     with pytest.raises(ValueError, match=rf"^board b: {kind} logs have no category column") as error:
         Board("b", kind, (), (method,), by="category")
     assert "\n" not in str(error.value)
-    with pytest.raises(ValueError, match="expected one of category"):
-        Board("b", "battles", (), ("borda",), by="judge")
+    with pytest.raises(ValueError, match="expected category or a column name"):
+        Board("b", "battles", (), ("borda",), by=" ")
+    assert Board("b", "battles", (), ("borda",), by="release").mapping.split == "release"  # any column of the files
 
 
 @pytest.mark.slow

@@ -30,6 +30,8 @@ no timestamp (`pipeline.stats.sequence`).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -307,3 +309,42 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
     return ReadResult(result.kind, result.source, result.table.take(keep), pa.concat_tables([result.quarantined, quarantined]),
                       result.rows_in, lines[keep], result.keyed)
 
+
+
+CONTENT_PREFIX = "content:"
+
+
+class ContentIds:
+    """Ids for records a file gave none: what the record says, and how many times it said it.
+
+    A record's id is `content:` and the BLAKE2b-128 hash (hex) of its canonical fields as JSON
+    (every stored column but the id, in schema order, as `polars`' `struct.json_encode` writes
+    them), then `#k` for the k-th identical record of the same source (k > 1). So the same battles
+    re-exported, re-sorted, or dumped again with new ones after them are the same ids, stored once
+    whatever the file's format; and a source holding a record k times stores it k times: a later
+    dump holding it m times adds max(0, m - k) (identical battles are told apart by nothing but
+    their count). A file that grew is read again from its start for the counts (`read_batches`),
+    its earlier rows not handed on. One per source file: the counts run over its batches."""
+
+    def __init__(self) -> None:
+        self.counts = pl.DataFrame(schema={"key": pl.UInt64, "seen": pl.UInt32})
+        self.used = False  # whether any record needed an id of its content
+
+    def assign(self, result: ReadResult, columns: tuple[str, ...]) -> ReadResult:
+        self.used = True
+        table = result.table
+        if not table.num_rows:
+            return dataclasses.replace(result, keyed=True)
+        fields = [name for name in table.schema.names if name not in columns]
+        texts = pl.from_arrow(table.select(fields)).select(pl.struct(pl.all()).struct.json_encode()).to_series().to_list()
+        digests = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
+        keys = pl.Series("key", np.frombuffer(b"".join(d[:8] for d in digests), np.uint64))
+        batch = keys.to_frame().with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over("key").alias("k"))
+        batch = batch.join(self.counts, on="key", how="left").with_columns(pl.col("seen").fill_null(0))
+        occurrence = (batch.get_column("k") + batch.get_column("seen") + 1).to_list()
+        ids = [f"{CONTENT_PREFIX}{d.hex()}" + (f"#{k}" if k > 1 else "") for d, k in zip(digests, occurrence)]
+        totals = keys.value_counts(name="new").cast({"new": pl.UInt32})
+        self.counts = (pl.concat([self.counts, totals.rename({"new": "seen"})]).group_by("key").agg(pl.col("seen").sum()))
+        column = columns[0]
+        table = table.set_column(table.schema.get_field_index(column), column, pa.array(ids, table.schema.field(column).type))
+        return dataclasses.replace(result, table=table, keyed=True)

@@ -9,13 +9,14 @@ declared by its `LogKind` (`pipeline.logs.kinds`).
 <root>/quarantine/<kind>/<sha>.parquet     rejected rows: file, line, field, reason, record
 <root>/ids/<kind>/run-<hex>.npy            the id index: every record id stored (`pipeline.store.index`)
 ```
-`<sha>` is the first 16 hex digits of the source file's SHA-256. Ingest reads a file batch by batch
+`<sha>` is the first 16 hex digits of the input's key: the source file's SHA-256, or, for a file read
+through a mapping (`pipeline.logs.mapping`), the hash of that and the mapping (`IngestReport.key`). Ingest reads a file batch by batch
 and writes its partitions under temporary names (`pipeline.store.partitions`); the commit renames
 them into place, then writes the id index, the dictionaries and last the manifest, each
 atomically; readers list partitions from the manifest only, so an interrupted ingest leaves nothing
 visible, and re-running it rewrites the same names (temporary files of a killed ingest, and the
 partition files of a commit killed before its manifest, which no manifest lists, are deleted by the
-next one). A file whose content hash is in the manifest is skipped, whatever its name.
+next one). A file whose content hash (and mapping) is in the manifest is skipped, whatever its name.
 
 Exactly once across files: a record whose id (`LogKind.record_id`) is in the index, from an
 earlier file or earlier in the same one, is quarantined as a duplicate naming where it was first
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import logging
 import os
@@ -51,7 +53,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.logs import KINDS, FileStart, UnreadableFile, log_kind, read_batches
+from pipeline.logs import KINDS, FileStart, Mapping, UnreadableFile, log_kind, read_batches
 from pipeline.logs.records import LINE_SUFFIXES, check_regular_file
 from pipeline.logs.identity import INGEST_POSITION, drop_seen, ingest_positions
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
@@ -96,6 +98,15 @@ class IngestReport:
     size: int = 0  # bytes, and newlines, of the file: a later file that starts with it continues it
     lines: int = 0
     continues: str | None = None  # the sha256 of the earlier file this one grew from (only the rows after it were read)
+    mapping: dict | None = None  # how it was read (`pipeline.logs.mapping.Mapping.record`), if not as it is
+
+    @property
+    def key(self) -> str:
+        """What names this input in the store: its content hash, or, read through a mapping, the
+        hash of that and the mapping (the same bytes under another mapping are another input)."""
+        if not self.mapping or not self.sha256:
+            return self.sha256
+        return hashlib.sha256(f"{self.sha256}\n{json.dumps(self.mapping, sort_keys=True)}".encode()).hexdigest()
 
     @classmethod
     def from_json(cls, entry: dict) -> IngestReport:
@@ -105,7 +116,7 @@ class IngestReport:
 
 @dataclass
 class Manifest:
-    files: dict[str, IngestReport] = field(default_factory=dict)  # by sha256
+    files: dict[str, IngestReport] = field(default_factory=dict)  # by key (`IngestReport.key`)
     ids: dict[str, dict] = field(default_factory=dict)  # per kind: its id index (`pipeline.store.index`)
 
     @classmethod
@@ -114,10 +125,11 @@ class Manifest:
             return cls()
         with reading_store_file(path):
             data = json.loads(path.read_text(encoding="utf-8"))
-            return cls({e["sha256"]: IngestReport.from_json(e) for e in data["files"]}, dict(data.get("ids", {})))
+            reports = map(IngestReport.from_json, data["files"])
+            return cls({r.key: r for r in reports}, dict(data.get("ids", {})))
 
     def save(self, path: Path) -> None:
-        write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.sha256)],
+        write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.key)],
                           "ids": self.ids})
 
 
@@ -222,8 +234,9 @@ class Store:
     def kinds(self) -> list[str]:
         return sorted({r.kind for r in self.manifest.files.values() if r.partitions})
 
-    def ingest(self, sources: list[str | Path], kind: str) -> list[IngestReport]:
-        """Ingest files not yet in the store; one report per source, in the given order. A file
+    def ingest(self, sources: list[str | Path], kind: str, mapping: Mapping | None = None) -> list[IngestReport]:
+        """Ingest files not yet in the store (read through `mapping`, if given: an input is the
+        file and its mapping); one report per source, in the given order. A file
         that cannot be read is refused (status `unreadable`, one line in `error`) and recorded in
         the manifest, so that it is not read again until its content changes; the other files go on."""
         chosen = log_kind(kind)
@@ -236,12 +249,12 @@ class Store:
             index = self._id_index(chosen, manifest, maps) if chosen.record_id else None
             pending: list[Written] = []
             looks = {name: LookAlikes(maps[name].names) for name in NAME_DICTIONARIES}
-            names = {r.sha256[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
+            names = {r.key[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
             reports = []
             for src in sources:
-                reports.append(self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names))
-                names.setdefault(reports[-1].sha256[:16], Path(src).name)
-            if any(r.sha256 and manifest.files.get(r.sha256) is r for r in reports):  # ingested or newly refused
+                reports.append(self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names, mapping))
+                names.setdefault(reports[-1].key[:16], Path(src).name)
+            if any(r.sha256 and manifest.files.get(r.key) is r for r in reports):  # ingested or newly refused
                 self._commit(manifest, maps, kind, index, pending)
             return reports
 
@@ -257,7 +270,7 @@ class Store:
             index = None
         if index is None:
             stored = sorted((r for r in manifest.files.values() if r.kind == kind.name and r.status == "ingested"),
-                            key=lambda r: (r.ingested_at or "", r.sha256))
+                            key=lambda r: (r.ingested_at or "", r.key))
             index = rebuild(self.root, kind.name, stored, lambda name: maps[name].names, (entry or {}).get("files", []))
         return index
 
@@ -312,31 +325,32 @@ class Store:
 
     def _ingest_one(self, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
                     index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes],
-                    names: dict[str, str]) -> IngestReport:
-        earlier = _earlier_versions(source, kind.name, manifest)
+                    names: dict[str, str], mapping: Mapping | None = None) -> IngestReport:
+        record = mapping.record() if mapping else None
+        earlier = _earlier_versions(source, kind.name, manifest, record)
         try:
             check_regular_file(source)
             before = _version(source)
             digest = digest_file(source, earlier)
         except UnreadableFile as exc:
-            return IngestReport(str(source), kind.name, "", "unreadable", error=str(exc))
+            return IngestReport(str(source), kind.name, "", "unreadable", error=str(exc), mapping=record)
         except OSError as exc:
-            return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}")
-        sha = digest.sha256
-        if sha in manifest.files and (known := _known(source, kind.name, manifest.files[sha])) is not None:
+            return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}", mapping=record)
+        key = IngestReport(str(source), kind.name, digest.sha256, "", mapping=record).key
+        if key in manifest.files and (known := _known(source, kind.name, manifest.files[key])) is not None:
             return known
         grown = [r for size in sorted(digest.prefixes, reverse=True) for r in earlier[size]
                  if r.sha256 == digest.prefixes[size]][:1]
         start = FileStart(grown[0].size, grown[0].lines) if grown else None
         sizes = {name: len(idmap) for name, idmap in maps.items()}
-        file_ids = FileIds(index, index.ordinal(sha[:16])) if index is not None else None
-        writer = PartitionWriter(self.root, kind.name, sha[:16], kind.dated, TIMESTAMP,
+        file_ids = FileIds(index, index.ordinal(key[:16])) if index is not None else None
+        writer = PartitionWriter(self.root, kind.name, key[:16], kind.dated, TIMESTAMP,
                                  distinct=distinct_columns(kind))
-        quarantine = QuarantineWriter(self.root, kind.name, sha[:16])
+        quarantine = QuarantineWriter(self.root, kind.name, key[:16])
         behind = Behind(writer.add)  # partitions written while the next batches are read and encoded
         try:
             rows_in = rows_accepted = 0
-            for result in read_ahead(read_batches(source, kind.name, start=start)):
+            for result in read_ahead(read_batches(source, kind.name, mapping=mapping, start=start)):
                 if file_ids is not None and result.keyed:
                     result = drop_seen(result, kind.record_id, file_ids, file_ids.file,
                                        lambda ordinal: names.get(index.files[ordinal], index.files[ordinal]),
@@ -364,9 +378,10 @@ class Store:
                 maps[name].truncate(size)
             if isinstance(exc, UnsafePath):  # the store's fault, not the file's: nothing more is written
                 raise
-            report = IngestReport(str(source), kind.name, sha, "unreadable", error=_refusal(source, exc), ingested_at=_now())
+            report = IngestReport(str(source), kind.name, digest.sha256, "unreadable", error=_refusal(source, exc), ingested_at=_now(),
+                                  mapping=record)
             if isinstance(exc, UnreadableFile):  # the data's fault: not read again until it changes
-                manifest.files[sha] = report
+                manifest.files[key] = report
             return report
         if file_ids is not None:
             index.accept(file_ids)
@@ -375,11 +390,12 @@ class Store:
             pending.append(quarantined)
         look_alikes = tuple(f"{name} {new!r} looks like {known!r}" for name in NAME_DICTIONARIES
                             for new, known in looks[name].add(maps[name].names[sizes[name]:]))
-        report = IngestReport(str(source), kind.name, sha, "ingested", rows_in, rows_accepted, quarantine.rows,
+        report = IngestReport(str(source), kind.name, digest.sha256, "ingested", rows_in, rows_accepted, quarantine.rows,
                               tuple(Partition(w.path, w.rows) for w in written),
                               quarantined.path if quarantined else None, ingested_at=_now(), look_alikes=look_alikes,
-                              size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None)
-        manifest.files[sha] = report
+                              size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None,
+                              mapping=record)
+        manifest.files[key] = report
         return report
 
 
@@ -388,13 +404,15 @@ def _version(path: Path) -> tuple[int, int]:
     return status.st_size, status.st_mtime_ns
 
 
-def _earlier_versions(source: Path, kind: str, manifest: Manifest) -> dict[int, list[IngestReport]]:
-    """By size, the ingested files of a line-based format that `source` may have grown from."""
+def _earlier_versions(source: Path, kind: str, manifest: Manifest, mapping: dict | None) -> dict[int, list[IngestReport]]:
+    """By size, the ingested files of a line-based format that `source` may have grown from (read
+    through the same mapping)."""
     earlier: dict[int, list[IngestReport]] = {}
     suffix = source.suffix.lower()
     if suffix in LINE_SUFFIXES:
         for report in manifest.files.values():
-            if report.kind == kind and report.status == "ingested" and report.size and Path(report.source).suffix.lower() == suffix:
+            if report.kind == kind and report.status == "ingested" and report.size and report.mapping == mapping \
+                    and Path(report.source).suffix.lower() == suffix:
                 earlier.setdefault(report.size, []).append(report)
     return earlier
 
@@ -409,8 +427,10 @@ def _known(source: Path, kind: str, seen: IngestReport) -> IngestReport | None:
         return dataclasses.replace(seen, source=str(source), error=f"{source}: {reason} (refused on {seen.ingested_at}; "
                                    "not read again until the file changes)")
     if seen.kind != kind:
-        return IngestReport(str(source), kind, seen.sha256, "unreadable", error=f"{source}: already ingested as {seen.kind}")
-    return IngestReport(str(source), kind, seen.sha256, "skipped", seen.rows_in, seen.rows_accepted, seen.rows_quarantined)
+        return IngestReport(str(source), kind, seen.sha256, "unreadable", error=f"{source}: already ingested as {seen.kind}",
+                            mapping=seen.mapping)
+    return IngestReport(str(source), kind, seen.sha256, "skipped", seen.rows_in, seen.rows_accepted, seen.rows_quarantined,
+                        mapping=seen.mapping)
 
 
 def _refusal(source: Path, exc: BaseException) -> str:

@@ -1,0 +1,90 @@
+"""Inputs read through a mapping, and records without ids, in a real store: exactly once."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.logs import Mapping
+from pipeline.store import Store
+
+runner = CliRunner()
+
+
+def battles(n: int, start: int = 0) -> list[dict]:
+    """Distinct battles without ids (each its own prompt)."""
+    return [{"model_a": f"m{i % 5}", "model_b": f"m{(i + 1) % 5}", "winner": ("model_a", "model_b", "tie")[i % 3],
+             "question_id": f"q{start + i}"} for i in range(start, start + n)]
+
+
+def write_csv(path, rows: list[dict]):
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def stored_rows(store: Store, kind: str = "battles") -> int:
+    return sum(p.rows for p in store.partitions(kind))
+
+
+def test_a_cumulative_resorted_dump_without_ids_is_stored_once(tmp_path):
+    day1 = battles(30)
+    day2 = day1 + battles(15, start=30)
+    random.Random(7).shuffle(day2)
+    store = Store(tmp_path / "store")
+    first = store.ingest([write_csv(tmp_path / "day1.csv", day1)], "battles")
+    (tmp_path / "day2.json").write_text(json.dumps(day2))  # another format, another order
+    second = store.ingest([tmp_path / "day2.json"], "battles")
+    assert first[0].rows_accepted == 30 and second[0].rows_accepted == 15
+    assert stored_rows(store) == 45
+    assert all(r.startswith("duplicate battle_id (first in day1.csv") for r in
+               __import__("pyarrow.parquet", fromlist=["x"]).read_table(store.root / second[0].quarantine).column("reason").to_pylist())
+
+
+def test_identical_battles_count_as_often_as_a_source_holds_them(tmp_path):
+    same = {"model_a": "a", "model_b": "b", "winner": "model_a"}
+    store = Store(tmp_path / "store")
+    store.ingest([write_csv(tmp_path / "twice.csv", [same, same])], "battles")
+    assert stored_rows(store) == 2  # a source holding a battle twice holds two battles
+    store.ingest([write_csv(tmp_path / "thrice.csv", [same, same, same])], "battles")
+    assert stored_rows(store) == 3  # a later dump holding it three times adds one
+
+
+def test_the_same_bytes_under_another_mapping_are_another_input(tmp_path):
+    path = write_csv(tmp_path / "log.csv", [{"left": "a", "right": "b", "winner": "model_a"},
+                                            {"left": "b", "right": "c", "winner": "model_b"}])
+    store = Store(tmp_path / "store")
+    straight = Mapping.parse(columns="model_a=left,model_b=right")
+    turned = Mapping.parse(columns="model_a=right,model_b=left")
+    assert store.ingest([path], "battles", straight)[0].status == "ingested"
+    assert store.ingest([path], "battles", straight)[0].status == "skipped"
+    again = store.ingest([path], "battles", turned)[0]
+    assert again.status == "ingested" and again.mapping == {"columns": "model_a=right,model_b=left"}
+    entries = json.loads((store.root / "manifest.json").read_text())["files"]
+    assert sorted(e["mapping"]["columns"] for e in entries) == ["model_a=left,model_b=right", "model_a=right,model_b=left"]
+    assert len({e["sha256"] for e in entries}) == 1
+
+
+def test_bad_mapping_input_exits_2_before_any_store_is_written(tmp_path):
+    path = write_csv(tmp_path / "log.csv", [{"left": "a", "right": "b", "winner": "left"}])
+    store = tmp_path / "store"
+    for options in (["--columns", "model_a=left,model_b=left"], ["--columns", "model_a=lft,model_b=right"],
+                    ["--columns", "model_a=left,model_b=right", "--values", "winner:right=model_b"]):
+        result = runner.invoke(app, ["ingest", str(path), "--kind", "battles", "--store", str(store), *options])
+        assert result.exit_code == 2, result.output
+        assert not store.exists()
+
+
+def test_a_file_missing_columns_names_them_all_and_no_temporary_store(tmp_path):
+    path = write_csv(tmp_path / "log.csv", [{"left": "a", "right": "b", "result": "left"}])
+    result = runner.invoke(app, ["rate", str(path), "--kind", "battles", "-m", "elo", "--out", str(tmp_path / "out")],
+                           env={"COLUMNS": "1000"})
+    assert result.exit_code == 1
+    assert "missing columns 'model_a', 'model_b', 'winner'" in result.output
+    assert "vase-store" not in result.output and "no battles to rate" in result.output
