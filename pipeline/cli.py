@@ -408,6 +408,9 @@ def backtest(
     console.print(f"report: {(out / 'index.html').resolve()}", highlight=False)
 
 
+app.command()(mapped.inspect)
+
+
 @app.command()
 def methods() -> None:
     """List the rating methods and their parameters."""

@@ -1,12 +1,14 @@
 """The mapping options of `vase rate` and `vase ingest` (`pipeline.logs.mapping`), defined once.
 
-Each command takes them as `**MAPPING_OPTIONS`-style parameters (`Columns`, `Values`, ...) and
-turns them into a `Mapping` with `mapping_of`, which refuses bad input in one line (exit 2)
-before any store is written. Only typer is imported here; the mapping is imported when used.
+Each command takes them as parameters typed `Columns`, `Values`, ... and turns them into a
+`Mapping` with `mapping_of`, which refuses bad input in one line (exit 2) before any store is
+written. `inspect` is the `vase inspect` command. Only typer is imported here; the mapping is
+imported when used.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -52,3 +54,33 @@ def check_board_files(board: Board) -> None:
         board.mapping.check_files(source_files(board), log_kind(board.kind))
     except MappingError as exc:
         raise typer.BadParameter(str(exc)) from None
+
+
+def inspect(
+    file: Annotated[Path, typer.Argument(help="a log file (CSV, TSV, JSON, JSONL, Parquet)")],
+    kind: Annotated[Optional[str], typer.Option("--kind", "-k", help="the kind to read it as (guessed if omitted)")] = None,
+) -> None:
+    """Show a sample of a file, what the kind needs, a suggested mapping and the command to rate it; writes nothing."""
+    from rich.table import Table
+
+    from pipeline.cli import check_kind, check_sources, console, fail
+    from pipeline.logs import UnreadableFile
+    from pipeline.logs.inspect import inspect as look
+
+    check_sources([file])
+    if kind is not None:
+        check_kind(kind, stored=True)
+    try:
+        found = look(file, kind)
+    except UnreadableFile as exc:
+        raise fail(str(exc), 2) from None
+    table = Table("column", "values (sample)", title=f"{file}: {found.rows:,} rows sampled", title_justify="left")
+    for column, values in found.columns.items():
+        table.add_row(column, ", ".join(values))
+    console.print(table)
+    console.print(f"{found.kind} needs: {', '.join(found.needs)}")
+    console.print("suggested mapping: " + (" ".join(found.options) or "none (read as it is)"))
+    for note in found.notes:
+        console.print(f"note: {note}")
+    console.print(f"the suggestion reads {found.accepted:,} of the {found.records:,} records sampled; to rate the file:")
+    console.print(found.command, soft_wrap=True)

@@ -178,3 +178,14 @@ def test_weights_below_the_grid_and_compact_dates_are_read_as_meant(tmp_path):
         "weight is below 2^-24, the grid of exact sums, where it would count as 0"]
     assert [r["timestamp"].isoformat() for r in result.table.to_pylist()] == ["2024-02-29T00:00:00+00:00"]
     assert pl.from_arrow(result.table).height == 1
+
+
+def test_an_integer_column_of_compact_dates_is_dates_not_epoch_seconds(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"model_a": ["x", "x"], "model_b": ["y", "y"], "winner": ["model_a", "tie"],
+                             "timestamp": pa.array([20240101, 1700000000], pa.int64())}), path)
+    stamps = [r["timestamp"].isoformat() for r in read_log(path, "battles").table.to_pylist()]
+    assert stamps == ["2024-01-01T00:00:00+00:00", "2023-11-14T22:13:20+00:00"]
