@@ -40,12 +40,14 @@ import dataclasses
 import logging
 import math
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import yaml
 
 import pipeline.games  # noqa: F401  (registers the nfg kind)
@@ -78,6 +80,7 @@ class Board:
     merged: dict[str, list[str]] = field(default_factory=dict, compare=False, hash=False)
     by: str | None = None  # "category", or a column of the files: also one board per category (or value)
     mapping: Mapping = field(default_factory=Mapping)
+    max_quarantined: float | None = None  # the share of rows read that may be quarantined (`check_quarantined`)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -137,7 +140,7 @@ def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
             raise ValueError(f"{spec.name} does not rate {kind} files (methods that do: {', '.join(able)})")
 
 
-BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by", "mapping")  # the first four required
+BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by", "mapping", "max_quarantined")  # the first four required
 
 
 def load_boards(path: str | Path) -> list[Board]:
@@ -165,8 +168,11 @@ def load_boards(path: str | Path) -> list[Board]:
             raise ValueError(f"{where}: lists no methods")
         name = check_board_name(entry["name"], path)
         mapping = config_mapping(entry.get("mapping"), path.parent, where)
+        limit = entry.get("max_quarantined", MAX_QUARANTINED)
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit <= 1:
+            raise ValueError(f"{where}: max_quarantined: expected a share between 0 and 1, got {limit!r}")
         boards.append(Board(name, entry["kind"], tuple(str((path.parent / s).resolve()) for s in sources), methods,
-                            entry.get("title", ""), by=entry.get("by"), mapping=mapping))
+                            entry.get("title", ""), by=entry.get("by"), mapping=mapping, max_quarantined=float(limit)))
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
     return boards
@@ -232,6 +238,35 @@ def source_files(board: Board) -> list[Path]:
         else:
             files.append(source)
     return files
+
+
+MAX_QUARANTINED = 0.05  # the default share of rows read that may be quarantined (CLI and nightly config)
+_FIRST_SEEN = re.compile(r" \(first (?:at|in) .*\)$")
+
+
+class QuarantineAlarm(ValueError):
+    """Too many of the rows read were quarantined: one line, the share and the top reasons."""
+
+
+def check_quarantined(store: Store, board: Board, reports: list[IngestReport]) -> None:
+    """Raise `QuarantineAlarm` if the rows quarantined from the files ingested now are more than
+    `board.max_quarantined` of the rows they gave. Records already stored from an earlier file
+    (a cumulative dump) are not counted: storing them once is what the quarantine is for."""
+    if board.max_quarantined is None:
+        return
+    read = [r for r in reports if r.status == "ingested" and r.rows_in]
+    reasons: dict[str, int] = {}
+    for report in read:
+        if report.quarantine:
+            for reason in pq.read_table(store.root / report.quarantine, columns=["reason"]).column("reason").to_pylist():
+                if not reason.startswith("duplicate ") or " (first in " not in reason:
+                    reason = _FIRST_SEEN.sub("", reason)
+                    reasons[reason] = reasons.get(reason, 0) + 1
+    rows, bad = sum(r.rows_in for r in read), sum(reasons.values())
+    if rows and bad / rows > board.max_quarantined:
+        top = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:3]
+        raise QuarantineAlarm(f"{bad / rows:.1%} of the {rows:,} rows read were quarantined, above --max-quarantined "
+                              f"{board.max_quarantined:.1%}: " + "; ".join(f"{n:,} {reason!r}" for reason, n in top))
 
 
 INGEST_COMMITS = 100  # at most this many store commits when progress is shown
@@ -475,6 +510,7 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
     start = time.perf_counter()
     reports = ingest(store, board, advance)
     timings["ingest"] = time.perf_counter() - start
+    check_quarantined(store, board, reports)
     start = time.perf_counter()
     try:
         stats = reduce(store, board, client)

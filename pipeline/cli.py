@@ -221,17 +221,18 @@ def ingest(
     store: Annotated[Path, typer.Option("--store", file_okay=False, help="store folder (created if missing)")],
     columns: mapped.Columns = "", values: mapped.Values = None, constants: mapped.Constants = "", names: mapped.Names = "",
     where: mapped.Where = None, seats: mapped.Seats = "", preset: mapped.Preset = "",
+    max_quarantined: mapped.MaxQuarantined = mapped.MAX_QUARANTINED,
 ) -> None:
     """Validate logs and write them into the store; files already ingested are skipped."""
     check_kind(kind, stored=True)
     check_sources(sources)
-    from pipeline.board import Board, source_files
+    from pipeline.board import Board, QuarantineAlarm, check_quarantined, source_files
     from pipeline.board import ingest as ingest_board
     from pipeline.store import Store
 
     mapping = mapped.mapping_of(columns, values, constants, names, where, seats, preset)
     try:
-        board = Board("ingest", kind, tuple(map(str, sources)), (), mapping=mapping)
+        board = Board("ingest", kind, tuple(map(str, sources)), (), mapping=mapping, max_quarantined=max_quarantined)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     mapped.check_board_files(board)
@@ -240,6 +241,10 @@ def ingest(
     report_ingest(reports)
     for bad in (r for r in reports if r.status == "unreadable"):
         error_line("unreadable", bad.error)
+    try:
+        check_quarantined(Store(store), board, reports)
+    except QuarantineAlarm as exc:
+        raise fail(str(exc)) from None
     if any(r.status == "unreadable" for r in reports):
         raise typer.Exit(1)
 
@@ -259,6 +264,7 @@ def rate(
                      "a column (`--by release`), in OUT/category=<name>/; rows without one count in the overall board only")] = None,
     columns: mapped.Columns = "", values: mapped.Values = None, constants: mapped.Constants = "", names: mapped.Names = "",
     where: mapped.Where = None, seats: mapped.Seats = "", preset: mapped.Preset = "",
+    max_quarantined: mapped.MaxQuarantined = mapped.MAX_QUARANTINED,
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
     check_kind(kind)
@@ -285,7 +291,7 @@ def rate(
     except ValueError as exc:  # an unknown method or parameter, or a method that does not rate this kind
         raise typer.BadParameter(str(exc), param_hint="--method") from None
     try:
-        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by, mapping)
+        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by, mapping, max_quarantined)
     except ValueError as exc:  # a method that does not rate this kind, or a mapping that does not fit it
         raise typer.BadParameter(str(exc)) from None
     mapped.check_board_files(board)

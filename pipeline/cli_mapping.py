@@ -32,6 +32,11 @@ Seats = Annotated[str, typer.Option("--seats", rich_help_panel=_PANEL,
 Preset = Annotated[str, typer.Option("--preset", rich_help_panel=_PANEL,
                                      help="a named mapping: arena, fastchat, winner-loser, home-away, preflib, nfg")]
 
+MAX_QUARANTINED = 0.05  # = pipeline.board.MAX_QUARANTINED, not imported: the command starts without the library
+MaxQuarantined = Annotated[float, typer.Option(
+    "--max-quarantined", min=0.0, max=1.0, rich_help_panel=_PANEL,
+    help="the share of the rows read that may be quarantined; above it the command exits 1 naming the top reasons")]
+
 
 def mapping_of(columns: str = "", values: list[str] | None = None, constants: str = "", names: str = "",
                where: list[str] | None = None, seats: str = "", preset: str = "") -> Mapping:

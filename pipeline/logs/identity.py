@@ -4,8 +4,9 @@ makes its record a duplicate, quarantined naming where the id was first seen.
 A kind declares the columns that identify its records across files (`LogKind.record_id`:
 battles' `battle_id`, games' `game_id`, ballots' `ballot_id`; reviews have none, as a later review
 of a query by the same reviewer replaces the earlier one);
-ids a reader made up (a battle without an id is `<file name>:<line>`) identify nothing beyond
-their file and are not checked. Ids are compared by a 128-bit hash (two seeded 64-bit polars
+records a file gave no id get ids of their content (`ContentIds`, at the end), checked like any
+other, so a re-sorted or cumulative dump is stored once (stores written before them hold
+`<file name>:<line>` ids, which identify nothing beyond their file and are not checked). Ids are compared by a 128-bit hash (two seeded 64-bit polars
 hashes): the chance that two of 10^9 distinct ids collide is below 10^-20.
 
 `SeenIds` holds the ids seen, as sorted runs of (hash high, hash low, where) with `where` =

@@ -71,7 +71,7 @@ class ReadResult:
     quarantined: pa.Table
     rows_in: int
     lines: np.ndarray | None = None  # the line of each accepted row
-    keyed: bool = True  # whether the rows' ids came from the file (made-up ids identify nothing beyond it)
+    keyed: bool = True  # whether the rows' ids identify them beyond the file (given by it, or of their content)
 
     def __post_init__(self) -> None:
         if self.lines is None:

@@ -23,7 +23,8 @@ earlier file or earlier in the same one, is quarantined as a duplicate naming wh
 seen, so the same battles under another name or in another format, or partially overlapping
 files, are stored once. A CSV, TSV or JSONL file that starts with the bytes of a file already
 ingested (a log that grew) is read from where that file ended: only its new rows are read and
-counted, with their true line numbers, so even rows without ids are stored once. A file that cannot be read at all is refused whole with one line
+counted, with their true line numbers (rows without ids, whose ids of content count identical
+rows over the whole file, are read from its start, and only the new ones counted). A file that cannot be read at all is refused whole with one line
 naming the file (and the line and field where known), recorded in the manifest with that reason
 (not read again until its content changes), and the other files go on. A file of the store
 itself that cannot be read (damaged from outside) raises `DamagedStore` naming it; a damaged id

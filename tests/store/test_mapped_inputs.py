@@ -88,3 +88,36 @@ def test_a_file_missing_columns_names_them_all_and_no_temporary_store(tmp_path):
     assert result.exit_code == 1
     assert "missing columns 'model_a', 'model_b', 'winner'" in result.output
     assert "vase-store" not in result.output and "no battles to rate" in result.output
+
+
+def test_a_run_quarantining_too_much_exits_1_with_the_share_and_top_reasons(tmp_path):
+    rows = battles(16) + [{"model_a": "x", "model_b": "x", "winner": "model_a", "question_id": "self"},
+                          {"model_a": "x", "model_b": "y", "winner": "nobody", "question_id": "n1"},
+                          {"model_a": "x", "model_b": "y", "winner": "nobody", "question_id": "n2"},
+                          {"model_a": "", "model_b": "y", "winner": "model_a", "question_id": "m"}]
+    path = write_csv(tmp_path / "dirty.csv", rows)
+    args = ["rate", str(path), "--kind", "battles", "-m", "copeland", "--out", str(tmp_path / "out")]
+    result = runner.invoke(app, args, env={"COLUMNS": "1000"})
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert lines == ["error: 20.0% of the 20 rows read were quarantined, above --max-quarantined 5.0%: 2 'unknown winner value "
+                     "(expected one of model_a, model_b, tie, tie (bothbad))'; 1 'a model against itself'; 1 'missing model_a'"]
+    assert runner.invoke(app, [*args, "--max-quarantined", "0.25"]).exit_code == 0
+
+
+def test_records_stored_from_an_earlier_file_do_not_count_towards_the_alarm(tmp_path):
+    store = tmp_path / "store"
+    day1, day2 = battles(30), battles(45)
+    random.Random(3).shuffle(day2)  # not a log that grew: its 30 old battles are read, and quarantined as stored
+    for day, rows in (("day1", day1), ("day2", day2)):
+        result = runner.invoke(app, ["ingest", str(write_csv(tmp_path / f"{day}.csv", rows)), "--kind", "battles",
+                                     "--store", str(store)])
+        assert result.exit_code == 0, result.output
+    assert "accepted 15 + quarantined 30" in result.output
+
+
+def test_the_cli_default_is_the_library_default():
+    from pipeline.board import MAX_QUARANTINED
+    from pipeline.cli_mapping import MAX_QUARANTINED as CLI_DEFAULT
+
+    assert CLI_DEFAULT == MAX_QUARANTINED
