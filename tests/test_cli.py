@@ -276,7 +276,7 @@ def test_rate_without_a_store_keeps_its_quarantine_in_the_output_folder(tmp_path
     log = tmp_path / "battles.csv"
     log.write_text("model_a,model_b,winner\nalpha,beta,model_a\nalpha,,model_b\nbeta,alpha,model_b\ngamma,alpha,nobody\n")
     out = tmp_path / "out"
-    result = runner.invoke(app, ["rate", str(log), "--kind", "battles", "-m", "borda", "--out", str(out)])
+    result = runner.invoke(app, ["rate", str(log), "--kind", "battles", "-m", "borda", "--out", str(out), "--max-quarantined", "1"])
     assert result.exit_code == 0, result.output
     run = json.loads((out / "run.json").read_text())
     [entry] = run["inputs"]

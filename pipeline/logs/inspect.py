@@ -217,8 +217,9 @@ def suggest_battles(frame: pl.DataFrame, path: Path) -> tuple[Mapping, list[str]
     stamp = _named(frame, TIMES)
     if stamp is not None and stamp.lower() not in ("timestamp", "tstamp"):
         columns["timestamp"] = stamp
+    preset = "arena" if "conv_metadata" in lowered else ""  # an Arena dump: its style features too
     mapping = Mapping.parse(columns=",".join(f"{k}={v}" for k, v in columns.items()), values=values,
-                            constants=",".join(f"{k}={v}" for k, v in constants.items()), names=names)
+                            constants=",".join(f"{k}={v}" for k, v in constants.items()), names=names, preset=preset)
     return mapping, notes
 
 

@@ -189,3 +189,16 @@ def test_an_integer_column_of_compact_dates_is_dates_not_epoch_seconds(tmp_path)
                              "timestamp": pa.array([20240101, 1700000000], pa.int64())}), path)
     stamps = [r["timestamp"].isoformat() for r in read_log(path, "battles").table.to_pylist()]
     assert stamps == ["2024-01-01T00:00:00+00:00", "2023-11-14T22:13:20+00:00"]
+
+
+def test_inspect_suggests_the_arena_preset_for_a_dump_with_conv_metadata(tmp_path):
+    from pipeline.logs.inspect import inspect
+
+    path = tmp_path / "arena.jsonl"
+    rows = [{"model_a": a, "model_b": b, "winner": w, "judge": "u", "tstamp": 1700000000 + i,
+             "conv_metadata": {"sum_assistant_a_tokens": 10 + i, "sum_assistant_b_tokens": 20}}
+            for i, (a, b, w) in enumerate([("x", "y", "model_a"), ("y", "z", "tie"), ("z", "x", "model_b")])]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    found = inspect(path)
+    assert found.kind == "battles" and found.options == ["--preset", "arena"] and found.accepted == 3
+    assert found.command.startswith(f"vase rate {path} --kind battles --preset arena -m elo")
