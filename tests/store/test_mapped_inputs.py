@@ -6,6 +6,8 @@ import csv
 import json
 import random
 
+import pyarrow.parquet as pq
+import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli import app
@@ -43,8 +45,8 @@ def test_a_cumulative_resorted_dump_without_ids_is_stored_once(tmp_path):
     second = store.ingest([tmp_path / "day2.json"], "battles")
     assert first[0].rows_accepted == 30 and second[0].rows_accepted == 15
     assert stored_rows(store) == 45
-    assert all(r.startswith("duplicate battle_id (first in day1.csv") for r in
-               __import__("pyarrow.parquet", fromlist=["x"]).read_table(store.root / second[0].quarantine).column("reason").to_pylist())
+    reasons = pq.read_table(store.root / second[0].quarantine).column("reason").to_pylist()
+    assert len(reasons) == 30 and all(r.startswith("duplicate battle_id (first in day1.csv") for r in reasons)
 
 
 def test_identical_battles_count_as_often_as_a_source_holds_them(tmp_path):
@@ -121,3 +123,40 @@ def test_the_cli_default_is_the_library_default():
     from pipeline.cli_mapping import MAX_QUARANTINED as CLI_DEFAULT
 
     assert CLI_DEFAULT == MAX_QUARANTINED
+
+
+FASTCHAT = {"question_id": "q1", "model_a": "vicuna-13b", "model_b": "alpaca-13b", "winner": "model_a", "judge": "arena_user_1",
+            "conversation_a": [{"role": "user", "content": "hi"}], "conversation_b": [{"role": "user", "content": "hi"}],
+            "turn": 1, "anony": True, "language": "English", "tstamp": 1682351591.1322}
+PREFLIB = """# FILE NAME: tiny.soc
+# TITLE: tiny
+# DATA TYPE: soc
+# NUMBER ALTERNATIVES: 3
+# ALTERNATIVE NAME 1: a
+# ALTERNATIVE NAME 2: b
+# ALTERNATIVE NAME 3: c
+# NUMBER VOTERS: 3
+# NUMBER UNIQUE ORDERS: 2
+2: 1,2,3
+1: 3,1,2
+"""
+RPS = 'NFG 1 R "rps" { "p1" "p2" } { 3 3 }\n\n0 0 -1 1 1 -1 1 -1 0 0 -1 1 -1 1 1 -1 0 0\n'
+
+
+@pytest.mark.parametrize(("preset", "kind", "name", "text", "method", "agents"), [
+    ("fastchat", "battles", "battles.json",
+     json.dumps([FASTCHAT, FASTCHAT | {"model_a": "alpaca-13b", "model_b": "koala-13b", "winner": "tie", "tstamp": 1682351600}]),
+     "elo", {"vicuna-13b", "alpaca-13b", "koala-13b"}),
+    ("preflib", "ballots", "tiny.soc", PREFLIB, "borda", {"a", "b", "c"}),
+    ("nfg", "nfg", "rps.nfg", RPS, "nash-averaging", None),
+])
+def test_presets_of_formats_read_as_they_are(tmp_path, preset, kind, name, text, method, agents):
+    path = tmp_path / name
+    path.write_text(text)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["rate", str(path), "--kind", kind, "--preset", preset, "-m", method, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    rated = {r["agent"] for r in json.loads((out / "ratings.json").read_text())}
+    assert rated == agents if agents else len(rated) == 6  # three strategies of each of two players
+    wrong = runner.invoke(app, ["rate", str(path), "--kind", "scores", "--preset", preset, "-m", "borda", "--out", str(out)])
+    assert wrong.exit_code == 2
