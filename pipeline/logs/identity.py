@@ -328,7 +328,8 @@ class ContentIds:
     its earlier rows not handed on. One per source file: the counts run over its batches."""
 
     def __init__(self) -> None:
-        self.counts = pl.DataFrame(schema={"key": pl.UInt64, "seen": pl.UInt32})
+        self.keys = np.empty(0, np.uint64)  # the keys seen in earlier batches, sorted, and how often each
+        self.seen = np.empty(0, np.int64)
         self.used = False  # whether any record needed an id of its content
 
     def assign(self, result: ReadResult, columns: tuple[str, ...]) -> ReadResult:
@@ -339,13 +340,26 @@ class ContentIds:
         fields = [name for name in table.schema.names if name not in columns]
         texts = pl.from_arrow(table.select(fields)).select(pl.struct(pl.all()).struct.json_encode()).to_series().to_list()
         digests = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
-        keys = pl.Series("key", np.frombuffer(b"".join(d[:8] for d in digests), np.uint64))
-        batch = keys.to_frame().with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).over("key").alias("k"))
-        batch = batch.join(self.counts, on="key", how="left").with_columns(pl.col("seen").fill_null(0))
-        occurrence = (batch.get_column("k") + batch.get_column("seen") + 1).to_list()
+        keys = np.frombuffer(b"".join(d[:8] for d in digests), np.uint64)
+        occurrence = self._occurrences(keys).tolist()
         ids = [f"{CONTENT_PREFIX}{d.hex()}" + (f"#{k}" if k > 1 else "") for d, k in zip(digests, occurrence)]
-        totals = keys.value_counts(name="new").cast({"new": pl.UInt32})
-        self.counts = (pl.concat([self.counts, totals.rename({"new": "seen"})]).group_by("key").agg(pl.col("seen").sum()))
         column = columns[0]
         table = table.set_column(table.schema.get_field_index(column), column, pa.array(ids, table.schema.field(column).type))
         return dataclasses.replace(result, table=table, keyed=True)
+
+    def _occurrences(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's occurrence among the keys seen so far (1 for the first), by sorting: the
+        rank within its run of equal keys in this batch, plus its count in earlier batches."""
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        starts = np.r_[True, ordered[1:] != ordered[:-1]]
+        run_start = np.maximum.accumulate(np.where(starts, np.arange(len(keys)), 0))
+        rank = np.empty(len(keys), np.int64)
+        rank[order] = np.arange(len(keys)) - run_start
+        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        before = np.where(self.keys[at] == keys, self.seen[at], 0) if len(self.keys) else np.zeros(len(keys), np.int64)
+        distinct, counts = ordered[starts], np.diff(np.r_[np.flatnonzero(starts), len(keys)])
+        merged, inverse = np.unique(np.r_[self.keys, distinct], return_inverse=True)
+        self.seen = np.bincount(inverse, weights=np.r_[self.seen, counts], minlength=len(merged)).astype(np.int64)
+        self.keys = merged
+        return rank + before + 1
