@@ -28,7 +28,8 @@ Names = Annotated[str, typer.Option("--names", rich_help_panel=_PANEL,
 Where = Annotated[Optional[list[str]], typer.Option("--where", rich_help_panel=_PANEL,
                                                     help="read only the rows where COLUMN=VALUE, e.g. release=2024-08-31 (repeatable)")]
 Seats = Annotated[str, typer.Option("--seats", rich_help_panel=_PANEL,
-                                    help="a wide game table: [score:|place:]SEAT,... (the column is the player) or PLAYER=VALUE,...")]
+                                    help="a wide game table: SEAT,... (the column is the player, its cell the score) or PLAYER=VALUE,...; "
+                                         "place: before them reads the cells as places")]
 Preset = Annotated[str, typer.Option("--preset", rich_help_panel=_PANEL,
                                      help="a named mapping: arena, fastchat, winner-loser, home-away, preflib, nfg")]
 
