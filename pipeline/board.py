@@ -55,8 +55,9 @@ from pipeline.logs import KINDS, Mapping, MappingError, log_kind
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import unique_specs
-from pipeline.paths import CATEGORY_PREFIX, UnsafePath, category_folder, check_board_name, inside
+from pipeline.paths import UnsafePath, category_folder, check_board_name, inside
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
+from pipeline.report.outfolder import check_out, replacing_run
 from pipeline.stats import Statistics, reduce_store
 from pipeline.stats.categories import category_counts
 from pipeline.stats.extras import kind_statistics
@@ -452,15 +453,6 @@ class Categories:
         return {"column": self.column, "rows_without_category": self.rows_without_category, "boards": boards}
 
 
-def clear_categories(out: Path) -> None:
-    """Remove the category boards an earlier run left in `out` (its `category=` folders only)."""
-    if not out.is_dir():
-        return
-    for old in out.iterdir():
-        if old.name.startswith(CATEGORY_PREFIX):
-            old.unlink() if old.is_symlink() or not old.is_dir() else shutil.rmtree(old)
-
-
 def rate_category(store: Store, board: Board, category: str, out: Path, client=None, use_cache: bool = False,
                   temporary_store: bool = False) -> dict[str, str]:
     """Reduce, rate and publish one category's board into `out`; its methods' refusals, agents named."""
@@ -476,22 +468,24 @@ def rate_categories(store: Store, board: Board, out: Path, client=None, use_cach
                     temporary_store: bool = False) -> Categories:
     """Rate each category of the board's logs into `out/category=<folder>/`, in code-point order
     of the categories. A category that fails (any error: its rows cannot be reduced, two
-    categories would share a folder) is recorded with a one-line reason, its folder removed, and
-    the others still publish."""
+    categories would share a folder, its folder holds files vase did not write) is recorded with a
+    one-line reason, the folder removed if this run made it, and the others still publish."""
     out = Path(out)
     counts = category_counts(store, board.kind, client=client)
     rated = Categories(log_kind(board.kind).category, counts.pop(None, 0))  # rows without one: the overall board only
     folders = {category: category_folder(category) for category in counts}
-    clear_categories(out)
     for category, folder in folders.items():
         result = CategoryResult(category, folder, counts[category])
+        existed = (out / folder).exists()
         try:
             if sharing := [c for c, f in folders.items() if f == folder and c != category]:
                 raise UnsafePath(f"categories {category!r} and {sharing[0]!r} would share the folder {folder}; rename one")
+            check_out(out / folder)  # a `category=` folder of the user's is never written into
             result.errors = rate_category(store, board, category, inside(out, folder), client, use_cache, temporary_store)
         except Exception as exc:  # noqa: BLE001 (one category never stops the others)
             result.failed = f"{type(exc).__name__}: {next(iter(str(exc).splitlines()), '')}"
-            shutil.rmtree(out / folder, ignore_errors=True)
+            if not existed:
+                shutil.rmtree(out / folder, ignore_errors=True)
         rated.boards.append(result)
     return rated
 
@@ -527,11 +521,11 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
     rated = rate(stats, board.methods, client)
     timings |= rated.timings
     categories = None
-    clear_categories(out)  # an earlier run's category boards in `out` are never shown as this run's
-    if board.by is not None:
-        start = time.perf_counter()
-        categories = rate_categories(store, board, out, client, temporary_store=temporary_store)
-        timings["categories"] = time.perf_counter() - start
-    write_board(store, board, rated, out, timings, stats, temporary_store, categories=categories)
+    with replacing_run(out):  # an earlier run's files in `out` (its category boards too) are never shown as this run's
+        if board.by is not None:
+            start = time.perf_counter()
+            categories = rate_categories(store, board, out, client, temporary_store=temporary_store)
+            timings["categories"] = time.perf_counter() - start
+        write_board(store, board, rated, out, timings, stats, temporary_store, categories=categories)
     write_report(out)
     return BoardResult(board, out, rated.ratings, reports, timings, rated.messages(agent_names(store, board)), categories)

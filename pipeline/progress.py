@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from pipeline.terminal import visible
+
 
 @contextmanager
 def progress_bar(description: str, total: int) -> Iterator[Callable[..., None]]:
@@ -24,6 +26,6 @@ def progress_bar(description: str, total: int) -> Iterator[Callable[..., None]]:
         task = progress.add_task(description, total=total, label="")
 
         def advance(steps: int = 1, label: str | None = None) -> None:
-            progress.update(task, advance=steps, **({"label": label} if label is not None else {}))
+            progress.update(task, advance=steps, **({"label": visible(label)} if label is not None else {}))
 
         yield advance

@@ -163,13 +163,17 @@ def test_a_method_that_fails_in_any_way_never_stops_the_others(tmp_path, monkeyp
 
 
 def test_earlier_category_boards_are_removed_and_only_those(tmp_path):
-    battle_log(tmp_path / "log" / "battles.csv", ["coding", "math"], battles=300)
+    # Only the category boards the earlier run's run.json lists are its own: a `category=` folder
+    # of the user's stays (all of them were deleted).
     out = tmp_path / "out"
-    (out / "category=gone").mkdir(parents=True)
-    (out / "category=gone" / "ratings.parquet").write_bytes(b"")
+    battle_log(tmp_path / "log" / "battles.csv", ["coding", "gone"], battles=300)
+    run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",), by="category"), Store(tmp_path / "s1"), out)
+    (out / "category=mine").mkdir()
+    (out / "category=mine" / "ratings.parquet").write_bytes(b"")
     (out / "notes").mkdir()
-    run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",), by="category"), Store(tmp_path / "store"), out)
-    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["category=coding", "category=math", "notes"]
+    battle_log(tmp_path / "log" / "battles.csv", ["coding", "math"], battles=300)
+    run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",), by="category"), Store(tmp_path / "s2"), out)
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["category=coding", "category=math", "category=mine", "notes"]
 
 
 @pytest.mark.parametrize("kind", ["games", "ballots", "nfg"])

@@ -42,9 +42,9 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from pipeline.methods.fanout import MAX_ROUNDS
+from pipeline.methods.numerics.fanout import MAX_ROUNDS
+from pipeline.methods.numerics.threads import one_blas_thread
 from pipeline.methods.ratings import Ratings, spec_text
-from pipeline.methods.threads import one_blas_thread
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
 
 CLIENT = "client"  # the keyword through which a method that fans out receives the Dask client
@@ -318,7 +318,7 @@ def method_inputs(spec: Spec, stats: Statistics) -> list[object]:
 
 
 def apply(spec: Spec, *inputs: object, client=None) -> Ratings:
-    """Call a method on inputs already in hand, with one BLAS thread (see `pipeline.methods.threads`);
+    """Call a method on inputs already in hand, with one BLAS thread (see `pipeline.methods.numerics.threads`);
     the ratings are labelled with the method's name and effective parameters."""
     options = dict(spec.without_bootstrap().params) | ({CLIENT: client} if spec.method.fans_out else {})
     with one_blas_thread():

@@ -36,7 +36,7 @@ resampled statistics stay on the grid.
 
 Determinism. Cells and ballots are drawn in the canonical order of their agents' names
 (`Statistics.agent_keys`), records in the sequence's canonical order; rounds run in seeded
-chunks (`pipeline.methods.fanout`) whose seed is spawned from `bootstrap_seed` and a checksum of
+chunks (`pipeline.methods.numerics.fanout`) whose seed is spawned from `bootstrap_seed` and a checksum of
 the spec's canonical spelling (without the bootstrap parameters), so results do not depend on
 workers, partitions, store ids or the other specs of a run. A round the method cannot rate
 (`RatingError`) is dropped and counted in `info["bootstrap_dropped"]`; an agent a method leaves
@@ -59,10 +59,10 @@ import scipy.sparse as sp
 from pipeline.logs import log_kind
 from pipeline.logs.orders import WeakOrders
 from pipeline.methods.convergence import RatingError
-from pipeline.methods.fanout import fan_out
+from pipeline.methods.numerics.fanout import fan_out
+from pipeline.methods.numerics.resample import interval_columns, poisson_draws
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import BOOTSTRAP, BOOTSTRAP_SEED, Spec, apply, method_inputs, register_bootstrap
-from pipeline.methods.resample import interval_columns, poisson_draws
 from pipeline.stats.counts import CORE_STATISTICS, BallotHistogram, PairwiseCounts, Statistics
 from pipeline.stats.game_data import PromptCounts, ScoreTable
 from pipeline.stats.partials import DENSE_MAX_AGENTS, comparison_histogram, comparison_positions, weak_order_partial

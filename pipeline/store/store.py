@@ -39,6 +39,7 @@ increasing. Stores written before the column lack it (`pipeline.stats.sequence` 
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import datetime as dt
 import hashlib
@@ -47,7 +48,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import polars as pl
@@ -62,10 +63,11 @@ from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
 from pipeline.overlap import Behind, read_ahead
 from pipeline.paths import UnsafePath, below
 from pipeline.store.dictionary import IdMap
-from pipeline.store.files import (DamagedStore, digest_file, exclusive_lock, reading_store_file, remove_temporary, sync_files,
-                                  write_json)
+from pipeline.store.files import (DamagedStore, StoreDiskFull, digest_file, disk_full, exclusive_lock, reading_store_file,
+                                  remove_temporary, sync_files, write_json)
 from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
+from pipeline.terminal import visible
 
 MANIFEST = "manifest.json"
 log = logging.getLogger(__name__)
@@ -126,12 +128,27 @@ class Manifest:
             return cls()
         with reading_store_file(path):
             data = json.loads(path.read_text(encoding="utf-8"))
-            reports = map(IngestReport.from_json, data["files"])
-            return cls({r.key: r for r in reports}, dict(data.get("ids", {})))
+            manifest = cls({r.key: r for r in map(IngestReport.from_json, data["files"])}, dict(data.get("ids", {})))
+            for listed in manifest.listed_paths():
+                check_inside_store(listed)
+            return manifest
+
+    def listed_paths(self) -> list[str]:
+        """Every file of the store the manifest names: partitions, quarantines and id runs (relative to the root)."""
+        files = [p.path for r in self.files.values() for p in r.partitions] + [r.quarantine for r in self.files.values() if r.quarantine]
+        return files + [run["path"] for entry in self.ids.values() for run in entry["runs"]]
 
     def save(self, path: Path) -> None:
         write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.key)],
                           "ids": self.ids})
+
+
+def check_inside_store(path: str) -> None:
+    """A path read from the manifest must name a file inside the store: relative, without '..'
+    (a hand-edited manifest could otherwise make readers and deletions reach any file)."""
+    relative = PurePosixPath(path)
+    if not path or relative.is_absolute() or ".." in relative.parts or "\\" in path:
+        raise ValueError(f"it lists {path!r}, a path outside the store (absolute or with '..')")
 
 
 def _replace(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
@@ -242,8 +259,7 @@ class Store:
         the manifest, so that it is not read again until its content changes; the other files go on."""
         chosen = log_kind(kind)
         with exclusive_lock(self.root / ".lock"):
-            remove_temporary([self.root / k for k in KINDS] + [self.root / "quarantine", self.root / FOLDER],
-                             shallow=[self.root, self.root / "dictionaries"])
+            self._remove_temporary()
             manifest = self.manifest
             self._remove_unlisted_partitions(manifest)
             maps = {name: self.dictionary(name) for name in DICTIONARIES}
@@ -251,13 +267,23 @@ class Store:
             pending: list[Written] = []
             looks = {name: LookAlikes(maps[name].names) for name in NAME_DICTIONARIES}
             names = {r.key[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
+            versions = LineVersions.of(manifest)
             reports = []
-            for src in sources:
-                reports.append(self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names, mapping))
-                names.setdefault(reports[-1].key[:16], Path(src).name)
+            try:
+                for src in sources:
+                    reports.append(self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names, versions,
+                                                    mapping))
+                    names.setdefault(reports[-1].key[:16], Path(src).name)
+            except StoreDiskFull:
+                self._remove_temporary()  # the space the files read before held: nothing is committed
+                raise
             if any(r.sha256 and manifest.files.get(r.key) is r for r in reports):  # ingested or newly refused
                 self._commit(manifest, maps, kind, index, pending)
             return reports
+
+    def _remove_temporary(self) -> None:
+        remove_temporary([self.root / k for k in KINDS] + [self.root / "quarantine", self.root / FOLDER],
+                         shallow=[self.root, self.root / "dictionaries"])
 
     def _id_index(self, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap]) -> KindIndex:
         """The kind's id index as committed, or rebuilt from its partitions (missing, damaged, or
@@ -291,11 +317,13 @@ class Store:
             for name, idmap in maps.items():
                 idmap.save(below(self.root, f"dictionaries/{name}.parquet"))
             manifest.save(below(self.root, MANIFEST))
-        except BaseException:
+        except BaseException as error:
             for written in pending:  # new names (a file whose content is listed is never read again)
                 written.temporary.unlink(missing_ok=True)
                 (self.root / written.path).unlink(missing_ok=True)
             self._remove_unlisted_runs(self.manifest)
+            if disk_full(error):
+                raise StoreDiskFull(self.root, error) from error
             raise
         self._remove_unlisted_runs(manifest)
 
@@ -326,12 +354,12 @@ class Store:
 
     def _ingest_one(self, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
                     index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes],
-                    names: dict[str, str], mapping: Mapping | None = None) -> IngestReport:
+                    names: dict[str, str], versions: LineVersions, mapping: Mapping | None = None) -> IngestReport:
         record = mapping.record() if mapping else None
-        earlier = _earlier_versions(source, kind.name, manifest, record)
         try:
             check_regular_file(source)
             before = _version(source)
+            earlier = versions.smaller(source, kind.name, before[0], record)
             digest = digest_file(source, earlier)
         except UnreadableFile as exc:
             return IngestReport(str(source), kind.name, "", "unreadable", error=str(exc), mapping=record)
@@ -379,6 +407,8 @@ class Store:
                 maps[name].truncate(size)
             if isinstance(exc, UnsafePath):  # the store's fault, not the file's: nothing more is written
                 raise
+            if disk_full(exc):  # every write goes to the store: its disk is full, whatever file was being read
+                raise StoreDiskFull(self.root, exc) from exc
             report = IngestReport(str(source), kind.name, digest.sha256, "unreadable", error=_refusal(source, exc), ingested_at=_now(),
                                   mapping=record)
             if isinstance(exc, UnreadableFile):  # the data's fault: not read again until it changes
@@ -397,6 +427,7 @@ class Store:
                               size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None,
                               mapping=record)
         manifest.files[key] = report
+        versions.add(report)
         return report
 
 
@@ -405,17 +436,41 @@ def _version(path: Path) -> tuple[int, int]:
     return status.st_size, status.st_mtime_ns
 
 
-def _earlier_versions(source: Path, kind: str, manifest: Manifest, mapping: dict | None) -> dict[int, list[IngestReport]]:
-    """By size, the ingested files of a line-based format that `source` may have grown from (read
-    through the same mapping)."""
-    earlier: dict[int, list[IngestReport]] = {}
-    suffix = source.suffix.lower()
-    if suffix in LINE_SUFFIXES:
+class LineVersions:
+    """The manifest's ingested files of line-based formats by kind, suffix and size: the earlier
+    versions a file may have grown from (`digest_file` hashes its prefixes of those sizes). Built
+    once per ingest and kept up to date as files are ingested, so that the work of a file does not
+    grow with the number of files in the store (scanning the manifest per file cost 37.7 ms a file
+    at 9,000 files; `benchmarks/bench_ingest_files.py`)."""
+
+    def __init__(self) -> None:
+        self._sizes: dict[tuple[str, str], list[int]] = {}  # sorted, distinct
+        self._files: dict[tuple[str, str], dict[int, list[IngestReport]]] = {}
+
+    @classmethod
+    def of(cls, manifest: Manifest) -> LineVersions:
+        versions = cls()
         for report in manifest.files.values():
-            if report.kind == kind and report.status == "ingested" and report.size and report.mapping == mapping \
-                    and Path(report.source).suffix.lower() == suffix:
-                earlier.setdefault(report.size, []).append(report)
-    return earlier
+            versions.add(report)
+        return versions
+
+    def add(self, report: IngestReport) -> None:
+        suffix = Path(report.source).suffix.lower()
+        if report.status != "ingested" or not report.size or suffix not in LINE_SUFFIXES:
+            return
+        key = (report.kind, suffix)
+        by_size = self._files.setdefault(key, {})
+        if report.size not in by_size:
+            bisect.insort(self._sizes.setdefault(key, []), report.size)
+        by_size.setdefault(report.size, []).append(report)
+
+    def smaller(self, source: Path, kind: str, size: int, mapping: dict | None = None) -> dict[int, list[IngestReport]]:
+        """By size, the ingested files of `kind` in `source`'s line-based format shorter than `size`
+        bytes, read through `mapping` (a file grows from one read the same way)."""
+        key = (kind, source.suffix.lower())
+        sizes = self._sizes.get(key, [])
+        found = {s: [r for r in self._files[key][s] if r.mapping == mapping] for s in sizes[: bisect.bisect_left(sizes, size)]}
+        return {s: reports for s, reports in found.items() if reports}
 
 
 def _known(source: Path, kind: str, seen: IngestReport) -> IngestReport | None:
@@ -424,7 +479,7 @@ def _known(source: Path, kind: str, seen: IngestReport) -> IngestReport | None:
     if seen.status == "unreadable":
         if seen.kind != kind or Path(seen.source).suffix.lower() != source.suffix.lower():
             return None
-        reason = seen.error.removeprefix(f"{seen.source}: ")
+        reason = seen.error.removeprefix(f"{visible(seen.source)}: ")  # UnreadableFile's message names it so
         return dataclasses.replace(seen, source=str(source), error=f"{source}: {reason} (refused on {seen.ingested_at}; "
                                    "not read again until the file changes)")
     if seen.kind != kind:

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from pipeline.methods import Spec, needed_statistics, run
-from pipeline.methods.resample import tiers
+from pipeline.methods.numerics.resample import tiers
 from pipeline.methods.uncertainty import records
 from pipeline.runtime import local_cluster
 from pipeline.stats import reduce_store
