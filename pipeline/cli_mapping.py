@@ -72,6 +72,7 @@ def inspect(
     from pipeline.cli import check_kind, check_sources, console, fail
     from pipeline.logs import UnreadableFile
     from pipeline.logs.inspect import inspect as look
+    from pipeline.terminal import visible
 
     check_sources([file])
     if kind is not None:
@@ -80,13 +81,13 @@ def inspect(
         found = look(file, kind)
     except UnreadableFile as exc:
         raise fail(str(exc), 2) from None
-    table = Table("column", "values (sample)", title=f"{file}: {found.rows:,} rows sampled", title_justify="left")
-    for column, values in found.columns.items():
-        table.add_row(column, ", ".join(values))
+    table = Table("column", "values (sample)", title=f"{visible(file)}: {found.rows:,} rows sampled", title_justify="left")
+    for column, values in found.columns.items():  # names and values are data: shown, never obeyed
+        table.add_row(visible(column), ", ".join(map(visible, values)))
     console.print(table)
     console.print(f"{found.kind} needs: {', '.join(found.needs)}")
-    console.print("suggested mapping: " + (" ".join(found.options) or "none (read as it is)"))
+    console.print("suggested mapping: " + visible(" ".join(found.options) or "none (read as it is)"))
     for note in found.notes:
-        console.print(f"note: {note}")
+        console.print(f"note: {visible(note)}")
     console.print(f"the suggestion reads {found.accepted:,} of the {found.records:,} records sampled; to rate the file:")
-    console.print(found.command, soft_wrap=True)
+    console.print(visible(found.command), soft_wrap=True)
