@@ -57,6 +57,7 @@ from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import unique_specs
 from pipeline.paths import UnsafePath, category_folder, check_board_name, inside
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
+from pipeline.report.provenance import REPEATED_LINE
 from pipeline.report.outfolder import check_out, replacing_run
 from pipeline.stats import Statistics, reduce_store
 from pipeline.stats.categories import category_counts
@@ -242,7 +243,6 @@ def source_files(board: Board) -> list[Path]:
 
 
 MAX_QUARANTINED = 0.05  # the default share of rows read that may be quarantined (CLI and nightly config)
-_FIRST_SEEN = re.compile(r" \(first (?:at|in) .*\)$")
 
 
 class QuarantineAlarm(ValueError):
@@ -261,7 +261,7 @@ def check_quarantined(store: Store, board: Board, reports: list[IngestReport]) -
         if report.quarantine:
             for reason in pq.read_table(store.root / report.quarantine, columns=["reason"]).column("reason").to_pylist():
                 if not reason.startswith("duplicate ") or " (first in " not in reason:
-                    reason = _FIRST_SEEN.sub("", reason)
+                    reason = re.sub(REPEATED_LINE, "", reason)  # one reason, whatever line it repeats
                     reasons[reason] = reasons.get(reason, 0) + 1
     rows, bad = sum(r.rows_in for r in read), sum(reasons.values())
     if rows and bad / rows > board.max_quarantined:
