@@ -12,9 +12,14 @@ boards:
     kind: battles
     sources: [llmfao]            # files or folders (folders are scanned for the kind's files)
     methods: [borda, copeland]
-    by: category                 # optional: also one board per category (kinds with a category column)
+    by: category                 # optional: also one board per category, or per value of any column
     min_records: 25              # optional: agents with fewer records are provisional (`pipeline.methods.standing`)
     order: score                 # optional: the headline ranks' key: score, lower or rank_ub
+    mapping:                     # optional: how the files' columns and values become the kind's
+      columns: model_a=left,model_b=right,judge=worker   # (`pipeline.logs.mapping`; the keys are
+      values: [winner:left=model_a,right=model_b]        #  the options of `vase rate` without --:
+      names: models.csv:id=name                          #  preset, columns, values, set, names,
+                                                         #  where, seats; paths relative to the file)
 ```
 
 Method specs are parsed once, when a board is made (`Board.methods` holds `Spec`s); a spec given
@@ -37,6 +42,7 @@ import dataclasses
 import logging
 import math
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterable, Sequence
@@ -44,10 +50,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import yaml
 
 import pipeline.games  # noqa: F401  (registers the nfg kind)
-from pipeline.logs import KINDS, log_kind
+from pipeline.logs import KINDS, Mapping, MappingError, log_kind
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import unique_specs
@@ -55,6 +62,7 @@ from pipeline.methods.standing import MIN_RECORDS, PROVISIONAL, Standing, check_
 from pipeline.paths import CATEGORY_PREFIX, UnsafePath, category_folder, check_board_name, inside
 from pipeline.progress import progress_shown, stage
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
+from pipeline.report.provenance import REPEATED_LINE
 from pipeline.report.outfolder import check_out, replacing_run
 from pipeline.stats import Statistics, reduce_store
 from pipeline.stats.categories import category_counts
@@ -77,9 +85,11 @@ class Board:
     methods: tuple[Spec, ...]
     title: str = ""
     merged: dict[str, list[str]] = field(default_factory=dict, compare=False, hash=False)
-    by: str | None = None  # "category": also one board per category
+    by: str | None = None  # "category", or a column of the files: also one board per category (or value)
     min_records: int = MIN_RECORDS  # agents with fewer records are provisional
     order: str = "score"  # the key of the headline ranks (`pipeline.methods.standing.ORDERS`)
+    mapping: Mapping = field(default_factory=Mapping)
+    max_quarantined: float | None = None  # the share of rows read that may be quarantined (`check_quarantined`)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -87,6 +97,12 @@ class Board:
         check_standing(self.min_records, self.order, f"board {self.name}: ")
         if self.by is not None:
             check_by(self.kind, self.by, f"board {self.name}: ")
+            if self.by != BY[0]:  # a column of the files: it becomes the rows' category
+                object.__setattr__(self, "mapping", self.mapping.with_split(self.by))
+        try:
+            self.mapping.check(KINDS[self.kind])
+        except MappingError as exc:
+            raise MappingError(f"board {self.name}: {exc}") from None
         try:
             methods, merged = unique_specs(self.methods)
         except ValueError as exc:
@@ -104,13 +120,14 @@ class Board:
         return Standing(self.min_records, self.order)
 
 
-BY = ("category",)  # what a board can be split by
+BY = ("category",)  # what a board can be split by, besides any column of its files
 
 
 def check_by(kind: str, by: str, where: str = "") -> None:
-    """Raise ValueError (one line naming the kind) unless boards of `kind` can be split `by`."""
-    if by not in BY:
-        raise ValueError(f"{where}by {by!r}: expected one of {', '.join(BY)}")
+    """Raise ValueError (one line naming the kind) unless boards of `kind` can be split `by` (its
+    category, or a column of its files)."""
+    if not by.strip():
+        raise ValueError(f"{where}by: expected category or a column name")
     if KINDS[kind].category is None:
         able = ", ".join(name for name, k in KINDS.items() if k.category is not None)
         raise ValueError(f"{where}{kind} logs have no category column, so they cannot be rated by category (kinds that can: {able})")
@@ -138,7 +155,8 @@ def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
             raise ValueError(f"{spec.name} does not rate {kind} files (methods that do: {', '.join(able)})")
 
 
-BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by", "min_records", "order")  # the first four required
+BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by", "min_records", "order", "mapping",
+              "max_quarantined")  # the first four required
 
 
 def load_boards(path: str | Path) -> list[Board]:
@@ -165,12 +183,37 @@ def load_boards(path: str | Path) -> list[Board]:
         if not methods:
             raise ValueError(f"{where}: lists no methods")
         name = check_board_name(entry["name"], path)
+        mapping = config_mapping(entry.get("mapping"), path.parent, where)
+        limit = entry.get("max_quarantined", MAX_QUARANTINED)
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit <= 1:
+            raise ValueError(f"{where}: max_quarantined: expected a share between 0 and 1, got {limit!r}")
         boards.append(Board(name, entry["kind"], tuple(str((path.parent / s).resolve()) for s in sources), methods,
                             entry.get("title", ""), by=entry.get("by"), min_records=entry.get("min_records", MIN_RECORDS),
-                            order=entry.get("order", "score")))
+                            order=entry.get("order", "score"), mapping=mapping, max_quarantined=float(limit)))
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
     return boards
+
+
+MAPPING_KEYS = ("preset", "columns", "values", "set", "names", "where", "seats")
+
+
+def config_mapping(entry: object, base: Path, where: str) -> Mapping:
+    """A board's `mapping:` (the options of `vase rate` as keys, without `--`), paths relative to `base`."""
+    if entry is None:
+        return Mapping()
+    if not isinstance(entry, dict) or (unknown := sorted(map(str, set(entry) - set(MAPPING_KEYS)))):
+        raise ValueError(f"{where}: mapping: expected some of {', '.join(MAPPING_KEYS)}"
+                         + (f", not {', '.join(unknown)}" if isinstance(entry, dict) else f", got {entry!r}"))
+    single = {key: entry.get(key, "") for key in ("preset", "columns", "set", "names", "seats")}
+    if wrong := [key for key, value in single.items() if not isinstance(value, str)]:
+        raise ValueError(f"{where}: mapping: {wrong[0]} is one text")
+    try:
+        return Mapping.parse(columns=single["columns"], values=text_list(entry.get("values", []), f"{where}: mapping: values"),
+                             constants=single["set"], names=single["names"], seats=single["seats"], preset=single["preset"],
+                             where=text_list(entry.get("where", []), f"{where}: mapping: where"), base=base)
+    except MappingError as exc:
+        raise ValueError(f"{where}: mapping: {exc}") from None
 
 
 def read_config(path: Path) -> object:
@@ -214,6 +257,34 @@ def source_files(board: Board) -> list[Path]:
     return files
 
 
+MAX_QUARANTINED = 0.05  # the default share of rows read that may be quarantined (CLI and nightly config)
+
+
+class QuarantineAlarm(ValueError):
+    """Too many of the rows read were quarantined: one line, the share and the top reasons."""
+
+
+def check_quarantined(store: Store, board: Board, reports: list[IngestReport]) -> None:
+    """Raise `QuarantineAlarm` if the rows quarantined from the files ingested now are more than
+    `board.max_quarantined` of the rows they gave. Records already stored from an earlier file
+    (a cumulative dump) are not counted: storing them once is what the quarantine is for."""
+    if board.max_quarantined is None:
+        return
+    read = [r for r in reports if r.status == "ingested" and r.rows_in]
+    reasons: dict[str, int] = {}
+    for report in read:
+        if report.quarantine:
+            for reason in pq.read_table(store.root / report.quarantine, columns=["reason"]).column("reason").to_pylist():
+                if not reason.startswith("duplicate ") or " (first in " not in reason:
+                    reason = re.sub(REPEATED_LINE, "", reason)  # one reason, whatever line it repeats
+                    reasons[reason] = reasons.get(reason, 0) + 1
+    rows, bad = sum(r.rows_in for r in read), sum(reasons.values())
+    if rows and bad / rows > board.max_quarantined:
+        top = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:3]
+        raise QuarantineAlarm(f"{bad / rows:.1%} of the {rows:,} rows read were quarantined, above --max-quarantined "
+                              f"{board.max_quarantined:.1%}: " + "; ".join(f"{n:,} {reason!r}" for reason, n in top))
+
+
 INGEST_COMMITS = 100  # at most this many store commits when progress is shown
 
 
@@ -226,14 +297,14 @@ def ingest(store: Store, board: Board) -> list[IngestReport]:
         return []
     files = source_files(board)
     if not progress_shown():
-        return store.ingest(files, board.kind)
+        return store.ingest(files, board.kind, board.mapping)
     reports: list[IngestReport] = []
     size = max(1, math.ceil(len(files) / INGEST_COMMITS))
     with stage("ingest", len(files)) as advance:
         for start in range(0, len(files), size):
             batch = files[start:start + size]
             advance(0, batch[0].name)
-            reports += store.ingest(batch, board.kind)
+            reports += store.ingest(batch, board.kind, board.mapping)
             advance(len(batch))
     return reports
 
@@ -356,6 +427,8 @@ def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: di
         parameters["methods_merged"] = board.merged
     if board.by is not None:
         parameters["by"] = board.by
+    if board.mapping:
+        parameters["mapping"] = board.mapping.record()
     if category is not None:
         parameters["category"] = category
     parameters |= {"min_records": board.min_records, "order": board.order,
@@ -450,15 +523,19 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
     start = time.perf_counter()
     reports = ingest(store, board)
     timings["ingest"] = time.perf_counter() - start
+    check_quarantined(store, board, reports)
     start = time.perf_counter()
     try:
         stats = reduce(store, board, client)
     except ValueError as exc:
+        said = str(exc)
+        if temporary_store:  # never a store the user did not ask for
+            said = said.replace(f"the store at {store.root} holds no {board.kind}", f"no {board.kind} to rate")
         if reports and not any(r.rows_accepted for r in reports):  # say why this run's files gave nothing
-            raise ValueError(f"{exc}: " + "; ".join(
+            raise ValueError(f"{said}: " + "; ".join(
                 r.error or f"{r.source}: {r.status}, {r.rows_accepted} of {r.rows_in} rows accepted"
                 for r in reports)) from None
-        raise
+        raise ValueError(said) from None
     timings["reduce"] = time.perf_counter() - start
     rated = rate(stats, board.methods, client, board.standing)
     timings |= rated.timings

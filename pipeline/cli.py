@@ -36,6 +36,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from pipeline import __version__
+from pipeline import cli_mapping as mapped
 from pipeline.progress import progress_display
 from pipeline.runtime import SCHEDULER_ENV, SchedulerError, dask_client, quiet_logs
 from pipeline.terminal import Output, visible
@@ -302,20 +303,32 @@ def ingest(
     sources: Annotated[list[Path], typer.Argument(help="log files or folders")],
     kind: KindOption,
     store: Annotated[Path, typer.Option("--store", file_okay=False, help="store folder (created if missing)")],
+    columns: mapped.Columns = "", values: mapped.Values = None, constants: mapped.Constants = "", names: mapped.Names = "",
+    where: mapped.Where = None, seats: mapped.Seats = "", preset: mapped.Preset = "",
+    max_quarantined: mapped.MaxQuarantined = mapped.MAX_QUARANTINED,
 ) -> None:
     """Validate logs and write them into the store; files already ingested are skipped."""
     check_kind(kind, stored=True)
     check_sources(sources)
-    from pipeline.board import Board
+    from pipeline.board import Board, QuarantineAlarm, check_quarantined
     from pipeline.board import ingest as ingest_board
     from pipeline.store import Store
 
-    board = Board("ingest", kind, tuple(map(str, sources)), ())
+    mapping = mapped.mapping_of(columns, values, constants, names, where, seats, preset)
+    try:
+        board = Board("ingest", kind, tuple(map(str, sources)), (), mapping=mapping, max_quarantined=max_quarantined)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    mapped.check_board_files(board)
     with progress_display():
         reports = ingest_board(Store(store), board)
     report_ingest(reports)
     for bad in (r for r in reports if r.status == "unreadable"):
         error_line("unreadable", bad.error)
+    try:
+        check_quarantined(Store(store), board, reports)
+    except QuarantineAlarm as exc:
+        raise fail(str(exc)) from None
     if any(r.status == "unreadable" for r in reports):
         raise typer.Exit(1)
 
@@ -331,8 +344,8 @@ def rate(
     workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given (0: local threads)")] = 0,
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
     by: Annotated[Optional[str], typer.Option(
-        "--by", help="also one leaderboard per category (`--by category`: battles, reviews, scores), "
-                     "in OUT/category=<name>/; rows without a category count in the overall board only")] = None,
+        "--by", help="also one leaderboard per category (`--by category`: battles, reviews, scores) or per value of "
+                     "a column (`--by release`), in OUT/category=<name>/; rows without one count in the overall board only")] = None,
     min_records: Annotated[Optional[int], typer.Option(
         "--min-records", help="agents in fewer records are provisional: flagged, ranked apart after the others "
                               "(default: pipeline.methods.standing.MIN_RECORDS, see docs/design-notes.md)")] = None,
@@ -340,6 +353,9 @@ def rate(
         "--order", help="key of the headline ranks: score, lower (the interval's lower end) or rank_ub "
                         "(Arena's rank upper bound); the last two need bootstrap=R")] = "score",
     force: ForceOption = False,
+    columns: mapped.Columns = "", values: mapped.Values = None, constants: mapped.Constants = "", names: mapped.Names = "",
+    where: mapped.Where = None, seats: mapped.Seats = "", preset: mapped.Preset = "",
+    max_quarantined: mapped.MaxQuarantined = mapped.MAX_QUARANTINED,
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
     check_kind(kind)
@@ -367,11 +383,17 @@ def rate(
     if store is not None and sources is None:
         check_store(store)
     check_out(out, force)
+    mapping = mapped.mapping_of(columns, values, constants, names, where, seats, preset)
     try:
         specs, merged = unique_specs(method)
-        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by, min_records, order)
     except ValueError as exc:  # an unknown method or parameter, or a method that does not rate this kind
         raise typer.BadParameter(str(exc), param_hint="--method") from None
+    try:
+        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by, min_records, order,
+                      mapping, max_quarantined)
+    except ValueError as exc:  # a method that does not rate this kind, or a mapping that does not fit it
+        raise typer.BadParameter(str(exc)) from None
+    mapped.check_board_files(board)
     report_merged(board.merged)
     with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client, \
             progress_display():
@@ -496,6 +518,9 @@ def backtest(
         console.print(backtest_table(summary, task_label(config.reference)))
     said.print(f"outputs: {', '.join(p.name for p in written)} in {visible(out)}", highlight=False)
     said.print(f"report: {visible((out / 'index.html').resolve())}", highlight=False)
+
+
+app.command()(mapped.inspect)
 
 
 @app.command()

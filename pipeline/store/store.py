@@ -9,22 +9,24 @@ declared by its `LogKind` (`pipeline.logs.kinds`).
 <root>/quarantine/<kind>/<sha>.parquet     rejected rows: file, line, field, reason, record
 <root>/ids/<kind>/run-<hex>.npy            the id index: every record id stored (`pipeline.store.index`)
 ```
-`<sha>` is the first 16 hex digits of the source file's SHA-256. Ingest reads a file batch by batch
+`<sha>` is the first 16 hex digits of the input's key: the source file's SHA-256, or, for a file read
+through a mapping (`pipeline.logs.mapping`), the hash of that and the mapping (`IngestReport.key`). Ingest reads a file batch by batch
 and writes its partitions under temporary names (`pipeline.store.partitions`); the commit renames
 them into place, then writes the id index, the dictionaries and last the manifest, each
 atomically; readers list partitions from the manifest only, so an interrupted ingest leaves nothing
 visible, and re-running it rewrites the same names (temporary files of a killed ingest, and the
 partition files of a commit killed before its manifest, which no manifest lists, are deleted by the
 next one). An ingest of many files commits every `COMMIT_EVERY` files, so a killed ingest of a big
-folder keeps what it committed and the next run goes on from there. A file whose content hash is in
-the manifest is skipped, whatever its name.
+folder keeps what it committed and the next run goes on from there. A file whose content hash (and
+mapping) is in the manifest is skipped, whatever its name.
 
 Exactly once across files: a record whose id (`LogKind.record_id`) is in the index, from an
 earlier file or earlier in the same one, is quarantined as a duplicate naming where it was first
 seen, so the same battles under another name or in another format, or partially overlapping
 files, are stored once. A CSV, TSV or JSONL file that starts with the bytes of a file already
 ingested (a log that grew) is read from where that file ended: only its new rows are read and
-counted, with their true line numbers, so even rows without ids are stored once. A file that cannot be read at all is refused whole with one line
+counted, with their true line numbers (rows without ids, whose ids of content count identical
+rows over the whole file, are read from its start, and only the new ones counted). A file that cannot be read at all is refused whole with one line
 naming the file (and the line and field where known), recorded in the manifest with that reason
 (not read again until its content changes), and the other files go on. A file of the store
 itself that cannot be read (damaged from outside) raises `DamagedStore` naming it; a damaged id
@@ -42,6 +44,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import logging
 import os
@@ -54,7 +57,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.logs import KINDS, FileStart, UnreadableFile, log_kind, read_batches
+from pipeline.logs import KINDS, FileStart, Mapping, UnreadableFile, log_kind, read_batches
 from pipeline.logs.records import LINE_SUFFIXES, check_regular_file
 from pipeline.logs.identity import INGEST_POSITION, drop_seen, ingest_positions
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
@@ -101,6 +104,15 @@ class IngestReport:
     size: int = 0  # bytes, and newlines, of the file: a later file that starts with it continues it
     lines: int = 0
     continues: str | None = None  # the sha256 of the earlier file this one grew from (only the rows after it were read)
+    mapping: dict | None = None  # how it was read (`pipeline.logs.mapping.Mapping.record`), if not as it is
+
+    @property
+    def key(self) -> str:
+        """What names this input in the store: its content hash, or, read through a mapping, the
+        hash of that and the mapping (the same bytes under another mapping are another input)."""
+        if not self.mapping or not self.sha256:
+            return self.sha256
+        return hashlib.sha256(f"{self.sha256}\n{json.dumps(self.mapping, sort_keys=True)}".encode()).hexdigest()
 
     @classmethod
     def from_json(cls, entry: dict) -> IngestReport:
@@ -110,7 +122,7 @@ class IngestReport:
 
 @dataclass
 class Manifest:
-    files: dict[str, IngestReport] = field(default_factory=dict)  # by sha256
+    files: dict[str, IngestReport] = field(default_factory=dict)  # by key (`IngestReport.key`)
     ids: dict[str, dict] = field(default_factory=dict)  # per kind: its id index (`pipeline.store.index`)
 
     @classmethod
@@ -119,7 +131,7 @@ class Manifest:
             return cls()
         with reading_store_file(path):
             data = json.loads(path.read_text(encoding="utf-8"))
-            manifest = cls({e["sha256"]: IngestReport.from_json(e) for e in data["files"]}, dict(data.get("ids", {})))
+            manifest = cls({r.key: r for r in map(IngestReport.from_json, data["files"])}, dict(data.get("ids", {})))
             for listed in manifest.listed_paths():
                 check_inside_store(listed)
             return manifest
@@ -130,7 +142,7 @@ class Manifest:
         return files + [run["path"] for entry in self.ids.values() for run in entry["runs"]]
 
     def save(self, path: Path) -> None:
-        write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.sha256)],
+        write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.key)],
                           "ids": self.ids})
 
 
@@ -243,8 +255,9 @@ class Store:
     def kinds(self) -> list[str]:
         return sorted({r.kind for r in self.manifest.files.values() if r.partitions})
 
-    def ingest(self, sources: list[str | Path], kind: str) -> list[IngestReport]:
-        """Ingest files not yet in the store; one report per source, in the given order. A file
+    def ingest(self, sources: list[str | Path], kind: str, mapping: Mapping | None = None) -> list[IngestReport]:
+        """Ingest files not yet in the store (read through `mapping`, if given: an input is the
+        file and its mapping); one report per source, in the given order. A file
         that cannot be read is refused (status `unreadable`, one line in `error`) and recorded in
         the manifest, so that it is not read again until its content changes; the other files go on."""
         chosen = log_kind(kind)
@@ -256,16 +269,17 @@ class Store:
             index = self._id_index(chosen, manifest, maps) if chosen.record_id else None
             pending: list[Written] = []
             looks = {name: LookAlikes(maps[name].names) for name in NAME_DICTIONARIES}
-            names = {r.sha256[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
+            names = {r.key[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
             versions = LineVersions.of(manifest)
             reports = []
             changed = 0  # files ingested or newly refused since the last commit
             try:
                 for src in sources:
-                    report = self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names, versions)
+                    report = self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names, versions,
+                                              mapping)
                     reports.append(report)
-                    names.setdefault(report.sha256[:16], Path(src).name)
-                    changed += bool(report.sha256 and manifest.files.get(report.sha256) is report)
+                    names.setdefault(report.key[:16], Path(src).name)
+                    changed += bool(report.sha256 and manifest.files.get(report.key) is report)
                     if changed >= COMMIT_EVERY:  # a checkpoint: an ingest of a big folder that is killed keeps these
                         self._commit(manifest, maps, kind, index, pending)
                         pending.clear()
@@ -293,7 +307,7 @@ class Store:
             index = None
         if index is None:
             stored = sorted((r for r in manifest.files.values() if r.kind == kind.name and r.status == "ingested"),
-                            key=lambda r: (r.ingested_at or "", r.sha256))
+                            key=lambda r: (r.ingested_at or "", r.key))
             index = rebuild(self.root, kind.name, stored, lambda name: maps[name].names, (entry or {}).get("files", []))
         return index
 
@@ -350,31 +364,32 @@ class Store:
 
     def _ingest_one(self, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
                     index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes],
-                    names: dict[str, str], versions: LineVersions) -> IngestReport:
+                    names: dict[str, str], versions: LineVersions, mapping: Mapping | None = None) -> IngestReport:
+        record = mapping.record() if mapping else None
         try:
             check_regular_file(source)
             before = _version(source)
-            earlier = versions.smaller(source, kind.name, before[0])
+            earlier = versions.smaller(source, kind.name, before[0], record)
             digest = digest_file(source, earlier)
         except UnreadableFile as exc:
-            return IngestReport(str(source), kind.name, "", "unreadable", error=str(exc))
+            return IngestReport(str(source), kind.name, "", "unreadable", error=str(exc), mapping=record)
         except OSError as exc:
-            return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}")
-        sha = digest.sha256
-        if sha in manifest.files and (known := _known(source, kind.name, manifest.files[sha])) is not None:
+            return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}", mapping=record)
+        key = IngestReport(str(source), kind.name, digest.sha256, "", mapping=record).key
+        if key in manifest.files and (known := _known(source, kind.name, manifest.files[key])) is not None:
             return known
         grown = [r for size in sorted(digest.prefixes, reverse=True) for r in earlier[size]
                  if r.sha256 == digest.prefixes[size]][:1]
         start = FileStart(grown[0].size, grown[0].lines) if grown else None
         sizes = {name: len(idmap) for name, idmap in maps.items()}
-        file_ids = FileIds(index, index.ordinal(sha[:16])) if index is not None else None
-        writer = PartitionWriter(self.root, kind.name, sha[:16], kind.dated, TIMESTAMP,
+        file_ids = FileIds(index, index.ordinal(key[:16])) if index is not None else None
+        writer = PartitionWriter(self.root, kind.name, key[:16], kind.dated, TIMESTAMP,
                                  distinct=distinct_columns(kind))
-        quarantine = QuarantineWriter(self.root, kind.name, sha[:16])
+        quarantine = QuarantineWriter(self.root, kind.name, key[:16])
         behind = Behind(writer.add)  # partitions written while the next batches are read and encoded
         try:
             rows_in = rows_accepted = 0
-            for result in read_ahead(read_batches(source, kind.name, start=start)):
+            for result in read_ahead(read_batches(source, kind.name, mapping=mapping, start=start)):
                 if file_ids is not None and result.keyed:
                     result = drop_seen(result, kind.record_id, file_ids, file_ids.file,
                                        lambda ordinal: names.get(index.files[ordinal], index.files[ordinal]),
@@ -404,9 +419,10 @@ class Store:
                 raise
             if disk_full(exc):  # every write goes to the store: its disk is full, whatever file was being read
                 raise StoreDiskFull(self.root, exc) from exc
-            report = IngestReport(str(source), kind.name, sha, "unreadable", error=_refusal(source, exc), ingested_at=_now())
+            report = IngestReport(str(source), kind.name, digest.sha256, "unreadable", error=_refusal(source, exc), ingested_at=_now(),
+                                  mapping=record)
             if isinstance(exc, UnreadableFile):  # the data's fault: not read again until it changes
-                manifest.files[sha] = report
+                manifest.files[key] = report
             return report
         if file_ids is not None:
             index.accept(file_ids)
@@ -415,11 +431,12 @@ class Store:
             pending.append(quarantined)
         look_alikes = tuple(f"{name} {new!r} looks like {known!r}" for name in NAME_DICTIONARIES
                             for new, known in looks[name].add(maps[name].names[sizes[name]:]))
-        report = IngestReport(str(source), kind.name, sha, "ingested", rows_in, rows_accepted, quarantine.rows,
+        report = IngestReport(str(source), kind.name, digest.sha256, "ingested", rows_in, rows_accepted, quarantine.rows,
                               tuple(Partition(w.path, w.rows) for w in written),
                               quarantined.path if quarantined else None, ingested_at=_now(), look_alikes=look_alikes,
-                              size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None)
-        manifest.files[sha] = report
+                              size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None,
+                              mapping=record)
+        manifest.files[key] = report
         versions.add(report)
         return report
 
@@ -457,11 +474,13 @@ class LineVersions:
             bisect.insort(self._sizes.setdefault(key, []), report.size)
         by_size.setdefault(report.size, []).append(report)
 
-    def smaller(self, source: Path, kind: str, size: int) -> dict[int, list[IngestReport]]:
-        """By size, the ingested files of `kind` in `source`'s line-based format shorter than `size` bytes."""
+    def smaller(self, source: Path, kind: str, size: int, mapping: dict | None = None) -> dict[int, list[IngestReport]]:
+        """By size, the ingested files of `kind` in `source`'s line-based format shorter than `size`
+        bytes, read through `mapping` (a file grows from one read the same way)."""
         key = (kind, source.suffix.lower())
         sizes = self._sizes.get(key, [])
-        return {s: self._files[key][s] for s in sizes[: bisect.bisect_left(sizes, size)]}
+        found = {s: [r for r in self._files[key][s] if r.mapping == mapping] for s in sizes[: bisect.bisect_left(sizes, size)]}
+        return {s: reports for s, reports in found.items() if reports}
 
 
 def _known(source: Path, kind: str, seen: IngestReport) -> IngestReport | None:
@@ -474,8 +493,10 @@ def _known(source: Path, kind: str, seen: IngestReport) -> IngestReport | None:
         return dataclasses.replace(seen, source=str(source), error=f"{source}: {reason} (refused on {seen.ingested_at}; "
                                    "not read again until the file changes)")
     if seen.kind != kind:
-        return IngestReport(str(source), kind, seen.sha256, "unreadable", error=f"{source}: already ingested as {seen.kind}")
-    return IngestReport(str(source), kind, seen.sha256, "skipped", seen.rows_in, seen.rows_accepted, seen.rows_quarantined)
+        return IngestReport(str(source), kind, seen.sha256, "unreadable", error=f"{source}: already ingested as {seen.kind}",
+                            mapping=seen.mapping)
+    return IngestReport(str(source), kind, seen.sha256, "skipped", seen.rows_in, seen.rows_accepted, seen.rows_quarantined,
+                        mapping=seen.mapping)
 
 
 def _refusal(source: Path, exc: BaseException) -> str:

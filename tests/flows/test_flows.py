@@ -149,6 +149,24 @@ def test_a_failing_board_does_not_stop_the_others(tmp_path):
     assert "Board broken failed and was not published" in index and "payoffs" in index
 
 
+def test_a_board_quarantining_too_much_fails_and_the_others_publish(tmp_path):
+    from flows.nightly import nightly
+
+    dirty = tmp_path / "dirty.csv"
+    dirty.write_text("model_a,model_b,winner\n" + "a,b,model_a\n" * 9 + "a,b,nobody\n")  # 10% quarantined
+    config = tmp_path / "nightly.yaml"
+    config.write_text(yaml.safe_dump({"boards": [
+        {"name": "dirty", "kind": "battles", "sources": [str(dirty)], "methods": ["copeland"]},
+        {"name": "tolerant", "kind": "battles", "sources": [str(dirty)], "methods": ["copeland"], "max_quarantined": 0.2},
+    ]}))
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="without 1 failed board"):
+        nightly(str(config), str(out), workers=0)
+    latest = out / "latest"
+    assert (latest / "tolerant" / "ratings.parquet").exists() and not (latest / "dirty").exists()
+    assert "10.0% of the 10 rows read were quarantined" in (latest / "index.html").read_text()
+
+
 def test_a_run_where_every_board_fails_is_not_published(tmp_path):
     from flows.nightly import nightly
 
