@@ -160,3 +160,14 @@ def test_presets_of_formats_read_as_they_are(tmp_path, preset, kind, name, text,
     assert rated == agents if agents else len(rated) == 6  # three strategies of each of two players
     wrong = runner.invoke(app, ["rate", str(path), "--kind", "scores", "--preset", preset, "-m", "borda", "--out", str(out)])
     assert wrong.exit_code == 2
+
+
+def test_the_report_says_how_each_input_was_read(tmp_path):
+    path = write_csv(tmp_path / "log.csv", [{"left": "a", "right": "b", "result": "left"},
+                                            {"left": "b", "right": "c", "result": "right"}])
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["rate", str(path), "--kind", "battles", "-m", "copeland", "--out", str(out),
+                                 "--columns", "model_a=left,model_b=right,winner=result", "--values", "winner:left=model_a,right=model_b"])
+    assert result.exit_code == 0, result.output
+    page = (out / "index.html").read_text()
+    assert "read as" in page and "--columns model_a=left,model_b=right,winner=result --values winner:left=model_a,right=model_b" in page
