@@ -203,8 +203,12 @@ def test_absent_is_not_measured_an_agent_of_one_or_two_records_keeps_its_own_int
     from tests.methods.test_standing import long_tail
 
     rounds = 60
-    specs = (f"m-elo:prior=0.01,bootstrap={rounds}", f"borda:bootstrap={rounds}")
-    stats, names = statistics_of_records(long_tail(), "battles", needed_statistics(specs))
+    specs = (f"m-elo:prior=0.01,bootstrap={rounds}", f"borda:bootstrap={rounds}",
+             f"m-elo:covariates=len,prior=0.01,bootstrap={rounds}")  # style control's bootstrap too
+    rng = np.random.default_rng(5)
+    rows = [row | {"features_a.len": float(rng.integers(100, 900)), "features_b.len": float(rng.integers(100, 900))}
+            for row in long_tail()]
+    stats, names = statistics_of_records(rows, "battles", needed_statistics(specs))
     newcomers = np.isin(stats.agents, [names.index("new1"), names.index("new2")])
     for spec in specs:
         r = run(spec, stats)

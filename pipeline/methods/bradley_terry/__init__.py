@@ -2,9 +2,9 @@
 
 Online Elo (`elo`, its compiled loop in `elo_update`) [Elo78]; the maximum-likelihood fits that
 share one core (`core`: cells, likelihood, dense and sparse Newton fits; `newton`: the compiled
-Newton-CG; `steps`: step control): m-Elo (`m_elo`, with the Poisson bootstrap of its cells),
-am-Elo with annotator abilities (`am_elo`) and style control (`style_control`); `prior_choice`
-chooses m-Elo's prior by held-out log-likelihood (`m-elo:prior=auto`).
+Newton-CG; `steps`: step control): m-Elo (`m_elo`, with the Poisson bootstrap of its cells and
+its prior chosen by cross-validation, `prior_choice`), am-Elo with annotator abilities (`am_elo`)
+and style control (`style_control`).
 """
 
 from pipeline.methods.bradley_terry.am_elo import AnnotatorCells, stable_arena

@@ -203,20 +203,25 @@ class Resample:
 
 
 def _bootstrap_chunk(job: Resample, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Ratings and coefficients of `size` Poisson resamples of the distinct battles, one row each, status last."""
+    """Ratings and coefficients of `size` Poisson resamples of the distinct battles, one row each, then whether
+    each agent is in a drawn battle (1, else 0: absent is not measured), status last."""
     design = job.design
     total = design.wa + design.wb
     draws = poisson_draws(total, size, rng)
     share = np.divide(design.wa, total, out=np.zeros_like(total), where=total > 0)
-    out = np.full((size, design.n + design.z.shape[1] + 1), np.nan)
+    fitted_columns = design.n + design.z.shape[1]
+    out = np.full((size, fitted_columns + design.n + 1), np.nan)
+    both = np.r_[design.a, design.b]
     for r in range(size):
+        out[r, fitted_columns:-1] = np.bincount(both, np.r_[draws[r], draws[r]], minlength=design.n) > 0
         sample = design.with_weights(draws[r] * share, draws[r] * (1 - share))
         if job.options["prior"] == 0 and existence_problems(_pair_cells(sample)) is not None:
             out[r, -1] = NO_ESTIMATE
             continue
         try:
             fitted = fit_covariates(sample, start=job.full, **job.options)
-            out[r] = np.r_[fitted.beta, fitted.gamma, FITTED]
+            out[r, :fitted_columns] = np.r_[fitted.beta, fitted.gamma]
+            out[r, -1] = FITTED
         except NoEstimate:
             out[r, -1] = NO_ESTIMATE
         except ConvergenceError:
@@ -263,12 +268,16 @@ def style_controlled(features: BattleFeatures, agent_keys: np.ndarray, covariate
         if len(kept) == 0:
             raise NoEstimate(f"m-elo: none of the {bootstrap} bootstrap resamples with covariates could be fitted; use "
                              "m-elo:prior=0.01, or bootstrap=0 for no intervals")
-        scores = elo_points(kept[:, :design.n], scale, anchor)
+        n, fitted_columns = design.n, design.n + design.z.shape[1]
+        scores = elo_points(kept[:, :n], scale, anchor)
+        ranks = ranks_by_round(scores, tie)
+        absent = kept[:, fitted_columns:-1] == 0  # absent is not measured (`interval_columns`)
+        scores[absent] = ranks[absent] = np.nan
         by_design = None if established is None else np.isin(by_key, established)  # the design's agent order
-        columns = score_interval_columns(scores, ranks_by_round(scores, tie),
-                                         competition_ranks(elo_points(full.beta, scale, anchor), tolerance=tie), tie, by_design)
+        columns = score_interval_columns(scores, ranks, competition_ranks(elo_points(full.beta, scale, anchor), tolerance=tie),
+                                         tie, by_design)
         extras = {key: values[agent_keys] for key, values in columns.items()}
-        low, high = np.percentile(kept[:, design.n:-1], (2.5, 97.5), axis=0)
+        low, high = np.percentile(kept[:, n:fitted_columns], (2.5, 97.5), axis=0)
         table |= {"ci_low": low, "ci_high": high}
         info["covariate_intervals"] = {c: [float(lo), float(hi)] for c, lo, hi in zip(covariates, low, high)}
     return Ratings.from_scores(features.agents, elo_points(full.beta, scale, anchor)[agent_keys], extras=extras,
