@@ -233,14 +233,14 @@ def ingest_table(reports: list[IngestReport]) -> Table:
     return table
 
 
-def report_ingest(reports: list[IngestReport]) -> None:
+def report_ingest(reports: list[IngestReport], said: Console = console) -> None:
     if not reports:
         return
-    console.print(ingest_table(reports))
+    said.print(ingest_table(reports))
     read = [r for r in reports if r.status == "ingested"]  # a skipped file's rows were counted when it was ingested
     totals = {k: sum(getattr(r, k) for r in read) for k in ("rows_in", "rows_accepted", "rows_quarantined")}
     skipped = sum(r.status == "skipped" for r in reports)
-    console.print(f"rows in {totals['rows_in']} = accepted {totals['rows_accepted']} + quarantined {totals['rows_quarantined']}"
+    said.print(f"rows in {totals['rows_in']} = accepted {totals['rows_accepted']} + quarantined {totals['rows_quarantined']}"
                   + (f" (and {skipped} file{'s' * (skipped != 1)} already in the store, skipped)" if skipped else ""))
 
 
@@ -252,9 +252,9 @@ def report_refusals(refused: dict[str, str]) -> None:
         raise typer.Exit(1)
 
 
-def report_merged(merged: dict[str, list[str]]) -> None:
+def report_merged(merged: dict[str, list[str]], said: Console = console) -> None:
     for spec, spellings in merged.items():
-        console.print(f"{' and '.join(map(visible, spellings))} are the same spec ({visible(spec)}): rated once")
+        said.print(f"{' and '.join(map(visible, spellings))} are the same spec ({visible(spec)}): rated once")
 
 
 def method_cell(spec: str) -> Text:
@@ -343,6 +343,8 @@ def rate(
     scheduler: SchedulerOption = None,
     workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given (0: local threads)")] = 0,
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
+    form: Annotated[Format, typer.Option("--format", help="table; or json or tsv: every agent's rank and score per method "
+                                                          "on stdout, the rest on stderr")] = Format.table,
     by: Annotated[Optional[str], typer.Option(
         "--by", help="also one leaderboard per category (`--by category`: battles, reviews, scores) or per value of "
                      "a column (`--by release`), in OUT/category=<name>/; rows without one count in the overall board only")] = None,
@@ -394,27 +396,30 @@ def rate(
     except ValueError as exc:  # a method that does not rate this kind, or a mapping that does not fit it
         raise typer.BadParameter(str(exc)) from None
     mapped.check_board_files(board)
-    report_merged(board.merged)
+    said = console if form is Format.table else errors  # json or tsv: stdout holds the records alone
+    report_merged(board.merged, said)
     with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client, \
             progress_display():
         try:
             result = run_board(board, Store(store or scratch), out, client, temporary_store=store is None)
         except (UnreadableFile, ValueError) as exc:  # a file rated directly cannot be read, or the data cannot be rated at all
             raise fail(str(exc)) from None
-    report_ingest(result.reports)
+    report_ingest(result.reports, said)
     for bad in (r for r in result.reports if r.status == "unreadable"):
         error_line("unreadable", bad.error)
     records = json.loads((out / "ratings.json").read_text(encoding="utf-8"))
-    if records:
+    if form is not Format.table:
+        print_records([{k: r[k] for k in ("method", "rank", "agent", "score")} for r in records], form)
+    elif records:
         console.print(top_agents_table(records))
-    console.print(f"report: {visible((out / 'index.html').resolve())}", highlight=False)
-    failed = report_categories(result.categories) if result.categories is not None else False
+    said.print(f"report: {visible((out / 'index.html').resolve())}", highlight=False)
+    failed = report_categories(result.categories, said) if result.categories is not None else False
     report_refusals(result.errors)
     if failed or any(r.status == "unreadable" for r in result.reports):
         raise typer.Exit(1)
 
 
-def report_categories(categories) -> bool:
+def report_categories(categories, said: Console = console) -> bool:
     """A line per category board (its rows and folder) and the one-line refusals and failures;
     whether any category could not be wholly rated."""
     table = Table("category", "rows", "folder", "outcome", title="categories", title_justify="left")
@@ -424,8 +429,8 @@ def report_categories(categories) -> bool:
     for c in categories.boards:
         outcome = Text("failed", "red") if c.failed else Text(f"{len(c.errors)} method(s) refused", "yellow") if c.errors else "published"
         table.add_row(visible(c.category), f"{c.rows:,}", c.folder, outcome)
-    console.print(table)
-    console.print(f"rows without a {categories.column}: {categories.rows_without_category:,} (in the overall board only)",
+    said.print(table)
+    said.print(f"rows without a {categories.column}: {categories.rows_without_category:,} (in the overall board only)",
                   highlight=False)
     for c in categories.boards:
         for spec, message in ({"": c.failed} if c.failed else c.errors).items():
@@ -490,7 +495,7 @@ def backtest(
         check_methods_fit(kind, config.methods)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
-    report_merged(config.merged)
+    report_merged(config.merged, console if form is Format.table else errors)
     opened = Store(store)
     start = time.perf_counter()
     try:

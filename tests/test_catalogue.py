@@ -29,3 +29,11 @@ def test_listing_imports_none_of_the_numerical_stack(command):
              "pipeline.methods", "pipeline.board", "pipeline.logs"}
     assert set(done.stderr.split()) & heavy == set()
     assert "affinity-cce" in done.stdout if command == "methods" else "battles" in done.stdout
+
+
+def test_rating_imports_scipy_stats_only_when_it_needs_it():
+    # A fixed cost of every `vase rate`: importing the board imported scipy.stats (~0.5 s, more
+    # under load) for the Poisson table of bootstraps and the Kendall tau of method agreement.
+    probe = "import sys, pipeline.board\nprint('scipy.stats' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "False"

@@ -78,3 +78,18 @@ def test_piped_listings_are_whole_and_also_come_as_json_and_tsv(command, key, wh
     assert header == list(records[0]) and [row[0] for row in rows] == [r[key] for r in records]
     assert all(len(row) == len(header) for row in rows)
     assert [row[header.index(whole)] for row in rows] == [r[whole] for r in records]
+
+
+def test_rate_gives_its_ratings_as_json_or_tsv_on_stdout_and_the_rest_on_stderr(tmp_path):
+    from tests.conftest import SAMPLES
+
+    out = tmp_path / "out"
+    as_json = vase("rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "-m", "copeland", "--out", str(out), "--format", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    published = json.loads((out / "ratings.json").read_text(encoding="utf-8"))
+    assert json.loads(as_json.stdout) == [{k: r[k] for k in ("method", "rank", "agent", "score")} for r in published]
+    assert "report:" in as_json.stderr and "rows in" in as_json.stderr
+    as_tsv = vase("rate", str(SAMPLES / "f1"), "--kind", "games", "-m", "borda", "-m", "copeland", "--out", str(out), "--format", "tsv")
+    header, *rows = [line.split("\t") for line in as_tsv.stdout.splitlines()]
+    assert header == ["method", "rank", "agent", "score"]
+    assert [(m, int(k), a, float(s)) for m, k, a, s in rows] == [(r["method"], r["rank"], r["agent"], r["score"]) for r in published]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 RANK_GAP = 3  # an agent is listed when its ranks under two methods differ by more than this
 
@@ -17,6 +16,8 @@ RANK_GAP = 3  # an agent is listed when its ranks under two methods differ by mo
 def kendall_matrix(ranks: dict[str, dict[str, int]]) -> np.ndarray:
     """Tau-b between each pair of methods' rankings (NaN where fewer than two common agents, or a
     ranking that puts them all level)."""
+    from scipy import stats  # here: a board of one method never needs scipy.stats (~0.5 s to import)
+
     methods = list(ranks)
     tau = np.eye(len(methods))
     for i, a in enumerate(methods):

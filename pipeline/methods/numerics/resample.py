@@ -19,7 +19,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import poisson
 
 from pipeline.methods.ratings import competition_ranks
 
@@ -45,6 +44,8 @@ class PoissonTable:
         width = int(np.ceil((distinct + reach - low).max(initial=0.0))) + 1
         if not len(distinct) or len(distinct) * width > TABLE_MAX:  # no weights (no comparisons) draw nothing
             return cls(weights, None)
+        from scipy.stats import poisson  # here: scipy.stats takes ~0.5 s to import, and only bootstraps need it
+
         cdf = poisson.cdf(low[:, None] + np.arange(width), distinct[:, None])
         cdf[:, -1] = 2.0  # above every uniform: the search always stops inside the table
         # guide[g, m]: the first value whose CDF exceeds m / width; the search moves on from there
