@@ -165,8 +165,9 @@ def main() -> None:
     try:
         sizes = np.diff(np.linspace(0, args.rows, args.files + 1).astype(np.int64))
         payload = {"rows": args.rows, "new": new_rows, "reviews": reviews, "files": args.files, "load_before": os.getloadavg()}
-        print(f"load {os.getloadavg()}; {args.rows:,} battles + {new_rows:,} new; {reviews:,} reviews + {new_rows:,} new",
-              flush=True)
+        print(f"load {os.getloadavg()}; " + "; ".join(
+            f"{count:,} {kind} + {new_rows:,} new" for kind, count, methods in
+            (("battles", args.rows, battle_methods), ("reviews", reviews, review_methods)) if methods), flush=True)
         if battle_methods:
             old_battles = [work / f"battles-{day:02d}.parquet" for day in range(args.files)]
             for day, (path, size) in enumerate(zip(old_battles, sizes)):
