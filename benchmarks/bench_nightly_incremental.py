@@ -121,7 +121,7 @@ def measure(kind: str, methods: tuple[str, ...], old: list[Path], new: list[Path
     ingest_new, _ = timed(lambda: store.ingest(new, kind))
     cached = set((store.root / "cache").rglob("*.npz"))  # the old units' partials, of every method
 
-    def nightly(statistics):
+    def nightly(statistics: frozenset[str]) -> object:
         """The nightly's reduction, the new units' partials removed from the cache before it (so
         that each repetition reads them, as the first night after the new files does)."""
         for path in set((store.root / "cache").rglob("*.npz")) - cached:
@@ -130,10 +130,10 @@ def measure(kind: str, methods: tuple[str, ...], old: list[Path], new: list[Path
 
     results = {}
     for method, statistics in wanted.items():
-        first, _ = best_of(lambda: nightly(statistics), repeat)
-        baseline, _ = best_of(lambda: reduce_store(alone, kind, statistics), repeat)
-        again, reduced = best_of(lambda: reduce_store(store, kind, statistics, use_cache=True), 1)
-        scratch_time, scratch = timed(lambda: reduce_store(store, kind, statistics))
+        first, _ = best_of(lambda s=statistics: nightly(s), repeat)
+        baseline, _ = best_of(lambda s=statistics: reduce_store(alone, kind, s), repeat)
+        again, reduced = best_of(lambda s=statistics: reduce_store(store, kind, s, use_cache=True), 1)
+        scratch_time, scratch = timed(lambda s=statistics: reduce_store(store, kind, s))
         same = digest(reduced) == digest(scratch)
         if not same:
             raise SystemExit(f"{method}: the nightly's statistics differ from a reduction from scratch")
@@ -165,8 +165,9 @@ def main() -> None:
     try:
         sizes = np.diff(np.linspace(0, args.rows, args.files + 1).astype(np.int64))
         payload = {"rows": args.rows, "new": new_rows, "reviews": reviews, "files": args.files, "load_before": os.getloadavg()}
-        print(f"load {os.getloadavg()}; {args.rows:,} battles + {new_rows:,} new; {reviews:,} reviews + {new_rows:,} new",
-              flush=True)
+        print(f"load {os.getloadavg()}; " + "; ".join(
+            f"{count:,} {kind} + {new_rows:,} new" for kind, count, methods in
+            (("battles", args.rows, battle_methods), ("reviews", reviews, review_methods)) if methods), flush=True)
         if battle_methods:
             old_battles = [work / f"battles-{day:02d}.parquet" for day in range(args.files)]
             for day, (path, size) in enumerate(zip(old_battles, sizes)):

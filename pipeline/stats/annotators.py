@@ -90,6 +90,8 @@ class _Cells:
         """The same cells keyed in an id space of size n (the key order, judge then x then y, is kept)."""
         old = np.int64(self.n)
         judge_slot, x, y = self.keys // (old * old), self.keys // old % old, self.keys % old
+        if len(judge_slot) and (int(judge_slot.max()) + 1) * n * n >= 2**63:  # as `_partial` refuses it
+            raise ValueError("too many annotators x agents^2 for int64 cell keys")
         return _Cells(n, (judge_slot * n + x) * n + y, self.values)
 
     def to_arrays(self) -> Arrays:

@@ -17,8 +17,7 @@ from typer.testing import CliRunner
 from pipeline.cli import app
 from pipeline.logs import formats
 from pipeline.logs.records import LINE, MAX_RECORD_BYTES, RawRecords
-from pipeline.store import Store
-from pipeline.store import partitions
+from pipeline.store import Store, partitions
 from pipeline.store import store as store_module
 
 runner = CliRunner()
@@ -85,7 +84,7 @@ def test_a_manifest_naming_a_path_outside_the_store_is_refused_in_one_line(tmp_p
     assert "outside the store" in lines[0]
     assert victim.read_bytes() == b"not the store's"  # nothing deleted or read through it
     with pytest.raises(ValueError, match="outside the store"):
-        store.manifest
+        _ = store.manifest
 
 
 LONG_LINE = 120 << 20  # bytes: past `MAX_RECORD_BYTES`, and well past what the readers may hold at once
@@ -135,7 +134,7 @@ def full_disk(tmp_path, monkeypatch):
     folder = tmp_path / "disk"
     folder.mkdir()
     mount = ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)]
-    mounted = os.geteuid() == 0 and shutil.which("mount") and subprocess.run(mount, capture_output=True).returncode == 0
+    mounted = os.geteuid() == 0 and shutil.which("mount") and subprocess.run(mount, capture_output=True, check=False).returncode == 0
 
     def no_space(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
