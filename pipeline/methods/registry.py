@@ -297,7 +297,7 @@ def run(spec: str | Spec, stats: Statistics, *, client=None, standing: Standing 
         ratings = BOOTSTRAP_RUNNER[BOOTSTRAP](spec, stats, client=client, established=established)
     else:
         ratings = apply(spec, *method_inputs(spec, stats), client=client, established=established)
-    return ratings if standing is None else standing.apply(ratings, established)
+    return ratings if standing is None else standing.apply(ratings, established, standing.threshold(stats))
 
 
 # The registry's bootstrap, registered by `pipeline.methods.uncertainty` (which rates through this

@@ -13,8 +13,11 @@ first, above Serena Williams and her 913). A `Standing` says
   established agents only, in the point ranking and in every bootstrap round (so their rank
   intervals and tiers say nothing about agents with a handful of records). The default,
   `MIN_RECORDS`, is where the median 95% interval of m-Elo (prior 0.01) on WTA becomes narrower
-  than the logistic scale, 400 points, odds of 10:1 (docs/design-notes.md). With every agent
-  provisional, or none, the ranks are the method's.
+  than the logistic scale, 400 points, odds of 10:1 (docs/design-notes.md). The threshold is
+  capped at a quarter of the most records any agent has (`Standing.threshold`): on a log where no
+  agent could reach `min_records` (a benchmark of 18 tasks, every model on every task) the cap
+  keeps a headline board, and flags only the agents seen far less than the best-covered one. With
+  every agent provisional, or none, the ranks are the method's.
 - `order`: the key of the headline ranks: `score` (the method's own ranking), `lower` (the lower
   end of the 95% score interval, a conservative estimate) or `rank_ub` (the rank upper bound of
   [Arena], `rank_ci`: 1 + the established agents whose whole interval lies above this one's).
@@ -48,11 +51,17 @@ class Standing:
     def __post_init__(self) -> None:
         check_standing(self.min_records, self.order)
 
-    def established(self, stats: Statistics) -> np.ndarray:
-        """Store ids of the agents with at least `min_records` records."""
-        return stats.agents[np.asarray(stats.appearances) >= self.min_records]
+    def threshold(self, stats: Statistics) -> int:
+        """The records that establish an agent: `min_records`, or a quarter of the most records any
+        agent has (rounded up) where that is fewer."""
+        most = int(np.max(np.asarray(stats.appearances), initial=0))
+        return min(self.min_records, -(-most // 4))
 
-    def apply(self, ratings: Ratings, established: np.ndarray) -> Ratings:
+    def established(self, stats: Statistics) -> np.ndarray:
+        """Store ids of the agents with at least `threshold(stats)` records."""
+        return stats.agents[np.asarray(stats.appearances) >= self.threshold(stats)]
+
+    def apply(self, ratings: Ratings, established: np.ndarray, threshold: int) -> Ratings:
         """`ratings` with headline ranks by `order` among the `established` agents (store ids), the
         provisional ones after them, flagged in the extras column `provisional`, and tiers recounted
         among the established agents by those ranks (a provisional agent has tier 0). Rank intervals
@@ -72,7 +81,7 @@ class Standing:
             extras["tier"] = tiers_within(rank, extras["rank_low"], extras["rank_high"], mask)
         extras[PROVISIONAL] = ~mask
         return replace(ratings, rank=rank, extras=extras,
-                       info=ratings.info | {"ordered_by": self.order, "min_records": self.min_records,
+                       info=ratings.info | {"ordered_by": self.order, "min_records": threshold,
                                             "provisional_count": int((~mask).sum())})
 
 

@@ -140,3 +140,19 @@ def test_on_wta_no_player_under_the_minimum_holds_a_headline_rank_and_the_top_te
     top = established.sort("rank").head(10).get_column("records")
     # seasons of matches (one, second, played 62 before retiring), where prior=0.01 put a 4-match player first
     assert top.min() >= 2 * MIN_RECORDS and top.median() >= 150, top.to_list()
+
+
+def test_the_threshold_is_capped_by_the_best_covered_agent():
+    # A benchmark where every model ran the same 6 tasks: no agent can reach MIN_RECORDS, so the cap
+    # (a quarter of the most records, 2) keeps every model established, and a model that ran only one
+    # task is the one flagged. On the long tail above, the regulars' ~90 records keep the newcomers flagged.
+    rows = [{"task": f"t{t}", "agent": f"m{a}", "score": float((a * 7 + t * 3) % 5)} for t in range(6) for a in range(5)]
+    rows.append({"task": "t0", "agent": "late", "score": 1.0})
+    stats, names = statistics_of_records(rows, "scores", needed_statistics(["borda"]))
+    standing = Standing()
+    assert standing.threshold(stats) == 2 < MIN_RECORDS
+    ratings = run("borda", stats, standing=standing)
+    assert [names[a] for a in ratings.agents[ratings.extras[PROVISIONAL]]] == ["late"]
+    assert ratings.info["min_records"] == 2
+    long_stats, _ = statistics_of_records(long_tail(), "battles", needed_statistics(["borda"]))
+    assert Standing(min_records=3).threshold(long_stats) == 3 and 2 < Standing().threshold(long_stats) <= MIN_RECORDS
