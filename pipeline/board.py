@@ -344,7 +344,7 @@ def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: di
     behind = inputs(store, board)
     if temporary_store:
         behind = keep_quarantine(store, behind, out if category is None else out.parent)
-    record = RunRecord(board.kind, [str(s) for s in board.methods], str(store.root) if stored and not temporary_store else "",
+    record = RunRecord(board.kind, [str(s) for s in board.methods], store.url if stored and not temporary_store else "",
                        behind, parameters=parameters, timings=timings, errors=rated.messages(names),
                        categories=categories.record() if categories is not None else {})
     title = board.title or board.name

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.paths import open_lock_file
+from pipeline.store.location import StorageError
 
 ROW_GROUP_ROWS = 250_000  # big files can be split into units of work by row group
 TEMPORARY = re.compile(r"^\..+\.tmp-[0-9a-f]{32}$")  # the only names `remove_temporary` deletes
@@ -48,7 +49,7 @@ def reading_store_file(path: Path | str) -> Iterator[None]:
     """Turn an error while reading one of the store's own files into `DamagedStore` naming it."""
     try:
         yield
-    except DamagedStore:
+    except (DamagedStore, StorageError):  # said already: the store's or the object store's own words
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else next(iter(str(exc).splitlines()), "")

@@ -41,7 +41,6 @@ import dataclasses
 import datetime as dt
 import json
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -51,25 +50,26 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.logs import KINDS, FileStart, UnreadableFile, log_kind, read_batches
+from pipeline.logs import FileStart, UnreadableFile, log_kind, read_batches
 from pipeline.logs.records import LINE_SUFFIXES, check_regular_file
-from pipeline.logs.identity import INGEST_POSITION, drop_seen, ingest_positions
+from pipeline.logs.identity import HASHER, INGEST_POSITION, drop_seen, ingest_positions
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
 from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
 from pipeline.overlap import Behind, read_ahead
-from pipeline.paths import UnsafePath, below
+from pipeline.paths import UnsafePath, is_url
 from pipeline.store.dictionary import IdMap
-from pipeline.store.files import (DamagedStore, digest_file, exclusive_lock, reading_store_file, remove_temporary, sync_files,
-                                  write_json)
-from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
+from pipeline.store.commit import MANIFEST, FolderCommit, ObjectCommit, dictionary_path
+from pipeline.store.files import DamagedStore, digest_file, reading_store_file, write_json
+from pipeline.store.index import FileIds, KindIndex, load_index, rebuild
+from pipeline.store.location import StorageError, address
+from pipeline.store.objects import ObjectStore
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 
-MANIFEST = "manifest.json"
 log = logging.getLogger(__name__)
 
 
 def is_store(folder: Path) -> bool:
-    """Whether `folder` holds a vase store (a manifest and its dictionaries)."""
+    """Whether a local `folder` holds a vase store (a manifest and its dictionaries)."""
     return (folder / MANIFEST).is_file() and (folder / "dictionaries").is_dir()
 
 
@@ -107,18 +107,27 @@ class IngestReport:
 class Manifest:
     files: dict[str, IngestReport] = field(default_factory=dict)  # by sha256
     ids: dict[str, dict] = field(default_factory=dict)  # per kind: its id index (`pipeline.store.index`)
+    dictionaries: dict[str, str] = field(default_factory=dict)  # in object storage: each dictionary's object
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
         if not path.exists():
             return cls()
         with reading_store_file(path):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return cls({e["sha256"]: IngestReport.from_json(e) for e in data["files"]}, dict(data.get("ids", {})))
+            return cls.from_data(json.loads(path.read_text(encoding="utf-8")))
+
+    @classmethod
+    def from_data(cls, data: dict) -> Manifest:
+        """A manifest from its JSON (empty for `{}`, a store nothing was committed to)."""
+        return cls({e["sha256"]: IngestReport.from_json(e) for e in data.get("files", [])}, dict(data.get("ids", {})),
+                   dict(data.get("dictionaries", {})))
+
+    def data(self) -> dict:
+        data = {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.sha256)], "ids": self.ids}
+        return data | ({"dictionaries": self.dictionaries} if self.dictionaries else {})
 
     def save(self, path: Path) -> None:
-        write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.sha256)],
-                          "ids": self.ids})
+        write_json(path, self.data())
 
 
 def _replace(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
@@ -195,17 +204,37 @@ def distinct_columns(kind: LogKind) -> tuple[str, ...]:
 
 
 class Store:
-    """A folder of partitioned Parquet logs with a manifest and id dictionaries."""
+    """Partitioned Parquet logs with a manifest and id dictionaries, in a local folder or in object
+    storage (a URL: `pipeline.store.location`); both are read the same way and written by the same
+    ingest, and differ only in how a commit is made (`pipeline.store.commit`)."""
 
     def __init__(self, root: str | Path):
-        self.root = Path(root)
+        self.url = str(root) if is_url(root) else str(Path(root))  # a URL, or a local path as given
+        self.objects = ObjectStore(self.url) if is_url(root) else None
+        self._root = None if self.objects else Path(root)
+
+    @property
+    def root(self) -> Path:
+        """The folder of a local store (a store in object storage has none: `url`, `locate`)."""
+        if self._root is None:
+            raise StorageError(f"{self.url}: a store in object storage has no local folder")
+        return self._root
+
+    def exists(self) -> bool:
+        """Whether a manifest was committed (anything was ever ingested)."""
+        return bool(self.objects.sequences()) if self.objects else (self.root / MANIFEST).exists()
 
     @property
     def manifest(self) -> Manifest:
+        if self.objects:
+            return Manifest.from_data(self.objects.newest()[1])
         return Manifest.load(self.root / MANIFEST)
 
-    def dictionary(self, name: str = "agents") -> IdMap:
-        return IdMap.load(self.root / "dictionaries" / f"{name}.parquet")
+    def dictionary(self, name: str = "agents", manifest: Manifest | None = None) -> IdMap:
+        if self.objects:
+            listed = (manifest or self.manifest).dictionaries.get(name)
+            return IdMap.load(self.locate(listed)) if listed else IdMap()
+        return IdMap.load(self.root / dictionary_path(name))
 
     def partitions(self, kind: str, manifest: Manifest | None = None) -> list[Partition]:
         """The committed partition files of one kind, in a fixed order (as `manifest` lists them, if given)."""
@@ -219,38 +248,52 @@ class Store:
     def path(self, partition: Partition) -> Path:
         return self.root / partition.path
 
+    def locate(self, relative: Partition | str) -> str:
+        """The address a reader (a Dask worker too) opens a store file by: a local absolute path, or a URL."""
+        relative = relative.path if isinstance(relative, Partition) else relative
+        return address(self.url, relative) if self.objects else str((self.root / relative).resolve())
+
     def kinds(self) -> list[str]:
         return sorted({r.kind for r in self.manifest.files.values() if r.partitions})
+
+    def _writing(self) -> FolderCommit | ObjectCommit:
+        if self.objects:
+            return ObjectCommit(self.objects)
+        return FolderCommit(self.root)
 
     def ingest(self, sources: list[str | Path], kind: str) -> list[IngestReport]:
         """Ingest files not yet in the store; one report per source, in the given order. A file
         that cannot be read is refused (status `unreadable`, one line in `error`) and recorded in
         the manifest, so that it is not read again until its content changes; the other files go on."""
         chosen = log_kind(kind)
-        with exclusive_lock(self.root / ".lock"):
-            remove_temporary([self.root / k for k in KINDS] + [self.root / "quarantine", self.root / FOLDER],
-                             shallow=[self.root, self.root / "dictionaries"])
+        with self._writing() as writing:
             manifest = self.manifest
-            self._remove_unlisted_partitions(manifest)
-            maps = {name: self.dictionary(name) for name in DICTIONARIES}
-            index = self._id_index(chosen, manifest, maps) if chosen.record_id else None
+            writing.begin(manifest)
+            maps = {name: writing.dictionary(name, manifest) for name in DICTIONARIES}
+            index = self._id_index(writing, chosen, manifest, maps) if chosen.record_id else None
             pending: list[Written] = []
             looks = {name: LookAlikes(maps[name].names) for name in NAME_DICTIONARIES}
             names = {r.sha256[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
             reports = []
             for src in sources:
-                reports.append(self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names))
+                writing.keep_alive()
+                reports.append(self._ingest_one(writing, Path(src), chosen, manifest, maps, index, pending, looks, names))
                 names.setdefault(reports[-1].sha256[:16], Path(src).name)
             if any(r.sha256 and manifest.files.get(r.sha256) is r for r in reports):  # ingested or newly refused
-                self._commit(manifest, maps, kind, index, pending)
+                writing.commit(manifest, maps, kind, index, pending)
+            else:
+                writing.finish(manifest)
             return reports
 
-    def _id_index(self, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap]) -> KindIndex:
+    def _id_index(self, writing: FolderCommit | ObjectCommit, kind: LogKind, manifest: Manifest,
+                  maps: dict[str, IdMap]) -> KindIndex:
         """The kind's id index as committed, or rebuilt from its partitions (missing, damaged, or
         built by another hasher)."""
         entry = manifest.ids.get(kind.name)
         try:
-            index = load_index(self.root, kind.name, entry)
+            if entry and entry.get("hasher") == HASHER:
+                writing.fetch([run["path"] for run in entry["runs"]])
+            index = load_index(writing.root, kind.name, entry)
         except DamagedStore as error:  # derived data: rebuilt as if it were missing
             log.warning("%s: cannot be read (%s); rebuilding the %s id index from the stored partitions",
                         error.path, error.reason, kind.name)
@@ -258,59 +301,11 @@ class Store:
         if index is None:
             stored = sorted((r for r in manifest.files.values() if r.kind == kind.name and r.status == "ingested"),
                             key=lambda r: (r.ingested_at or "", r.sha256))
-            index = rebuild(self.root, kind.name, stored, lambda name: maps[name].names, (entry or {}).get("files", []))
+            index = rebuild(writing.root, kind.name, stored, lambda name: maps[name].names, (entry or {}).get("files", []),
+                            locate=self.locate)
         return index
 
-    def _commit(self, manifest: Manifest, maps: dict[str, IdMap], kind: str, index: KindIndex | None,
-                pending: list[Written]) -> None:
-        """Partitions into place, then the id index, the dictionaries and last the manifest. If any
-        step fails (a full disk), the files it put in place that no manifest lists are removed
-        again, so that they do not hold the space a retry needs."""
-        try:
-            sync_files(w.temporary for w in pending)
-            for written in pending:
-                os.replace(written.temporary, below(self.root, written.path))
-            if index is not None:
-                entry, runs = index.commit()
-                sync_files(runs)
-                manifest.ids[kind] = entry
-            for name, idmap in maps.items():
-                idmap.save(below(self.root, f"dictionaries/{name}.parquet"))
-            manifest.save(below(self.root, MANIFEST))
-        except BaseException:
-            for written in pending:  # new names (a file whose content is listed is never read again)
-                written.temporary.unlink(missing_ok=True)
-                (self.root / written.path).unlink(missing_ok=True)
-            self._remove_unlisted_runs(self.manifest)
-            raise
-        self._remove_unlisted_runs(manifest)
-
-    def _remove_unlisted_partitions(self, manifest: Manifest) -> None:
-        """Delete the partition and quarantine files that no manifest lists, and the folders they
-        leave empty: a commit killed (SIGKILL, power) between putting them in place and saving its
-        manifest leaves them, invisible to readers, holding their space until the same file is
-        ingested again, which a log that grew meanwhile never is. Symbolic links are left alone (and
-        folders behind them unread): writing through one is refused (`paths.below`), loudly."""
-        listed = {p.path for r in manifest.files.values() for p in r.partitions}
-        listed |= {r.quarantine for r in manifest.files.values() if r.quarantine}
-        removed = 0
-        for folder in [self.root / k for k in KINDS] + [self.root / "quarantine"]:
-            for path in sorted(folder.rglob("*.parquet")) if folder.is_dir() and not folder.is_symlink() else ():
-                if path.relative_to(self.root).as_posix() not in listed and not path.is_symlink() and path.is_file():
-                    path.unlink()
-                    removed += 1
-                    if not any(path.parent.iterdir()):
-                        path.parent.rmdir()
-        if removed:
-            log.warning("%s: removed %d partition file(s) that no manifest lists (left by an interrupted ingest)",
-                        self.root, removed)
-
-    def _remove_unlisted_runs(self, manifest: Manifest) -> None:
-        listed = {run["path"] for entry in manifest.ids.values() for run in entry["runs"]}
-        for path in garbage(self.root, listed):
-            path.unlink(missing_ok=True)
-
-    def _ingest_one(self, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
+    def _ingest_one(self, writing: FolderCommit | ObjectCommit, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
                     index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes],
                     names: dict[str, str]) -> IngestReport:
         earlier = _earlier_versions(source, kind.name, manifest)
@@ -330,9 +325,9 @@ class Store:
         start = FileStart(grown[0].size, grown[0].lines) if grown else None
         sizes = {name: len(idmap) for name, idmap in maps.items()}
         file_ids = FileIds(index, index.ordinal(sha[:16])) if index is not None else None
-        writer = PartitionWriter(self.root, kind.name, sha[:16], kind.dated, TIMESTAMP,
-                                 distinct=distinct_columns(kind))
-        quarantine = QuarantineWriter(self.root, kind.name, sha[:16])
+        writer = PartitionWriter(writing.root, kind.name, sha[:16], kind.dated, TIMESTAMP,
+                                 distinct=distinct_columns(kind), tag=writing.tag)
+        quarantine = QuarantineWriter(writing.root, kind.name, sha[:16], writing.tag)
         behind = Behind(writer.add)  # partitions written while the next batches are read and encoded
         try:
             rows_in = rows_accepted = 0
