@@ -63,8 +63,9 @@ class OneLineErrors(TyperGroup):
                 if ctx.params.get("debug"):
                     raise
                 from pipeline.store import DamagedStore  # loaded already if it was raised
+                from pipeline.store.location import StorageError
 
-                said = isinstance(exc, (DamagedStore, SchedulerError))  # their message is the whole story
+                said = isinstance(exc, (DamagedStore, SchedulerError, StorageError))  # their message is the whole story
                 error_line("error", str(exc) if said else f"{type(exc).__name__}: {exc} (--debug shows the traceback)")
                 raise typer.Exit(1) from None
 
@@ -121,10 +122,23 @@ def check_sources(sources: Sequence[Path]) -> None:
         raise fail(f"no such file or folder: {', '.join(missing)}", 2)
 
 
-def check_store(store: Path) -> None:
+def store_address(value: str | None) -> str | None:
+    """A `--store` as given: a URL (`s3://bucket/prefix`, `gs://`, `az://`) stays text, never a local
+    path (`Path` would make `s3:/bucket` of it: a folder named `s3:`); a local one must not be a file."""
+    from pipeline.paths import is_url
+
+    if value is not None and not is_url(value) and Path(value).is_file():
+        raise typer.BadParameter(f"'{value}' is a file; a store is a folder or an object-storage URL", param_hint="--store")
+    return value
+
+
+def check_store(store: str) -> None:
     """A store read and not written to must be one before any work starts (exit 2)."""
-    if not (store / "manifest.json").exists():
-        raise fail(f"{store} is not a store (no manifest.json); ingest logs into it first", 2)
+    from pipeline.store import Store
+
+    opened = Store(store)
+    if not opened.exists():
+        raise fail(f"{store} is not a store (no {'manifests/' if opened.objects else 'manifest.json'}); ingest logs into it first", 2)
 
 
 def check_kind(kind: str, *, stored: bool = False) -> None:
@@ -217,7 +231,7 @@ def top_agents_table(records: list[dict], top: int = TOP) -> Table:
 def ingest(
     sources: Annotated[list[Path], typer.Argument(help="log files or folders")],
     kind: KindOption,
-    store: Annotated[Path, typer.Option("--store", file_okay=False, help="store folder (created if missing)")],
+    store: Annotated[str, typer.Option("--store", callback=store_address, help="store folder or URL (created if missing)")],
 ) -> None:
     """Validate logs and write them into the store; files already ingested are skipped."""
     check_kind(kind, stored=True)
@@ -242,7 +256,8 @@ def rate(
     method: MethodsOption,
     out: Annotated[Path, typer.Option("--out", file_okay=False, help="output folder")],
     sources: Annotated[Optional[list[Path]], typer.Argument(help="log files or folders (ingested first)")] = None,
-    store: Annotated[Optional[Path], typer.Option("--store", file_okay=False, help="store folder; a temporary one if omitted")] = None,
+    store: Annotated[Optional[str], typer.Option("--store", callback=store_address,
+                                                 help="store folder or URL; a temporary one if omitted")] = None,
     scheduler: SchedulerOption = None,
     workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given (0: local threads)")] = 0,
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
@@ -335,7 +350,7 @@ def backtest_table(summary: list[dict], reference: str) -> Table:
 
 @app.command()
 def backtest(
-    store: Annotated[Path, typer.Option("--store", file_okay=False, help="store folder holding the logs")],
+    store: Annotated[str, typer.Option("--store", callback=store_address, help="store folder or URL holding the logs")],
     kind: KindOption,
     method: MethodsOption,
     out: Annotated[Path, typer.Option("--out", file_okay=False, help="output folder")],
@@ -351,7 +366,6 @@ def backtest(
 ) -> None:
     """Which method best predicts held-out games: rate training splits, score test games by Kendall tau."""
     check_kind(kind, stored=True)
-    check_sources([store])
     check_store(store)
     import time
 

@@ -135,7 +135,7 @@ class ObjectCommit:
 
     def __init__(self, objects: ObjectStore):
         self.objects = objects
-        self.sequence = 0  # the manifest the ingest builds on
+        self.sequence, self.data = 0, {}  # the manifest the ingest builds on
         self.tag = f"-{objects.token}"
         self._stack = ExitStack()
         self._renewed = 0.0
@@ -145,9 +145,13 @@ class ObjectCommit:
         self.objects.newest()  # an unreachable or damaged store is refused before the lease is written
         self.objects.acquire()
         self._stack.callback(self.objects.release)
-        self.sequence = self.objects.newest()[0]  # as read under the lease (`Store.ingest` reads the same)
-        self._renewed = time.monotonic()
-        self.root = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="vase-ingest-")))
+        try:
+            self.sequence, self.data = self.objects.newest()  # as read under the lease
+            self._renewed = time.monotonic()
+            self.root = Path(self._stack.enter_context(tempfile.TemporaryDirectory(prefix="vase-ingest-")))
+        except BaseException:
+            self._stack.close()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:

@@ -267,7 +267,7 @@ class Store:
         the manifest, so that it is not read again until its content changes; the other files go on."""
         chosen = log_kind(kind)
         with self._writing() as writing:
-            manifest = self.manifest
+            manifest = Manifest.from_data(writing.data) if self.objects else self.manifest
             writing.begin(manifest)
             maps = {name: writing.dictionary(name, manifest) for name in DICTIONARIES}
             index = self._id_index(writing, chosen, manifest, maps) if chosen.record_id else None

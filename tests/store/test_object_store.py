@@ -1,0 +1,190 @@
+"""A store in object storage, against a real S3 server process (moto's, on 127.0.0.1: `tests.s3server`).
+
+The commands are the user's (`vase ingest|rate|backtest --store s3://...`), with credentials and
+the endpoint from the standard AWS variables only. Every refusal is one line naming the URL,
+and leaves every object of the store as it was (their ETags compared)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.store import Store
+from pipeline.store.commit import ObjectCommit
+from pipeline.store.objects import LEASE, ObjectStore, StoreBusy
+from tests.conftest import SAMPLES
+from tests.s3server import free_port, s3  # noqa: F401 (the fixture)
+
+ARENA = SAMPLES / "arena_bench" / "arena_hard_battles.csv"
+LLMFAO = SAMPLES / "llmfao" / "crowd_battles.csv"
+runner = CliRunner()
+
+
+@pytest.fixture
+def aws(s3, monkeypatch, tmp_path):  # noqa: F811
+    """The server's credentials in the environment, a new bucket, and a working folder of its own
+    (a URL taken for a path would leave a folder `s3:` in it)."""
+    from s3fs import S3FileSystem
+
+    for name, value in s3.environment().items():
+        monkeypatch.setenv(name, value)
+    S3FileSystem.clear_instance_cache()  # an instance made for another server (or key) is not reused
+    monkeypatch.chdir(tmp_path)
+    yield s3.bucket()
+    S3FileSystem.clear_instance_cache()
+    assert not Path("s3:").exists()
+
+
+def one_line_error(result) -> str:
+    lines = result.output.strip().splitlines()
+    assert result.exit_code != 0 and len(lines) == 1 and lines[0].startswith("error: "), result.output
+    return lines[0]
+
+
+def test_ingest_rate_and_backtest_with_the_store_on_s3_give_what_a_local_store_gives(aws, s3, tmp_path):  # noqa: F811
+    url = f"s3://{aws}/stores/arena"
+    for store in (url, str(tmp_path / "local")):
+        ingested = runner.invoke(app, ["ingest", str(ARENA), "--kind", "battles", "--store", store])
+        assert ingested.exit_code == 0 and "rows in 2136 = accepted 2136 + quarantined 0" in ingested.output, ingested.output
+    before = s3.objects(aws)
+    again = runner.invoke(app, ["ingest", str(ARENA), "--kind", "battles", "--store", url])
+    assert again.exit_code == 0 and "1 file already in the store, skipped" in again.output, again.output
+    assert s3.objects(aws) == before  # a no-op: not one object written, not even the lease
+    assert sorted(Path(k).name for k in before if "/manifests/" in k) == ["0000000001.json"]
+    for where, store in (("s3", url), ("local", str(tmp_path / "local"))):
+        rated = runner.invoke(app, ["rate", "--kind", "battles", "-m", "elo", "-m", "copeland", "--store", store,
+                                    "--out", str(tmp_path / f"rate-{where}")])
+        assert rated.exit_code == 0, rated.output
+        tested = runner.invoke(app, ["backtest", "--kind", "battles", "-m", "elo", "-m", "copeland", "--store", store,
+                                     "--splits", "3", "--test-size", "200", "--workers", "0", "--out", str(tmp_path / f"bt-{where}")])
+        assert tested.exit_code == 0, tested.output
+    for name in ("rate-{}/ratings.parquet", "bt-{}/summary.parquet"):
+        assert (tmp_path / name.format("s3")).read_bytes() == (tmp_path / name.format("local")).read_bytes(), name
+    assert json.loads((tmp_path / "rate-s3" / "run.json").read_text())["store"] == url
+
+
+def test_refusals_are_one_line_naming_the_url_and_change_nothing(aws, s3, monkeypatch):  # noqa: F811
+    url = f"s3://{aws}/store"
+    assert runner.invoke(app, ["ingest", str(ARENA), "--kind", "battles", "--store", url]).exit_code == 0
+    before = s3.objects(aws)
+    ingest = ["ingest", str(LLMFAO), "--kind", "battles", "--store", url]
+
+    from s3fs import S3FileSystem
+
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-key")
+    S3FileSystem.clear_instance_cache()  # a process reads its credentials once; the tests change them
+    assert "access refused" in one_line_error(runner.invoke(app, ingest)).removeprefix(f"error: {url}: ")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3.secret)
+    S3FileSystem.clear_instance_cache()
+
+    missing = runner.invoke(app, ["ingest", str(LLMFAO), "--kind", "battles", "--store", "s3://no-such-bucket/store"])
+    assert one_line_error(missing) == "error: s3://no-such-bucket/store: the bucket 'no-such-bucket' does not exist; create it first"
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens there
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    S3FileSystem.clear_instance_cache()
+    assert "the object store cannot be reached" in one_line_error(runner.invoke(app, ingest)).removeprefix(f"error: {url}: ")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint)
+    S3FileSystem.clear_instance_cache()
+
+    manifest = f"store/manifests/{1:010d}.json"  # edited by hand: valid JSON, one count changed
+    text = s3.client().get_object(Bucket=aws, Key=manifest)["Body"].read().decode().replace('"rows_in": 2136', '"rows_in": 2137')
+    s3.client().put_object(Bucket=aws, Key=manifest, Body=text.encode())
+    before = s3.objects(aws)
+    for command in (ingest, ["rate", "--kind", "battles", "-m", "elo", "--store", url, "--out", "out"]):
+        line = one_line_error(runner.invoke(app, command))
+        assert line.startswith(f"error: {url}/{manifest.removeprefix('store/')}: the manifest was changed after it was committed")
+    assert s3.objects(aws) == before and not Path("out").exists()
+
+
+def test_a_second_writer_stops_in_one_line_while_the_lease_is_held(aws, s3):  # noqa: F811
+    url = f"s3://{aws}/store"
+    holder = ObjectStore(url)
+    holder.acquire()
+    before = s3.objects(aws)
+    line = one_line_error(runner.invoke(app, ["ingest", str(ARENA), "--kind", "battles", "--store", url]))
+    assert line.startswith(f"error: {url}: another writer (") and "holds the store's lease until" in line
+    assert s3.objects(aws) == before
+    holder.release()
+    assert runner.invoke(app, ["ingest", str(ARENA), "--kind", "battles", "--store", url]).exit_code == 0
+
+
+def test_of_two_writers_building_on_the_same_manifest_one_commits_and_the_other_stops(aws, s3, monkeypatch):  # noqa: F811
+    # Both passed the lease (the first one's expired while it worked): the manifest's conditional
+    # create lets one commit; the other commits nothing and leaves no object behind.
+    monkeypatch.setenv("VASE_LEASE_SECONDS", "0.1")
+    url = f"s3://{aws}/store"
+    first, second = Store(url), Store(url)
+    entered = []
+    real_enter = ObjectCommit.__enter__
+
+    def enter(commit):  # the second writer starts its whole ingest while the first is between reading and committing
+        entered.append(commit)
+        real_enter(commit)
+        if len(entered) == 1:
+            import time
+
+            time.sleep(0.2)  # the first's lease expires
+            second.ingest([str(LLMFAO)], "battles")
+            commit.objects.acquire()  # ...and the first takes the lease back before it commits
+        return commit
+
+    monkeypatch.setattr(ObjectCommit, "__enter__", enter)
+    with pytest.raises(StoreBusy, match=f"^{url}: another writer committed manifest 1 first; nothing of this ingest"):
+        first.ingest([str(ARENA)], "battles")
+    manifest = Store(url).manifest
+    assert [Path(r.source).name for r in manifest.files.values()] == ["crowd_battles.csv"]
+    keys = s3.objects(aws)
+    assert not any(first.objects.token in key for key in keys)  # the loser's uploads are gone
+    assert sum(r.rows_accepted for r in manifest.files.values()) == 8931
+
+
+KILLED = textwrap.dedent("""
+    import os, signal, sys
+    from pipeline.store import Store
+    from pipeline.store.objects import ObjectStore
+
+    def killed(self, sequence, data):  # SIGKILL between the uploads and the manifest: the worst moment
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    ObjectStore.create_manifest = killed
+    Store(sys.argv[1]).ingest([sys.argv[2]], "battles")
+""")
+
+
+def test_an_ingest_killed_mid_commit_leaves_the_previous_manifest_and_the_next_writer_removes_its_orphans(aws, s3, monkeypatch):  # noqa: F811
+    url = f"s3://{aws}/store"
+    assert runner.invoke(app, ["ingest", str(ARENA), "--kind", "battles", "--store", url]).exit_code == 0
+    committed = s3.objects(aws)
+    env = os.environ | s3.environment(VASE_LEASE_SECONDS="20") | {"PYTHONPATH": str(Path(__file__).parents[2])}
+    killed = subprocess.run([sys.executable, "-c", KILLED, url, str(LLMFAO)], env=env, capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    left = s3.objects(aws)
+    orphans = set(left) - set(committed) - {f"store/{LEASE}"}
+    assert orphans and all("/battles/" in k or "/ids/" in k or "/dictionaries/" in k for k in orphans)
+    assert {k: e for k, e in left.items() if k in committed} == committed  # nothing committed was touched
+    assert [Path(r.source).name for r in Store(url).manifest.files.values()] == ["arena_hard_battles.csv"]
+
+    # Its lease holds until it expires: the next writer stops, naming the URL, and changes nothing.
+    line = one_line_error(runner.invoke(app, ["ingest", str(LLMFAO), "--kind", "battles", "--store", url]))
+    assert line.startswith(f"error: {url}: another writer (") and s3.objects(aws) == left
+
+    import time
+
+    expires = json.loads(s3.client().get_object(Bucket=aws, Key=f"store/{LEASE}")["Body"].read())["expires"]
+    time.sleep(max(0.0, expires - time.time()) + 0.5)
+    result = runner.invoke(app, ["ingest", str(LLMFAO), "--kind", "battles", "--store", url])
+    assert result.exit_code == 0 and "rows in 8931 = accepted 8931 + quarantined 0" in result.output, result.output
+    now = s3.objects(aws)
+    assert not orphans & set(now) and f"store/{LEASE}" not in now
+    manifest = Store(url).manifest
+    assert sum(r.rows_accepted for r in manifest.files.values()) == 2136 + 8931
