@@ -20,15 +20,11 @@ from dataclasses import dataclass
 
 import pytest
 
+from tests.infra.processes import free_port
+
 REGION = "us-east-1"
 # Requests the server answers without authentication: the three that make the tests' user.
 SETUP_REQUESTS = 3
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass

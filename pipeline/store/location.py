@@ -89,35 +89,23 @@ def speaking_for(url: str) -> Iterator[None]:
         raise explain(url, exc) from None
 
 
-def parquet_file(path: str, **options) -> pq.ParquetFile:
-    """A Parquet file of a store, local or in object storage."""
+def _read(reader, path: str, **options):
+    """`reader(path)` for a local path; for a URL, `reader(key, filesystem=...)` through fsspec."""
     if not is_url(path):
-        return pq.ParquetFile(path, **options)
+        return reader(path, **options)
     fs, key = filesystem(path)
     with speaking_for(path):
-        return pq.ParquetFile(key, filesystem=fs, **options)
+        return reader(key, filesystem=fs, **options)
+
+
+def parquet_file(path: str, **options) -> pq.ParquetFile:
+    """A Parquet file of a store, local or in object storage."""
+    return _read(pq.ParquetFile, path, **options)
 
 
 def read_table(path: str, **options) -> pa.Table:
-    if not is_url(path):
-        return pq.read_table(path, **options)
-    fs, key = filesystem(path)
-    with speaking_for(path):
-        return pq.read_table(key, filesystem=fs, **options)
+    return _read(pq.read_table, path, **options)
 
 
 def read_schema(path: str) -> pa.Schema:
-    if not is_url(path):
-        return pq.read_schema(path)
-    fs, key = filesystem(path)
-    with speaking_for(path):
-        return pq.read_schema(key, filesystem=fs)
-
-
-def read_bytes(path: str) -> bytes:
-    """A whole file's bytes (FileNotFoundError if it is missing)."""
-    if not is_url(path):
-        return Path(path).read_bytes()
-    fs, key = filesystem(path)
-    with speaking_for(path):
-        return fs.cat_file(key)
+    return _read(pq.read_schema, path)

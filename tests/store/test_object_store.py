@@ -22,7 +22,8 @@ from pipeline.store import Store
 from pipeline.store.commit import ObjectCommit
 from pipeline.store.objects import LEASE, ObjectStore, StoreBusy
 from tests.conftest import SAMPLES
-from tests.s3server import free_port, s3  # noqa: F401 (the fixture)
+from tests.infra.processes import free_port
+from tests.s3server import s3  # noqa: F401 (the fixture)
 
 ARENA = SAMPLES / "arena_bench" / "arena_hard_battles.csv"
 LLMFAO = SAMPLES / "llmfao" / "crowd_battles.csv"
