@@ -48,7 +48,7 @@ from pipeline.logs import KINDS, log_kind
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import unique_specs
-from pipeline.paths import CATEGORY_PREFIX, UnsafePath, category_folder, check_board_name, inside
+from pipeline.paths import CATEGORY_PREFIX, UnsafePath, category_folder, check_board_name, inside, is_url
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
 from pipeline.stats import Statistics, reduce_store
 from pipeline.stats.categories import category_counts
@@ -56,6 +56,7 @@ from pipeline.stats.extras import kind_statistics
 from pipeline.stats.game_data import PromptCounts
 from pipeline.store import IngestReport, Store, is_store
 from pipeline.store.files import atomic_write, sha256_file
+from pipeline.store.location import log_files
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +152,7 @@ def load_boards(path: str | Path) -> list[Board]:
         if not methods:
             raise ValueError(f"{where}: lists no methods")
         name = check_board_name(entry["name"], path)
-        boards.append(Board(name, entry["kind"], tuple(str((path.parent / s).resolve()) for s in sources), methods,
+        boards.append(Board(name, entry["kind"], tuple(s if is_url(s) else str((path.parent / s).resolve()) for s in sources), methods,
                             entry.get("title", ""), by=entry.get("by")))
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
@@ -180,14 +181,18 @@ def text_list(value: object, where: str) -> tuple[str, ...]:
     return tuple(items)
 
 
-def source_files(board: Board) -> list[Path]:
+def source_files(board: Board) -> list[Path | str]:
     """The files a board's sources name: files as given, folders scanned recursively (in sorted
     order, not through links to folders) for the files of the board's kind, except inside a vase
     store: a store kept beside its logs would otherwise take in its own partitions, dictionaries
-    and quarantine as logs, again on every run."""
+    and quarantine as logs, again on every run. A URL names objects the same way (`log_files`)."""
     suffixes = log_kind(board.kind).suffixes
-    files: list[Path] = []
-    for source in map(Path, board.sources):
+    files: list[Path | str] = []
+    for given in board.sources:
+        if is_url(given):
+            files += log_files(given, suffixes)
+            continue
+        source = Path(given)
         if source.is_dir():
             found = []
             for folder, subfolders, names in os.walk(source):
@@ -216,7 +221,7 @@ def ingest(store: Store, board: Board, advance: Callable[..., None] | None = Non
     size = max(1, math.ceil(len(files) / INGEST_COMMITS))
     for start in range(0, len(files), size):
         batch = files[start:start + size]
-        advance(0, batch[0].name)
+        advance(0, Path(str(batch[0])).name)
         reports += store.ingest(batch, board.kind)
         advance(len(batch))
     return reports

@@ -116,10 +116,20 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def check_sources(sources: Sequence[Path]) -> None:
-    """Every file or folder given must exist before any work starts (exit 2)."""
-    if missing := [str(s) for s in sources if not s.exists()]:
-        raise fail(f"no such file or folder: {', '.join(missing)}", 2)
+def check_sources(sources: Sequence[str]) -> None:
+    """Every file or folder given must exist before any work starts (exit 2); a URL (object
+    storage) is listed when it is read, and one that cannot be is refused then, in one line."""
+    from pipeline.paths import is_url
+
+    if missing := [s for s in sources if not is_url(s) and not Path(s).exists()]:
+        raise fail(f"no such file or folder: {', '.join(map(str, map(Path, missing)))}", 2)
+
+
+def log_addresses(sources: Sequence[str]) -> tuple[str, ...]:
+    """Log sources as a board keeps them: URLs as given, local paths normalised (`Path`)."""
+    from pipeline.paths import is_url
+
+    return tuple(s if is_url(s) else str(Path(s)) for s in sources)
 
 
 def store_address(value: str | None) -> str | None:
@@ -229,7 +239,7 @@ def top_agents_table(records: list[dict], top: int = TOP) -> Table:
 
 @app.command()
 def ingest(
-    sources: Annotated[list[Path], typer.Argument(help="log files or folders")],
+    sources: Annotated[list[str], typer.Argument(help="log files or folders, or object-storage URLs")],
     kind: KindOption,
     store: Annotated[str, typer.Option("--store", callback=store_address, help="store folder or URL (created if missing)")],
 ) -> None:
@@ -240,7 +250,7 @@ def ingest(
     from pipeline.board import ingest as ingest_board
     from pipeline.store import Store
 
-    board = Board("ingest", kind, tuple(map(str, sources)), ())
+    board = Board("ingest", kind, log_addresses(sources), ())
     with progress_bar("ingest", len(source_files(board))) as advance:
         reports = ingest_board(Store(store), board, advance)
     report_ingest(reports)
@@ -255,7 +265,7 @@ def rate(
     kind: KindOption,
     method: MethodsOption,
     out: Annotated[Path, typer.Option("--out", file_okay=False, help="output folder")],
-    sources: Annotated[Optional[list[Path]], typer.Argument(help="log files or folders (ingested first)")] = None,
+    sources: Annotated[Optional[list[str]], typer.Argument(help="log files or folders, or URLs (ingested first)")] = None,
     store: Annotated[Optional[str], typer.Option("--store", callback=store_address,
                                                  help="store folder or URL; a temporary one if omitted")] = None,
     scheduler: SchedulerOption = None,
@@ -286,7 +296,7 @@ def rate(
         check_store(store)
     try:
         specs, merged = unique_specs(method)
-        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by)
+        board = Board(title or out.name, kind, log_addresses(sources or ()), specs, title, merged, by)
     except ValueError as exc:  # an unknown method or parameter, or a method that does not rate this kind
         raise typer.BadParameter(str(exc), param_hint="--method") from None
     report_merged(board.merged)

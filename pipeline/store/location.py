@@ -17,9 +17,10 @@ accept) becomes `StorageError`: one line naming the URL.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -109,3 +110,32 @@ def read_table(path: str, **options) -> pa.Table:
 
 def read_schema(path: str) -> pa.Schema:
     return _read(pq.read_schema, path)
+
+
+def log_files(url: str, suffixes: Iterable[str]) -> list[str]:
+    """The log files a URL names: itself if it is an object, else the objects below it with one of
+    `suffixes`, in sorted order, except inside a vase store (as a local folder is scanned)."""
+    fs, key = filesystem(url)
+    with speaking_for(url):
+        if not fs.isdir(key):
+            return [url]
+        found = fs.find(key)
+    stores = tuple(f"{k.rsplit('/manifests/', 1)[0]}/" for k in found if "/manifests/" in k)  # `pipeline.store.objects`
+    scheme = url.split("://", 1)[0]
+    wanted = {s.lower() for s in suffixes}
+    return sorted(f"{scheme}://{k}" for k in found if PurePosixPath(k).suffix.lower() in wanted and not k.startswith(stores))
+
+
+@contextmanager
+def fetched(source: str | Path) -> Iterator[Path]:
+    """A log file as a local path: itself, or an object downloaded to a temporary folder under its
+    own name (ingest hashes, reads and re-reads it as a file); the copy is deleted after the block."""
+    if not is_url(source):
+        yield Path(source)
+        return
+    fs, key = filesystem(source)
+    with tempfile.TemporaryDirectory(prefix="vase-log-") as folder:
+        local = Path(folder) / PurePosixPath(key).name
+        with speaking_for(source):
+            fs.get_file(key, str(local))
+        yield local

@@ -61,7 +61,7 @@ from pipeline.store.dictionary import IdMap
 from pipeline.store.commit import MANIFEST, FolderCommit, ObjectCommit, dictionary_path
 from pipeline.store.files import DamagedStore, digest_file, reading_store_file, write_json
 from pipeline.store.index import FileIds, KindIndex, load_index, rebuild
-from pipeline.store.location import StorageError, address
+from pipeline.store.location import StorageError, address, fetched
 from pipeline.store.objects import ObjectStore
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 
@@ -277,8 +277,8 @@ class Store:
             reports = []
             for src in sources:
                 writing.keep_alive()
-                reports.append(self._ingest_one(writing, Path(src), chosen, manifest, maps, index, pending, looks, names))
-                names.setdefault(reports[-1].sha256[:16], Path(src).name)
+                reports.append(self._ingest_fetched(writing, src, chosen, manifest, maps, index, pending, looks, names))
+                names.setdefault(reports[-1].sha256[:16], Path(str(src)).name)
             if any(r.sha256 and manifest.files.get(r.sha256) is r for r in reports):  # ingested or newly refused
                 writing.commit(manifest, maps, kind, index, pending)
             else:
@@ -304,6 +304,24 @@ class Store:
             index = rebuild(writing.root, kind.name, stored, lambda name: maps[name].names, (entry or {}).get("files", []),
                             locate=self.locate)
         return index
+
+    def _ingest_fetched(self, writing: FolderCommit | ObjectCommit, source: str | Path, *rest) -> IngestReport:
+        """`_ingest_one` of a local file, or of an object downloaded first; the report (and the
+        manifest) name the object's URL."""
+        if not is_url(source):
+            return self._ingest_one(writing, Path(source), *rest)
+        try:
+            with fetched(source) as local:
+                report = self._ingest_one(writing, local, *rest)
+        except (OSError, StorageError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else next(iter(str(exc).splitlines()), "")
+            return IngestReport(str(source), rest[0].name, "", "unreadable", error=f"{source}: {reason.removeprefix(f'{source}: ')}")
+        manifest = rest[1]
+        named = dataclasses.replace(report, source=str(source),
+                                    error=report.error.replace(str(local), str(source)) if report.error else None)
+        if manifest.files.get(report.sha256) is report:
+            manifest.files[report.sha256] = named
+        return named
 
     def _ingest_one(self, writing: FolderCommit | ObjectCommit, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
                     index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes],

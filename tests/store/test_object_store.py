@@ -189,3 +189,21 @@ def test_an_ingest_killed_mid_commit_leaves_the_previous_manifest_and_the_next_w
     assert not orphans & set(now) and f"store/{LEASE}" not in now
     manifest = Store(url).manifest
     assert sum(r.rows_accepted for r in manifest.files.values()) == 2136 + 8931
+
+
+def test_logs_in_object_storage_are_ingested_by_url_and_named_by_it(aws, s3):  # noqa: F811
+    client = s3.client()
+    client.upload_file(str(LLMFAO), aws, "logs/llmfao/crowd_battles.csv")
+    client.upload_file(str(ARENA), aws, "logs/arena/arena_hard_battles.csv")
+    client.put_object(Bucket=aws, Key="logs/llmfao/notes.txt", Body=b"not a log")
+    url = f"s3://{aws}/store"
+    assert runner.invoke(app, ["ingest", str(ARENA), "--kind", "battles", "--store", f"s3://{aws}/logs/arena-store"]).exit_code == 0
+    result = runner.invoke(app, ["ingest", f"s3://{aws}/logs", "--kind", "battles", "--store", url])
+    assert result.exit_code == 0 and "rows in 11067 = accepted 11067 + quarantined 0" in result.output, result.output
+    sources = sorted(r.source for r in Store(url).manifest.files.values())  # not the arena store's partitions under logs/
+    assert sources == [f"s3://{aws}/logs/arena/arena_hard_battles.csv", f"s3://{aws}/logs/llmfao/crowd_battles.csv"]
+    again = runner.invoke(app, ["ingest", str(LLMFAO), f"s3://{aws}/logs/arena/arena_hard_battles.csv", "--kind", "battles",
+                                "--store", url])
+    assert again.exit_code == 0 and "2 files already in the store, skipped" in again.output, again.output
+    missing = runner.invoke(app, ["ingest", f"s3://{aws}/logs/none.csv", "--kind", "battles", "--store", url])
+    assert missing.exit_code == 1 and f"unreadable: s3://{aws}/logs/none.csv: " in missing.output, missing.output
