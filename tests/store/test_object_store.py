@@ -207,3 +207,40 @@ def test_logs_in_object_storage_are_ingested_by_url_and_named_by_it(aws, s3):  #
     assert again.exit_code == 0 and "2 files already in the store, skipped" in again.output, again.output
     missing = runner.invoke(app, ["ingest", f"s3://{aws}/logs/none.csv", "--kind", "battles", "--store", url])
     assert missing.exit_code == 1 and f"unreadable: s3://{aws}/logs/none.csv: " in missing.output, missing.output
+
+
+WRITER = textwrap.dedent("""
+    import os, sys, time
+    from pathlib import Path
+    from pipeline.store import Store
+    from pipeline.store.objects import StoreBusy
+
+    url, log, ready = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    (ready / str(os.getpid())).touch()
+    while len(list(ready.iterdir())) < 2:  # both writers begin together, their imports done
+        time.sleep(0.01)
+    for attempt in range(600):
+        try:
+            report = Store(url).ingest([log], "battles")[0]
+            print(report.status, report.rows_accepted, "after", attempt, "refusals")
+            break
+        except StoreBusy as busy:
+            print("busy:", busy, file=sys.stderr)
+            time.sleep(0.2)
+""")
+
+
+def test_two_writer_processes_at_once_each_commit_once_and_nothing_is_lost(aws, s3, tmp_path):  # noqa: F811
+    url = f"s3://{aws}/store"
+    env = os.environ | s3.environment() | {"PYTHONPATH": str(Path(__file__).parents[2])}
+    (tmp_path / "ready").mkdir()
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, url, str(log), str(tmp_path / "ready")], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE) for log in (ARENA, LLMFAO)]
+    outputs = [writer.communicate(timeout=600) for writer in writers]
+    assert [w.returncode for w in writers] == [0, 0], outputs
+    assert sorted(out.split(" after")[0] for out, _ in outputs) == ["ingested 2136", "ingested 8931"], outputs
+    refusals = [line for _, err in outputs for line in err.splitlines() if line.startswith("busy: ")]
+    assert refusals and all(line.startswith(f"busy: {url}: another writer (") for line in refusals), outputs  # they did overlap
+    manifest = Store(url).manifest
+    assert sorted(r.rows_accepted for r in manifest.files.values()) == [2136, 8931]
+    assert not any("lease.json" in key for key in s3.objects(aws))
