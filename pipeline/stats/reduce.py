@@ -14,7 +14,6 @@ import operator
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import dask
 import numpy as np
@@ -141,8 +140,8 @@ def reduce_unit(unit: Unit, kind: str, n: int, statistics: frozenset[str], dense
 
 def cached_reduce_unit(root: str, unit: Unit, kind: str, n: int, statistics: frozenset[str], dense: bool) -> Partial:
     """`reduce_unit`, through the store's cache of partials."""
-    key = cache.cache_key(Path(root), kind, statistics, dense, unit)
-    path = cache.cache_path(Path(root), kind, key)
+    key = cache.cache_key(root, kind, statistics, dense, unit)
+    path = cache.cache_path(root, kind, key)
     partial = cache.load(path, key, n)
     if partial is None:
         partial = reduce_unit(unit, kind, n, statistics, dense)
@@ -196,7 +195,7 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     agents = store.dictionary("agents")
     n = len(agents)
     dense = n <= DENSE_MAX_AGENTS if dense is None else dense
-    root = store.locate(".") if use_cache and store.objects is None else None  # no cache in object storage yet
+    root = (store.url if store.objects else store.locate(".")) if use_cache else None
     slots = sum(client.nthreads().values()) if client is not None else (os.cpu_count() or 1)
     count = max(min(len(units), 2 * slots), -(-len(units) // UNITS_PER_BATCH))
     batches = [list(b) for b in np.array_split(np.array(units, dtype=object), count)]

@@ -112,6 +112,20 @@ def read_schema(path: str) -> pa.Schema:
     return _read(pq.read_schema, path)
 
 
+def read_object(url: str) -> bytes:
+    """An object's bytes (FileNotFoundError if there is none)."""
+    fs, key = filesystem(url)
+    with speaking_for(url):
+        return fs.cat_file(key)
+
+
+def write_object(url: str, data: bytes) -> None:
+    """Put an object whole (a PUT is atomic: readers see the old object or the new one)."""
+    fs, key = filesystem(url)
+    with speaking_for(url):
+        fs.pipe_file(key, data)
+
+
 def log_files(url: str, suffixes: Iterable[str]) -> list[str]:
     """The log files a URL names: itself if it is an object, else the objects below it with one of
     `suffixes`, in sorted order, except inside a vase store (as a local folder is scanned)."""

@@ -209,7 +209,7 @@ class Store:
     ingest, and differ only in how a commit is made (`pipeline.store.commit`)."""
 
     def __init__(self, root: str | Path):
-        self.url = str(root) if is_url(root) else str(Path(root))  # a URL, or a local path as given
+        self.url = str(root).rstrip("/") if is_url(root) else str(Path(root))  # a URL, or a local path as given
         self.objects = ObjectStore(self.url) if is_url(root) else None
         self._root = None if self.objects else Path(root)
 

@@ -244,3 +244,17 @@ def test_two_writer_processes_at_once_each_commit_once_and_nothing_is_lost(aws, 
     manifest = Store(url).manifest
     assert sorted(r.rows_accepted for r in manifest.files.values()) == [2136, 8931]
     assert not any("lease.json" in key for key in s3.objects(aws))
+
+
+def test_the_partial_cache_of_a_store_on_s3_spares_reading_its_partitions_again(aws, s3):  # noqa: F811
+    from pipeline.stats import reduce_store
+
+    url = f"s3://{aws}/store"
+    Store(url).ingest([str(LLMFAO)], "battles")
+    first = reduce_store(Store(url), "battles", use_cache=True)
+    keys = s3.objects(aws)
+    assert any(k.startswith("store/cache/battles/") for k in keys)
+    for key in (k for k in keys if "/battles/source=" in k or "/battles/date=" in k):  # damaged: only the cache can answer
+        s3.client().put_object(Bucket=aws, Key=key, Body=b"not parquet")
+    again = reduce_store(Store(url), "battles", use_cache=True)
+    assert again.pairwise.dense().wins.tobytes() == first.pairwise.dense().wins.tobytes()
