@@ -15,7 +15,10 @@ them into place, then writes the id index, the dictionaries and last the manifes
 atomically; readers list partitions from the manifest only, so an interrupted ingest leaves nothing
 visible, and re-running it rewrites the same names (temporary files of a killed ingest, and the
 partition files of a commit killed before its manifest, which no manifest lists, are deleted by the
-next one). A file whose content hash is in the manifest is skipped, whatever its name.
+next one). A file whose content hash is in the manifest is skipped, whatever its name. That is a
+local folder's commit; a store in object storage (a URL) is ingested the same way and committed
+by a lease, uniquely named objects and a manifest created only if absent (`pipeline.store.commit`,
+`pipeline.store.objects`), and read through the same `Store` (`locate`, `pipeline.store.location`).
 
 Exactly once across files: a record whose id (`LogKind.record_id`) is in the index, from an
 earlier file or earlier in the same one, is quarantined as a duplicate naming where it was first
@@ -305,18 +308,18 @@ class Store:
                             locate=self.locate)
         return index
 
-    def _ingest_fetched(self, writing: FolderCommit | ObjectCommit, source: str | Path, *rest) -> IngestReport:
+    def _ingest_fetched(self, writing: FolderCommit | ObjectCommit, source: str | Path, kind: LogKind, manifest: Manifest,
+                        *rest) -> IngestReport:
         """`_ingest_one` of a local file, or of an object downloaded first; the report (and the
         manifest) name the object's URL."""
         if not is_url(source):
-            return self._ingest_one(writing, Path(source), *rest)
+            return self._ingest_one(writing, Path(source), kind, manifest, *rest)
         try:
             with fetched(source) as local:
-                report = self._ingest_one(writing, local, *rest)
+                report = self._ingest_one(writing, local, kind, manifest, *rest)
         except (OSError, StorageError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else next(iter(str(exc).splitlines()), "")
-            return IngestReport(str(source), rest[0].name, "", "unreadable", error=f"{source}: {reason.removeprefix(f'{source}: ')}")
-        manifest = rest[1]
+            return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {reason.removeprefix(f'{source}: ')}")
         named = dataclasses.replace(report, source=str(source),
                                     error=report.error.replace(str(local), str(source)) if report.error else None)
         if manifest.files.get(report.sha256) is report:
