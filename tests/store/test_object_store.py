@@ -51,6 +51,7 @@ def one_line_error(result) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_ingest_rate_and_backtest_with_the_store_on_s3_give_what_a_local_store_gives(aws, s3, tmp_path):  # noqa: F811
     url = f"s3://{aws}/stores/arena"
     for store in (url, str(tmp_path / "local")):
@@ -162,6 +163,7 @@ KILLED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_an_ingest_killed_mid_commit_leaves_the_previous_manifest_and_the_next_writer_removes_its_orphans(aws, s3, monkeypatch):  # noqa: F811
     url = f"s3://{aws}/store"
     assert runner.invoke(app, ["ingest", str(ARENA), "--kind", "battles", "--store", url]).exit_code == 0
@@ -230,6 +232,7 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_two_writer_processes_at_once_each_commit_once_and_nothing_is_lost(aws, s3, tmp_path):  # noqa: F811
     url = f"s3://{aws}/store"
     env = os.environ | s3.environment() | {"PYTHONPATH": str(Path(__file__).parents[2])}
