@@ -72,6 +72,9 @@ def test_ingest_rate_and_backtest_with_the_store_on_s3_give_what_a_local_store_g
     for name in ("rate-{}/ratings.parquet", "bt-{}/summary.parquet"):
         assert (tmp_path / name.format("s3")).read_bytes() == (tmp_path / name.format("local")).read_bytes(), name
     assert json.loads((tmp_path / "rate-s3" / "run.json").read_text())["store"] == url
+    written = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
+    written += [s3.client().get_object(Bucket=aws, Key=k)["Body"].read() for k in s3.objects(aws) if k.endswith(".json")]
+    assert not any(s3.secret.encode() in data or s3.key.encode() in data for data in written)  # credentials stay in the environment
 
 
 def test_refusals_are_one_line_naming_the_url_and_change_nothing(aws, s3, monkeypatch):  # noqa: F811
