@@ -24,7 +24,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pipeline.logs import KINDS
 from pipeline.paths import below
@@ -35,11 +35,24 @@ from pipeline.store.location import address
 from pipeline.store.objects import ObjectStore, lease_seconds
 from pipeline.store.partitions import Written
 
-if TYPE_CHECKING:
-    from pipeline.store.store import Manifest
-
 MANIFEST = "manifest.json"
 log = logging.getLogger(__name__)
+
+
+class Manifest(Protocol):
+    """What a commit needs of `pipeline.store.store.Manifest` (which is built on this module)."""
+
+    files: dict
+    ids: dict[str, dict]
+    dictionaries: dict[str, str]
+
+    def data(self) -> dict: ...
+
+    def save(self, path: Path) -> None: ...
+
+
+def listed_runs(manifest: Manifest) -> set[str]:
+    return {run["path"] for entry in manifest.ids.values() for run in entry["runs"]}
 
 
 def dictionary_path(name: str, tag: str = "") -> str:
@@ -81,6 +94,7 @@ class FolderCommit:
         """Partitions into place, then the id index, the dictionaries and last the manifest. If any
         step fails (a full disk), the files it put in place that no manifest lists are removed
         again, so that they do not hold the space a retry needs."""
+        committed = listed_runs(manifest)  # its id runs are set below, by this commit only
         try:
             sync_files(w.temporary for w in pending)
             for written in pending:
@@ -96,9 +110,9 @@ class FolderCommit:
             for written in pending:  # new names (a file whose content is listed is never read again)
                 written.temporary.unlink(missing_ok=True)
                 (self.root / written.path).unlink(missing_ok=True)
-            self._remove_unlisted_runs(type(manifest).load(self.root / MANIFEST))
+            self._remove_unlisted_runs(committed)
             raise
-        self._remove_unlisted_runs(manifest)
+        self._remove_unlisted_runs(listed_runs(manifest))
 
     def finish(self, manifest: Manifest) -> None:
         """Nothing to commit: nothing to do."""
@@ -123,8 +137,7 @@ class FolderCommit:
             log.warning("%s: removed %d partition file(s) that no manifest lists (left by an interrupted ingest)",
                         self.root, removed)
 
-    def _remove_unlisted_runs(self, manifest: Manifest) -> None:
-        listed = {run["path"] for entry in manifest.ids.values() for run in entry["runs"]}
+    def _remove_unlisted_runs(self, listed: set[str]) -> None:
         for path in garbage(self.root, listed):
             path.unlink(missing_ok=True)
 
