@@ -1,4 +1,5 @@
-# The two set-up commands of the README: `make demo` and `make test`.
+# The two set-up commands of the README: `make demo` and `make test` (which also installs the system
+# packages its tests start: `system-packages`).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
@@ -8,7 +9,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 
-.PHONY: demo test bench server deploy worker clean
+.PHONY: demo test system-packages bench server deploy worker clean
 
 # The nightly deployment on a local Prefect server (README, "Deployment").
 PREFECT_PORT ?= 4200
@@ -23,8 +24,24 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 demo: $(VENV)/.installed
 	$(VENV)/bin/vase demo
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed system-packages
 	$(PY) -m pytest -q -n 2 --durations=15
+
+# The real parts the tests start, from Debian: Chromium (the browser test, driven by Playwright, which
+# needs no chromedriver) and the PostgreSQL 15 server (infra/postgres.py finds pg_ctl on PATH or in
+# /usr/lib/postgresql/*/bin). apt-get runs only for what is missing (as root, else through sudo), so
+# this is instant once they are there; a test never installs. `make system-packages APT_GET="echo apt-get"`
+# shows what it would run.
+APT_GET ?= env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600
+system-packages:
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v pg_ctl >/dev/null || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || missing="$$missing postgresql-15"; \
+	if [ -n "$$missing" ]; then \
+	  as_root=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  echo "installing the system packages the tests start:$$missing"; \
+	  $$as_root $(APT_GET) update -qq && $$as_root $(APT_GET) install -y -qq $$missing; \
+	fi
 
 server: $(VENV)/.installed
 	$(VENV)/bin/prefect server start --host 127.0.0.1 --port $(PREFECT_PORT)

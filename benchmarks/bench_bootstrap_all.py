@@ -17,7 +17,7 @@ Both are reported per round, and the ratio raw / bootstrap is what to read: the 
 two differ only in how a round's statistics are made. Deviation solves a game per prompt each
 round (about a second on a quiet core), so it runs D rounds. Kemeny and deviation are left out of
 the synthetic log, where one round of either takes minutes whatever the statistics cost: Kemeny's
-optimum on 50 close models is not unique (NP-hard; see `pipeline.methods.kemeny`), and deviation
+optimum on 50 close models is not unique (NP-hard; see `pipeline.methods.voting.kemeny`), and deviation
 solves LPs over the 50 x 500 agent-prompt game. The issue asks for 1000 rounds and
 a 1e6-battle synthetic log; the defaults here are smaller so the benchmark finishes on a shared
 machine: pass `--rounds 1000` (and `--synthetic 1000000`) for the full figures.

@@ -32,14 +32,14 @@ import numpy as np
 
 from benchmarks.bench_m_elo_sparse import wta_like
 from benchmarks.common import save
-from pipeline.methods import m_elo
-from pipeline.methods.bradley_terry import STEP_TOL, Cells, elo_points, evaluate, fit
-from pipeline.methods.bradley_terry_newton import WEIGHT, Round, conjugate_gradients, newton
-from pipeline.methods.fanout import CHUNK
-from pipeline.methods.m_elo import ROUND_TOL, bootstrap_intervals, chord_operator, round_costs
-from pipeline.methods.newton_steps import Banded
-from pipeline.methods.resample import poisson_draws, ranks_by_round
-from pipeline.methods.threads import one_blas_thread
+from pipeline.methods.bradley_terry import m_elo
+from pipeline.methods.bradley_terry.core import STEP_TOL, Cells, elo_points, evaluate, fit
+from pipeline.methods.bradley_terry.m_elo import ROUND_TOL, bootstrap_intervals, chord_operator, round_costs
+from pipeline.methods.bradley_terry.newton import WEIGHT, Round, conjugate_gradients, newton
+from pipeline.methods.bradley_terry.steps import Banded
+from pipeline.methods.numerics.fanout import CHUNK
+from pipeline.methods.numerics.resample import poisson_draws, ranks_by_round
+from pipeline.methods.numerics.threads import one_blas_thread
 
 PRIOR, SEED = 0.01, 7
 CG_ITERATIONS = 50  # iterations timed to price one product with the Hessian

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from benchmarks.common import save
 from pipeline.logs.identity import LINE_BITS
-from pipeline.methods.elo import elo
+from pipeline.methods.bradley_terry.elo import elo
 from pipeline.stats.sequence import SCHEMA, SEQUENCE, SORT_KEY, Runs, as_run
 from pipeline.weights import UNIT
 

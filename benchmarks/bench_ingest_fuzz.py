@@ -1,6 +1,6 @@
 """The ingest fuzz run: 10,000 generated malformed files (every kind x format x failure family,
 `pipeline.store.fuzz`), each ingested or refused; the acceptance is 0 crashes, 0 silent drops,
-0 accounting violations and 0 unnamed refusals or quarantined rows. The time per file is printed
+0 accounting violations, 0 false skips and 0 unnamed refusals or quarantined rows. The time per file is printed
 against a same-run baseline: reading the same files with pyarrow/polars and nothing else.
 
 Run: python -m benchmarks.bench_ingest_fuzz   (writes benchmarks/results/ingest_fuzz.json)
@@ -57,6 +57,7 @@ def main() -> None:
                          "rows_in": summary.rows_in, "accepted": summary.accepted, "quarantined": summary.quarantined,
                          "crashes": len(summary.crashes), "silent_drops": len(summary.silent_drops),
                          "accounting_violations": len(summary.accounting), "unnamed": len(summary.unnamed),
+                         "false_skips": len(summary.false_skips),
                          "seconds": elapsed, "baseline_seconds": baseline})
     if summary.failures():
         raise SystemExit(1)

@@ -15,7 +15,10 @@ round, so it runs `--baseline-rounds` rounds and is quoted per round and scaled 
 The new path runs every round on a loopback LocalCluster of `--workers` single-threaded workers;
 100 rounds are checked for the same bytes there and in one process. CPU seconds per round of both
 paths, in this process, are the comparison that holds on a loaded machine (wall times of a
-cluster and of one process are not).
+cluster and of one process are not). A ratio is printed only where the two paths agree: full fits
+within `TOL_BETA`, and the intervals of the baseline's rounds, redrawn on the new path, within
+`TOL_INTERVAL` Elo points. The baseline is vase's own earlier code: no peer fits a bootstrap of
+m-Elo on graphs this sparse (bench_elo's peers run on the dense pool).
 
 Run: `python -m benchmarks.bench_m_elo_sparse [--diplomacy]`; writes benchmarks/results/m_elo_sparse.json.
 """
@@ -32,13 +35,15 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from benchmarks.common import save
-from pipeline.methods import bradley_terry
-from pipeline.methods.bradley_terry import Cells, fit
-from pipeline.methods.newton_steps import CG_FORCING
-from pipeline.methods.m_elo import bootstrap_intervals
+from benchmarks.common import PER_ROUND, SOLVER_ONLY, Comparison, Verdict, report
+from pipeline.methods.bradley_terry import core as bradley_terry
+from pipeline.methods.bradley_terry.core import Cells, fit
+from pipeline.methods.bradley_terry.m_elo import bootstrap_intervals
+from pipeline.methods.bradley_terry.steps import CG_FORCING
 
 SEED, PRIOR = 20250101, 0.01
+TOL_BETA = 1e-6      # natural units: the full fits' stopping error is below 1e-8
+TOL_INTERVAL = 0.01  # Elo points: each round is fitted to ROUND_TOL on either path
 
 
 def wta_like(players: int = 2_692, matches: int = 68_624, seed: int = SEED) -> Cells:
@@ -108,7 +113,8 @@ def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, work
         baseline_full = fit(cells, prior=PRIOR)
         t_fit_baseline = time.perf_counter() - start
         start, cpu = time.perf_counter(), time.process_time()
-        bootstrap_intervals(cells, baseline_full, options, baseline_rounds, 1, 400.0, 1000.0, algorithm="newton")
+        baseline_columns, _ = bootstrap_intervals(cells, baseline_full, options, baseline_rounds, 1, 400.0, 1000.0,
+                                                  algorithm="newton")
         per_round_baseline = (time.perf_counter() - start) / baseline_rounds
         cpu_per_round_baseline = (time.process_time() - cpu) / baseline_rounds
     print(f"  full fit {t_fit:.2f} s (baseline {t_fit_baseline:.2f} s); baseline bootstrap {per_round_baseline:.2f} s per "
@@ -130,17 +136,45 @@ def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, work
         alone, _ = bootstrap_intervals(cells, full, options, check_rounds, 2, 400.0, 1000.0)
         result["cpu_per_round_s"] = (time.process_time() - cpu) / check_rounds
     result["baseline_cpu_per_round_s"] = cpu_per_round_baseline
+    same_rounds, _ = bootstrap_intervals(cells, full, options, baseline_rounds, 1, 400.0, 1000.0)  # the baseline's draws
     result["cpu_per_round_ratio"] = cpu_per_round_baseline / result["cpu_per_round_s"]
     result[f"same_bytes_{workers}_workers_and_one_process"] = all(
         alone[k].tobytes() == on_cluster[k].tobytes() for k in alone)
     new = result[f"bootstrap_{workers}_workers_s"]
     result["baseline_estimated_s"] = per_round_baseline * rounds
     result["speedup_vs_baseline"] = per_round_baseline * rounds / new
-    print(f"  bootstrap {rounds} rounds on {workers} workers {new:.1f} s; baseline {per_round_baseline:.2f} s/round = {per_round_baseline * rounds:.0f} s for {rounds}: "
-          f"{result['speedup_vs_baseline']:.1f}x; {check_rounds} rounds give the same bytes on {workers} workers and in one "
-          f"process: {result[f'same_bytes_{workers}_workers_and_one_process']}; CPU per round {result['cpu_per_round_s']:.3f} s, "
-          f"baseline {cpu_per_round_baseline:.3f} s ({result['cpu_per_round_ratio']:.2f}x)", flush=True)
+    result["comparisons"] = comparisons(name, result, agreement(full.beta, baseline_full.beta, same_rounds, baseline_columns))
+    print(f"  bootstrap {rounds} rounds on {workers} workers {new:.1f} s; {check_rounds} rounds give the same bytes on "
+          f"{workers} workers and in one process: {result[f'same_bytes_{workers}_workers_and_one_process']} (the ratios, "
+          "checked, follow)", flush=True)
     return result
+
+
+def agreement(beta: np.ndarray, baseline_beta: np.ndarray, columns: dict, baseline_columns: dict) -> Verdict:
+    """The full fits within `TOL_BETA` and the intervals of the same rounds within `TOL_INTERVAL` Elo points."""
+    fit_gap = float(np.abs(beta - baseline_beta).max())
+    bounds = np.r_[columns["ci_low"], columns["ci_high"]]
+    baseline_bounds = np.r_[baseline_columns["ci_low"], baseline_columns["ci_high"]]
+    if not np.array_equal(np.isnan(bounds), np.isnan(baseline_bounds)):
+        return Verdict(False, "non-result: intervals missing on one side only")
+    interval_gap = float(np.nanmax(np.abs(bounds - baseline_bounds), initial=0.0))
+    return Verdict(fit_gap <= TOL_BETA and interval_gap <= TOL_INTERVAL,
+                   f"full fit max |difference| {fit_gap:.2g} (tolerance {TOL_BETA:g}, natural units); the same rounds' "
+                   f"interval bounds max |difference| {interval_gap:.2g} Elo (tolerance {TOL_INTERVAL:g})")
+
+
+def comparisons(name: str, result: dict, verdict: Verdict) -> list[Comparison]:
+    """vase's current path against its previous one (not a peer: no peer fits a bootstrap on these graphs)."""
+    baseline = "previous path (scipy cg, one Newton fit per round; vase's own, copied here)"
+    workers, rounds = result["workers"], result["rounds"]
+    case = f"m-elo prior {PRIOR}, {name} ({result['players']:,} players)"
+    return [Comparison(f"full fit, {case}", SOLVER_ONLY, baseline, result["full_fit_s"], result["baseline_full_fit_s"],
+                       verdict),
+            Comparison(f"bootstrap, {case}", f"{PER_ROUND}, CPU seconds in this process", baseline,
+                       result["cpu_per_round_s"], result["baseline_cpu_per_round_s"], verdict),
+            Comparison(f"bootstrap, {case}, {rounds} rounds on {workers} workers against the baseline's "
+                       f"{result['baseline_rounds_measured']} rounds scaled", "wall time, solver only", baseline,
+                       result[f"bootstrap_{workers}_workers_s"], result["baseline_estimated_s"], verdict)]
 
 
 def main() -> None:
@@ -157,7 +191,8 @@ def main() -> None:
     if args.diplomacy:
         results["diplomacy"] = bench_graph("Diplomacy-scale", diplomacy_like(), args.rounds, 2, args.workers,
                                              args.check_rounds)
-    print(f"written {save('m_elo_sparse', results)}")
+    found = [c for key in ("wta_like", "diplomacy") if key in results for c in results[key].pop("comparisons")]
+    print(f"written {report('m_elo_sparse', found, results)}")
 
 
 if __name__ == "__main__":

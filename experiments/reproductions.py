@@ -80,7 +80,7 @@ VASE_TABLE6: dict[str, list[tuple[int, str, float]]] = {
 # Methods whose published scores are on a scale vase does not use (their orders still compare).
 OTHER_SCALE = {
     "schulze": "OpenSpiel scores Schulze by summing the pairwise preference counts down its order; "
-               "vase's Schulze score is its own (pipeline.methods.schulze)",
+               "vase's Schulze score is its own (pipeline.methods.voting.schulze)",
     "iterative-maximal-lotteries": "a3c and dueling-ddqn tie head to head on level 4, so every split "
                                    "of that level is a maximal lottery; [VasE]'s solver returned "
                                    "0.98/0.02, vase returns the even split",
@@ -350,7 +350,7 @@ def devr_markdown() -> tuple[str, list[tuple[str, str]]]:
         wrong = [s for i, s in enumerate(DEVR_STRATEGIES) if round(rated[m][s], 6) != published[i]]
         summary.append((f"[DevR] table 2b, {m}", "same" if not wrong else f"same but {', '.join(wrong)}"))
     lines += ["", "The uniform rating of N printed as -2497 is -2496 from table 2a, both as N's row mean and as "
-              "the Nash mixture (87, 100, 54)/241 of the R, P, S ratings (`tests/methods/test_uniform.py`); "
+              "the Nash mixture (87, 100, 54)/241 of the R, P, S ratings (`tests/methods/game_theory/test_uniform.py`); "
               "the ranking the paper states, R > P > N > S, holds.", ""]
     return "\n".join(lines), summary
 
@@ -372,8 +372,8 @@ NOT_REPRODUCED = """## Not reproduced, and why
 - [AmElo] tables 1-2 and figure 3: the Chatbot data set with annotator ids (Zheng et al. 2023) is
   not in `data-samples/`.
 - [DevR] table 1 and [Council]'s edge-case table state properties and rules, not numbers: each
-  is a test (`tests/methods/test_deviation.py`, `tests/methods/test_uniform.py`,
-  `tests/methods/test_council_borda.py`).
+  is a test (`tests/methods/game_theory/test_deviation.py`, `tests/methods/game_theory/test_uniform.py`,
+  `tests/methods/council/test_council_borda.py`).
 """
 
 

@@ -12,6 +12,7 @@ import typer
 from rich.text import Text
 
 from pipeline.cli import SAMPLES, SchedulerOption, app, console
+from pipeline.terminal import visible
 
 
 @app.command()
@@ -28,13 +29,13 @@ def demo(
     from flows.nightly import nightly
 
     config, out = samples / "nightly.yaml", out.resolve()
-    console.print(f"nightly flow: boards from {config}, output in {out}")
+    console.print(f"nightly flow: boards from {visible(config)}, output in {visible(out)}")
     nightly(str(config), str(out), scheduler=scheduler, workers=workers)
     latest = (out / "latest").resolve()
-    console.print(Text.assemble("\n", ("leaderboards", "bold green"), f" in {latest}:"))
+    console.print(Text.assemble("\n", ("leaderboards", "bold green"), f" in {visible(latest)}:"))
     for board in sorted(latest.glob("*/leaderboard.md")):
-        console.print(f"  {board}")
-    console.print(f"report: {latest / 'index.html'}", soft_wrap=True)
+        console.print(f"  {visible(board)}")
+    console.print(f"report: {visible(latest / 'index.html')}", soft_wrap=True)
 
 
 if __name__ == "__main__":

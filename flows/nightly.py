@@ -15,12 +15,13 @@ from prefect import flow, get_run_logger
 
 from flows import tasks
 from flows.ratings import rate_board
-from pipeline.board import load_boards
+from pipeline.board import check_quarantined, load_boards
 from pipeline.paths import inside, is_url
 from pipeline.progress import progress_bar
 from pipeline.report import HISTORY_FILE, append_history, write_report
 from pipeline.report.runs import new_run_id, promote, record_failures, staging_folder
 from pipeline.runtime import FLOW_SCHEDULER, dask_client
+from pipeline.store import Store
 from pipeline.store.location import address
 
 
@@ -86,5 +87,6 @@ def rate_one(board, i: int, count: int, store: str, staging: Path, client) -> No
              len(new), len(reports), sum(r.rows_accepted for r in new), sum(r.rows_quarantined for r in new))
     for bad in (r for r in reports if r.status == "unreadable"):
         log.error("%s", bad.error)
+    check_quarantined(Store(store), board, reports)  # too much quarantined: this board fails, the others publish
     rate_board(store, board, str(inside(staging, board.name)), client)
     log.info("[%d/%d] %s: rated with %s", i, count, board.name, ", ".join(map(str, board.methods)))

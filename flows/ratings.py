@@ -10,6 +10,7 @@ from prefect import flow, get_run_logger
 from flows import tasks
 from pipeline.board import Board, Rated
 from pipeline.report import write_report
+from pipeline.report.outfolder import replacing_run
 from pipeline.runtime import FLOW_SCHEDULER, dask_client
 
 
@@ -23,16 +24,17 @@ def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
     start = time.perf_counter()
     stats = tasks.reduce(store, board, client)
     timings = {"reduce": time.perf_counter() - start}
-    futures = [tasks.rate.submit(stats, spec, client) for spec in board.methods]
+    futures = [tasks.rate.submit(stats, spec, client, board.standing) for spec in board.methods]
     rated = Rated()
     for future in futures:
         rated.add(future.result())
     timings["rate"] = time.perf_counter() - start - timings["reduce"]
     categories = None
-    if board.by is not None:
-        categories = tasks.rate_categories(store, board, out, client)
-        timings["categories"] = time.perf_counter() - start - timings["reduce"] - timings["rate"]
-    written = tasks.publish(store, board, rated, out, timings, stats, categories)
+    with replacing_run(Path(out)):  # an earlier run's files in `out` are not left beside this one's
+        if board.by is not None:
+            categories = tasks.rate_categories(store, board, out, client)
+            timings["categories"] = time.perf_counter() - start - timings["reduce"] - timings["rate"]
+        written = tasks.publish(store, board, rated, out, timings, stats, categories)
     tasks.artifact(store, board, rated.ratings)
     log = get_run_logger()
     for spec, message in tasks.refusals(store, board, rated).items():

@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from pipeline import board as boards
 from pipeline.methods import Ratings, Spec
+from pipeline.methods.standing import Standing
 from pipeline.report import remote
 from pipeline.stats import Statistics
 from pipeline.store import IngestReport, Store
@@ -35,9 +36,9 @@ def reduce(store: str, board: boards.Board, client, use_cache: bool = True) -> S
 
 
 @task(cache_policy=NO_CACHE)
-def rate(stats: Statistics, spec: Spec, client) -> boards.Rated:
+def rate(stats: Statistics, spec: Spec, client, standing: Standing | None = None) -> boards.Rated:
     # A method that cannot rate the data comes back as a refusal, not as a failed task.
-    return boards.rate(stats, [spec], client)
+    return boards.rate(stats, [spec], client, standing)
 
 
 @task(cache_policy=NO_CACHE)

@@ -5,12 +5,16 @@
 creates the cluster in DIR on first use (`initdb`), starts PostgreSQL on 127.0.0.1 at a free
 port, gives the `prefect` role a fresh random password, runs the command with Prefect's
 PREFECT_SERVER_DATABASE_* settings in its environment, and stops PostgreSQL when the command
-ends. No password is ever written down: the superuser (the operating-system user that owns the
+ends. SIGTERM, SIGINT (Ctrl-C) or SIGHUP to this wrapper is passed to the command's whole process
+group (a server and the processes it started), which is killed if it has not ended within
+`GRACE` seconds; PostgreSQL is then stopped, and the wrapper exits with 128 + the signal. No password is ever written down: the superuser (the operating-system user that owns the
 cluster) logs in only through a Unix socket in a folder only it can open (peer authentication),
 and the `prefect` role's password, which TCP logins need, is replaced at every start.
 
 PostgreSQL refuses to run as root; run as root (a container, CI), the cluster belongs to the
-`postgres` user, or `nobody` where there is none, and DIR must be a folder that user can reach.
+`postgres` user, or `nobody` where there is none, and DIR must be a folder that user can reach
+(not under root's home, e.g. /var/lib/vase-db): the wrapper says so in one line before starting
+anything.
 The tests start their clusters with the same class (tests/infra/prefect_server.py).
 """
 
@@ -22,13 +26,17 @@ import pwd
 import secrets
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 ROLE = DATABASE = "prefect"
+GRACE = 30.0  # seconds the command has to end after a signal before its process group is killed
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def binaries() -> Path:
@@ -39,7 +47,7 @@ def binaries() -> Path:
     installed = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), key=lambda p: int(p.parent.parent.name))
     if not installed:
         raise FileNotFoundError("PostgreSQL is not installed: no pg_ctl on PATH or in /usr/lib/postgresql/*/bin "
-                                "(Debian and Ubuntu: apt-get install postgresql)")
+                                "(Debian and Ubuntu: `make system-packages`, or apt-get install postgresql-15)")
     return installed[-1].parent
 
 
@@ -152,6 +160,42 @@ def bootstrap_sql(password: str) -> str:
             f"WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '{DATABASE}')\\gexec\n")
 
 
+def run_command(command: list[str], env: dict[str, str], grace: float = GRACE) -> int:
+    """Run `command` in a process group of its own and return its exit status. A signal of
+    `FORWARDED` to this process goes to the whole group (a Prefect server's own children too);
+    what of the group still runs `grace` seconds after the first is killed, and the status is
+    128 + that signal, as for a process it ended."""
+    child = subprocess.Popen(command, env=env, process_group=0)
+    received: list[tuple[int, float]] = []  # (signal, when)
+
+    def forward(signum, frame) -> None:
+        received.append((signum, time.monotonic()))
+        signal_group(child.pid, signum)
+
+    previous = {signum: signal.signal(signum, forward) for signum in FORWARDED}
+    try:
+        while True:
+            try:
+                code = child.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                if received and time.monotonic() - received[0][1] > grace:
+                    signal_group(child.pid, signal.SIGKILL)
+        if received:  # what the command started and left behind in its group
+            signal_group(child.pid, signal.SIGKILL)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 128 + received[0][0] if received else code
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:  # the group has ended
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m infra.postgres", description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path, help="the cluster's folder (created on first use)")
@@ -161,15 +205,26 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to run after --, e.g. -- prefect server start")
-    cluster = Cluster(args.folder, args.port)
-    settings = cluster.start()
-    print(f"PostgreSQL on 127.0.0.1:{cluster.port}, data in {cluster.data}, log in {cluster.log}", file=sys.stderr)
+    for signum in FORWARDED:  # a signal while PostgreSQL starts unwinds through `cluster.stop()`
+        signal.signal(signum, exit_on_signal)
     try:
-        return subprocess.call(command, env=os.environ | settings)
-    except KeyboardInterrupt:
-        return 130
+        cluster = Cluster(args.folder, args.port)
+    except (OSError, LookupError) as exc:  # not installed, or no user to run it as
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        settings = cluster.start()
+        print(f"PostgreSQL on 127.0.0.1:{cluster.port}, data in {cluster.data}, log in {cluster.log}", file=sys.stderr)
+        return run_command(command, os.environ | settings)
+    except (OSError, RuntimeError) as exc:  # a folder the server cannot reach; initdb or pg_ctl failed
+        print(f"error: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, PermissionError) else 1
     finally:
         cluster.stop()
+
+
+def exit_on_signal(signum, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,14 @@ boards:
     kind: battles
     sources: [llmfao]            # files or folders (folders are scanned for the kind's files)
     methods: [borda, copeland]
-    by: category                 # optional: also one board per category (kinds with a category column)
+    by: category                 # optional: also one board per category, or per value of any column
+    min_records: 25              # optional: agents with fewer records are provisional (`pipeline.methods.standing`)
+    order: score                 # optional: the headline ranks' key: score, lower or rank_ub
+    mapping:                     # optional: how the files' columns and values become the kind's
+      columns: model_a=left,model_b=right,judge=worker   # (`pipeline.logs.mapping`; the keys are
+      values: [winner:left=model_a,right=model_b]        #  the options of `vase rate` without --:
+      names: models.csv:id=name                          #  preset, columns, values, set, names,
+                                                         #  where, seats; paths relative to the file)
 ```
 
 Method specs are parsed once, when a board is made (`Board.methods` holds `Spec`s); a spec given
@@ -35,28 +42,34 @@ import dataclasses
 import logging
 import math
 import os
+import re
 import shutil
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 import pipeline.games  # noqa: F401  (registers the nfg kind)
-from pipeline.logs import KINDS, log_kind
+from pipeline.logs import KINDS, Mapping, MappingError, log_kind
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import unique_specs
+from pipeline.methods.standing import MIN_RECORDS, PROVISIONAL, Standing, check_standing
 from pipeline.paths import CATEGORY_PREFIX, UnsafePath, category_folder, check_board_name, inside, is_url
+from pipeline.progress import progress_shown, stage
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
+from pipeline.report.provenance import REPEATED_LINE
+from pipeline.report.outfolder import check_out, replacing_run
 from pipeline.stats import Statistics, reduce_store
 from pipeline.stats.categories import category_counts
 from pipeline.stats.extras import kind_statistics
 from pipeline.stats.game_data import PromptCounts
 from pipeline.store import IngestReport, Store, is_store
 from pipeline.store.files import atomic_write, sha256_file
-from pipeline.store.location import log_files
+from pipeline.store.location import log_files, read_table
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +85,24 @@ class Board:
     methods: tuple[Spec, ...]
     title: str = ""
     merged: dict[str, list[str]] = field(default_factory=dict, compare=False, hash=False)
-    by: str | None = None  # "category": also one board per category
+    by: str | None = None  # "category", or a column of the files: also one board per category (or value)
+    min_records: int = MIN_RECORDS  # agents with fewer records are provisional
+    order: str = "score"  # the key of the headline ranks (`pipeline.methods.standing.ORDERS`)
+    mapping: Mapping = field(default_factory=Mapping)
+    max_quarantined: float | None = None  # the share of rows read that may be quarantined (`check_quarantined`)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"board {self.name}: unknown kind {self.kind!r}; expected one of {', '.join(KINDS)}")
+        check_standing(self.min_records, self.order, f"board {self.name}: ")
         if self.by is not None:
             check_by(self.kind, self.by, f"board {self.name}: ")
+            if self.by != BY[0]:  # a column of the files: it becomes the rows' category
+                object.__setattr__(self, "mapping", self.mapping.with_split(self.by))
+        try:
+            self.mapping.check(KINDS[self.kind])
+        except MappingError as exc:
+            raise MappingError(f"board {self.name}: {exc}") from None
         try:
             methods, merged = unique_specs(self.methods)
         except ValueError as exc:
@@ -90,14 +114,20 @@ class Board:
         except ValueError as exc:
             raise ValueError(f"board {self.name}: {exc}") from None
 
+    @property
+    def standing(self) -> Standing:
+        """Who holds the board's headline ranks, and by which key."""
+        return Standing(self.min_records, self.order)
 
-BY = ("category",)  # what a board can be split by
+
+BY = ("category",)  # what a board can be split by, besides any column of its files
 
 
 def check_by(kind: str, by: str, where: str = "") -> None:
-    """Raise ValueError (one line naming the kind) unless boards of `kind` can be split `by`."""
-    if by not in BY:
-        raise ValueError(f"{where}by {by!r}: expected one of {', '.join(BY)}")
+    """Raise ValueError (one line naming the kind) unless boards of `kind` can be split `by` (its
+    category, or a column of its files)."""
+    if not by.strip():
+        raise ValueError(f"{where}by: expected category or a column name")
     if KINDS[kind].category is None:
         able = ", ".join(name for name, k in KINDS.items() if k.category is not None)
         raise ValueError(f"{where}{kind} logs have no category column, so they cannot be rated by category (kinds that can: {able})")
@@ -125,7 +155,8 @@ def check_methods_fit(kind: str, specs: Iterable[Spec]) -> None:
             raise ValueError(f"{spec.name} does not rate {kind} files (methods that do: {', '.join(able)})")
 
 
-BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by")  # the first four required
+BOARD_KEYS = ("name", "kind", "sources", "methods", "title", "by", "min_records", "order", "mapping",
+              "max_quarantined")  # the first four required
 
 
 def load_boards(path: str | Path) -> list[Board]:
@@ -152,11 +183,37 @@ def load_boards(path: str | Path) -> list[Board]:
         if not methods:
             raise ValueError(f"{where}: lists no methods")
         name = check_board_name(entry["name"], path)
+        mapping = config_mapping(entry.get("mapping"), path.parent, where)
+        limit = entry.get("max_quarantined", MAX_QUARANTINED)
+        if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit <= 1:
+            raise ValueError(f"{where}: max_quarantined: expected a share between 0 and 1, got {limit!r}")
         boards.append(Board(name, entry["kind"], tuple(s if is_url(s) else str((path.parent / s).resolve()) for s in sources), methods,
-                            entry.get("title", ""), by=entry.get("by")))
+                            entry.get("title", ""), by=entry.get("by"), min_records=entry.get("min_records", MIN_RECORDS),
+                            order=entry.get("order", "score"), mapping=mapping, max_quarantined=float(limit)))
     if len({b.name for b in boards}) != len(boards):
         raise ValueError(f"{path}: board names must be distinct")
     return boards
+
+
+MAPPING_KEYS = ("preset", "columns", "values", "set", "names", "where", "seats")
+
+
+def config_mapping(entry: object, base: Path, where: str) -> Mapping:
+    """A board's `mapping:` (the options of `vase rate` as keys, without `--`), paths relative to `base`."""
+    if entry is None:
+        return Mapping()
+    if not isinstance(entry, dict) or (unknown := sorted(map(str, set(entry) - set(MAPPING_KEYS)))):
+        raise ValueError(f"{where}: mapping: expected some of {', '.join(MAPPING_KEYS)}"
+                         + (f", not {', '.join(unknown)}" if isinstance(entry, dict) else f", got {entry!r}"))
+    single = {key: entry.get(key, "") for key in ("preset", "columns", "set", "names", "seats")}
+    if wrong := [key for key, value in single.items() if not isinstance(value, str)]:
+        raise ValueError(f"{where}: mapping: {wrong[0]} is one text")
+    try:
+        return Mapping.parse(columns=single["columns"], values=text_list(entry.get("values", []), f"{where}: mapping: values"),
+                             constants=single["set"], names=single["names"], seats=single["seats"], preset=single["preset"],
+                             where=text_list(entry.get("where", []), f"{where}: mapping: where"), base=base)
+    except MappingError as exc:
+        raise ValueError(f"{where}: mapping: {exc}") from None
 
 
 def read_config(path: Path) -> object:
@@ -204,26 +261,55 @@ def source_files(board: Board) -> list[Path | str]:
     return files
 
 
+MAX_QUARANTINED = 0.05  # the default share of rows read that may be quarantined (CLI and nightly config)
+
+
+class QuarantineAlarm(ValueError):
+    """Too many of the rows read were quarantined: one line, the share and the top reasons."""
+
+
+def check_quarantined(store: Store, board: Board, reports: list[IngestReport]) -> None:
+    """Raise `QuarantineAlarm` if the rows quarantined from the files ingested now are more than
+    `board.max_quarantined` of the rows they gave. Records already stored from an earlier file
+    (a cumulative dump) are not counted: storing them once is what the quarantine is for."""
+    if board.max_quarantined is None:
+        return
+    read = [r for r in reports if r.status == "ingested" and r.rows_in]
+    reasons: dict[str, int] = {}
+    for report in read:
+        if report.quarantine:
+            for reason in read_table(store.locate(report.quarantine), columns=["reason"]).column("reason").to_pylist():
+                if not reason.startswith("duplicate ") or " (first in " not in reason:
+                    reason = re.sub(REPEATED_LINE, "", reason)  # one reason, whatever line it repeats
+                    reasons[reason] = reasons.get(reason, 0) + 1
+    rows, bad = sum(r.rows_in for r in read), sum(reasons.values())
+    if rows and bad / rows > board.max_quarantined:
+        top = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:3]
+        raise QuarantineAlarm(f"{bad / rows:.1%} of the {rows:,} rows read were quarantined, above --max-quarantined "
+                              f"{board.max_quarantined:.1%}: " + "; ".join(f"{n:,} {reason!r}" for reason, n in top))
+
+
 INGEST_COMMITS = 100  # at most this many store commits when progress is shown
 
 
-def ingest(store: Store, board: Board, advance: Callable[..., None] | None = None) -> list[IngestReport]:
+def ingest(store: Store, board: Board) -> list[IngestReport]:
     """Store the board's new files; a kind rated directly stores nothing (its file is read when rated).
 
-    Given `advance(files, label)` (a progress bar), files are stored in up to `INGEST_COMMITS`
+    When progress is shown (`pipeline.progress`), files are stored in up to `INGEST_COMMITS`
     batches, each committed on its own, and the bar moves after each."""
     if not log_kind(board.kind).stored:
         return []
     files = source_files(board)
-    if advance is None:
-        return store.ingest(files, board.kind)
+    if not progress_shown():
+        return store.ingest(files, board.kind, board.mapping)
     reports: list[IngestReport] = []
     size = max(1, math.ceil(len(files) / INGEST_COMMITS))
-    for start in range(0, len(files), size):
-        batch = files[start:start + size]
-        advance(0, Path(str(batch[0])).name)
-        reports += store.ingest(batch, board.kind)
-        advance(len(batch))
+    with stage("ingest", len(files)) as advance:
+        for start in range(0, len(files), size):
+            batch = files[start:start + size]
+            advance(0, Path(str(batch[0])).name)
+            reports += store.ingest(batch, board.kind, board.mapping)
+            advance(len(batch))
     return reports
 
 
@@ -269,8 +355,9 @@ class Rated:
         return {spec: error.named(names) for spec, error in self.refused.items()}
 
 
-def rate(stats: Statistics, specs: Iterable[str | Spec], client=None) -> Rated:
-    """Rate with every spec; methods that fan out do so on `client` (None: local threads). A method
+def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: Standing | None = None) -> Rated:
+    """Rate with every spec; methods that fan out do so on `client` (None: local threads); the headline
+    ranks are the `standing`'s (None: the methods'). A method
     that cannot rate the data is refused, and the others still rate. So is a method that fails
     otherwise (a parameter value it rejects, a bug): its refusal names the error, and its
     traceback goes to this module's log at DEBUG level."""
@@ -278,7 +365,7 @@ def rate(stats: Statistics, specs: Iterable[str | Spec], client=None) -> Rated:
     for spec in map(Spec.parse, specs):
         start = time.perf_counter()
         try:
-            rated.ratings.append(run(spec, stats, client=client))
+            rated.ratings.append(run(spec, stats, client=client, standing=standing))
         except RatingError as error:
             rated.refused[spec.canonical] = error
         except Exception as error:  # noqa: BLE001 (one method never stops the others)
@@ -344,8 +431,13 @@ def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: di
         parameters["methods_merged"] = board.merged
     if board.by is not None:
         parameters["by"] = board.by
+    if board.mapping:
+        parameters["mapping"] = board.mapping.record()
     if category is not None:
         parameters["category"] = category
+    parameters |= {"min_records": board.min_records, "order": board.order,
+                   "provisional_count": {r.spec: int(np.sum(r.extras[PROVISIONAL])) for r in rated.ratings
+                                          if PROVISIONAL in r.extras}}
     behind = inputs(store, board)
     if temporary_store:
         behind = keep_quarantine(store, behind, out if category is None else out.parent)
@@ -385,22 +477,13 @@ class Categories:
         return {"column": self.column, "rows_without_category": self.rows_without_category, "boards": boards}
 
 
-def clear_categories(out: Path) -> None:
-    """Remove the category boards an earlier run left in `out` (its `category=` folders only)."""
-    if not out.is_dir():
-        return
-    for old in out.iterdir():
-        if old.name.startswith(CATEGORY_PREFIX):
-            old.unlink() if old.is_symlink() or not old.is_dir() else shutil.rmtree(old)
-
-
 def rate_category(store: Store, board: Board, category: str, out: Path, client=None, use_cache: bool = False,
                   temporary_store: bool = False) -> dict[str, str]:
     """Reduce, rate and publish one category's board into `out`; its methods' refusals, agents named."""
     start = time.perf_counter()
     stats = reduce(store, board, client, use_cache, category)
     timings = {"reduce": time.perf_counter() - start}
-    rated = rate(stats, board.methods, client)
+    rated = rate(stats, board.methods, client, board.standing)
     write_board(store, board, rated, out, timings | rated.timings, stats, temporary_store, category=category)
     return rated.messages(agent_names(store, board))
 
@@ -409,22 +492,24 @@ def rate_categories(store: Store, board: Board, out: Path, client=None, use_cach
                     temporary_store: bool = False) -> Categories:
     """Rate each category of the board's logs into `out/category=<folder>/`, in code-point order
     of the categories. A category that fails (any error: its rows cannot be reduced, two
-    categories would share a folder) is recorded with a one-line reason, its folder removed, and
-    the others still publish."""
+    categories would share a folder, its folder holds files vase did not write) is recorded with a
+    one-line reason, the folder removed if this run made it, and the others still publish."""
     out = Path(out)
     counts = category_counts(store, board.kind, client=client)
     rated = Categories(log_kind(board.kind).category, counts.pop(None, 0))  # rows without one: the overall board only
     folders = {category: category_folder(category) for category in counts}
-    clear_categories(out)
     for category, folder in folders.items():
         result = CategoryResult(category, folder, counts[category])
+        existed = (out / folder).exists()
         try:
             if sharing := [c for c, f in folders.items() if f == folder and c != category]:
                 raise UnsafePath(f"categories {category!r} and {sharing[0]!r} would share the folder {folder}; rename one")
+            check_out(out / folder)  # a `category=` folder of the user's is never written into
             result.errors = rate_category(store, board, category, inside(out, folder), client, use_cache, temporary_store)
         except Exception as exc:  # noqa: BLE001 (one category never stops the others)
             result.failed = f"{type(exc).__name__}: {next(iter(str(exc).splitlines()), '')}"
-            shutil.rmtree(out / folder, ignore_errors=True)
+            if not existed:
+                shutil.rmtree(out / folder, ignore_errors=True)
         rated.boards.append(result)
     return rated
 
@@ -434,33 +519,36 @@ def summary_markdown(store: Store, board: Board, ratings: list[Ratings], top: in
     return leaderboard_markdown(ratings, agent_names(store, board), board.title or board.name, top=top)
 
 
-def run_board(board: Board, store: Store, out: Path, client=None, temporary_store: bool = False,
-              advance: Callable[..., None] | None = None) -> BoardResult:
+def run_board(board: Board, store: Store, out: Path, client=None, temporary_store: bool = False) -> BoardResult:
     """Ingest, reduce, rate and publish one board, in the calling process (no Prefect); the reduction and
     the methods that fan out run on `client` (None: local threads). A `temporary_store` (deleted
-    after the call) leaves its quarantine in `out`; `advance` is a progress bar over the files ingested."""
+    after the call) leaves its quarantine in `out`."""
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    reports = ingest(store, board, advance)
+    reports = ingest(store, board)
     timings["ingest"] = time.perf_counter() - start
+    check_quarantined(store, board, reports)
     start = time.perf_counter()
     try:
         stats = reduce(store, board, client)
     except ValueError as exc:
+        said = str(exc)
+        if temporary_store:  # never a store the user did not ask for
+            said = said.replace(f"the store at {store.url} holds no {board.kind}", f"no {board.kind} to rate")
         if reports and not any(r.rows_accepted for r in reports):  # say why this run's files gave nothing
-            raise ValueError(f"{exc}: " + "; ".join(
+            raise ValueError(f"{said}: " + "; ".join(
                 r.error or f"{r.source}: {r.status}, {r.rows_accepted} of {r.rows_in} rows accepted"
                 for r in reports)) from None
-        raise
+        raise ValueError(said) from None
     timings["reduce"] = time.perf_counter() - start
-    rated = rate(stats, board.methods, client)
+    rated = rate(stats, board.methods, client, board.standing)
     timings |= rated.timings
     categories = None
-    clear_categories(out)  # an earlier run's category boards in `out` are never shown as this run's
-    if board.by is not None:
-        start = time.perf_counter()
-        categories = rate_categories(store, board, out, client, temporary_store=temporary_store)
-        timings["categories"] = time.perf_counter() - start
-    write_board(store, board, rated, out, timings, stats, temporary_store, categories=categories)
+    with replacing_run(out):  # an earlier run's files in `out` (its category boards too) are never shown as this run's
+        if board.by is not None:
+            start = time.perf_counter()
+            categories = rate_categories(store, board, out, client, temporary_store=temporary_store)
+            timings["categories"] = time.perf_counter() - start
+        write_board(store, board, rated, out, timings, stats, temporary_store, categories=categories)
     write_report(out)
     return BoardResult(board, out, rated.ratings, reports, timings, rated.messages(agent_names(store, board)), categories)

@@ -21,9 +21,11 @@ import contextlib
 import json
 import math
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Sequence
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -33,8 +35,11 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
-from pipeline.progress import progress_bar
+from pipeline import __version__
+from pipeline import cli_mapping as mapped
+from pipeline.progress import progress_display
 from pipeline.runtime import SCHEDULER_ENV, SchedulerError, dask_client, quiet_logs
+from pipeline.terminal import Output, visible
 
 if TYPE_CHECKING:
     from pipeline.store import IngestReport
@@ -42,7 +47,7 @@ if TYPE_CHECKING:
 # Paths and messages are never wrapped mid-word (soft_wrap: the terminal wraps long lines whole).
 # Markup is off: names, paths and messages are data (an agent `[/bold]` is a name, not a closing
 # tag), so what is styled is styled through `Text`.
-console = Console(soft_wrap=True, markup=False)
+console = Output(soft_wrap=True, markup=False)
 errors = Console(stderr=True, soft_wrap=True, markup=False)
 SAMPLES = Path(__file__).resolve().parent.parent / "data-samples"
 TOP = 3  # agents shown per method at the end of `rate`
@@ -50,8 +55,27 @@ TOP = 3  # agents shown per method at the end of `rate`
 
 class OneLineErrors(TyperGroup):
     """Any error a command did not expect is printed as one line and exits 1; `--debug` re-raises it.
+    A usage error (an unknown command or option, a missing or bad value) is one line and exits 2.
     A command stopped by SIGTERM (a scheduler's timeout, `kill`) unwinds as an exit with status
     143, so what it holds is released: a temporary store is deleted, a local Dask cluster closed."""
+
+    def main(self, *args, standalone_mode: bool = True, **kwargs):
+        # Typer's standalone mode prints a usage error as a box of 5-10 lines; here it runs
+        # non-standalone, which hands the usage error (and the exit status) back to be said in one line.
+        try:
+            status = super().main(*args, standalone_mode=False, **kwargs)
+        except typer.TyperException as exc:  # click's usage errors (and its other ClickExceptions)
+            if not standalone_mode:
+                raise
+            status = usage_error(exc)
+        except typer.Abort:
+            if not standalone_mode:
+                raise
+            error_line("error", "aborted")
+            status = 1
+        if not standalone_mode:
+            return status
+        sys.exit(status if isinstance(status, int) else 0)
 
     def invoke(self, ctx: typer.Context):
         with exit_on_sigterm():
@@ -62,10 +86,10 @@ class OneLineErrors(TyperGroup):
             except Exception as exc:
                 if ctx.params.get("debug"):
                     raise
-                from pipeline.store import DamagedStore  # loaded already if it was raised
+                from pipeline.store import DamagedStore, StoreDiskFull  # loaded already if it was raised
                 from pipeline.store.location import StorageError
 
-                said = isinstance(exc, (DamagedStore, SchedulerError, StorageError))  # their message is the whole story
+                said = isinstance(exc, (DamagedStore, StoreDiskFull, SchedulerError, StorageError))  # their message is the whole story
                 error_line("error", str(exc) if said else f"{type(exc).__name__}: {exc} (--debug shows the traceback)")
                 raise typer.Exit(1) from None
 
@@ -87,6 +111,22 @@ def exit_on_sigterm():
         signal.signal(signal.SIGTERM, before)
 
 
+def usage_error(exc: typer.TyperException) -> int:
+    """Say a usage error in one line, pointing to the command's help; its exit status (2)."""
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError":  # `vase` alone: its help was printed, nothing is wrong to say
+        return exc.exit_code
+    see = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+    error_line("error", exc.format_message().rstrip(".") + see)
+    return exc.exit_code
+
+
+def show_version(value: bool) -> None:
+    if value:
+        console.print(f"vase {__version__}", highlight=False)
+        raise typer.Exit()
+
+
 app = typer.Typer(cls=OneLineErrors, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Ratings of agents from logs of battles, games, scores and ballots.")
 
@@ -96,18 +136,33 @@ SchedulerOption = Annotated[Optional[str], typer.Option(
 MethodsOption = Annotated[list[str], typer.Option("--method", "-m", help="method spec, e.g. borda or approval:k=3 (repeatable)")]
 
 
+class Format(str, Enum):
+    """How a command prints its listing: a table for people, JSON or TSV for programs."""
+
+    table = "table"
+    json = "json"
+    tsv = "tsv"
+
+
+FormatOption = Annotated[Format, typer.Option("--format", help="table, or json or tsv for programs (one record per line)")]
+ForceOption = Annotated[bool, typer.Option("--force", help="write into an --out folder that holds files of no vase run (they are kept)")]
+
+
 @app.callback()
 def main(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="show the INFO log lines of Dask and Prefect")] = False,
     debug: Annotated[bool, typer.Option("--debug", help="show the traceback of an error")] = False,
+    version: Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True, expose_value=False,
+                                          help="print the version and exit")] = False,
 ) -> None:
     """Ratings of agents from logs of battles, games, scores and ballots."""
     quiet_logs(verbose)
 
 
 def error_line(label: str, message: str) -> None:
-    """One line on stderr: `label` in bold red, then the message as it is (never read as markup)."""
-    errors.print(Text.assemble((label, "bold red"), ": ", message), highlight=False)
+    """One line on stderr: `label` in bold red, then the message as it is (never read as markup), its
+    control characters made visible (a newline in a file name does not split the line)."""
+    errors.print(Text.assemble((visible(label), "bold red"), ": ", visible(message)), highlight=False)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -151,6 +206,36 @@ def check_store(store: str) -> None:
         raise fail(f"{store} is not a store (no {'manifests/' if opened.objects else 'manifest.json'}); ingest logs into it first", 2)
 
 
+def check_out(out: Path, force: bool) -> None:
+    """An output folder must be new, empty or an earlier vase run's (whose files the run replaces) unless forced (exit 2)."""
+    from pipeline.report.outfolder import ForeignFolder
+    from pipeline.report.outfolder import check_out as check_out_folder
+
+    try:
+        check_out_folder(out, force)
+    except ForeignFolder as exc:
+        raise fail(str(exc), 2) from None
+
+
+def print_records(records: list[dict], form: Format) -> None:
+    """`records` for programs, on stdout as they are (never wrapped): JSON, a list of objects; or TSV,
+    a header of their keys and a line per record, lists joined by ', ', mappings as `key=value`
+    joined by '; ', and control characters (tabs, newlines) made visible so that a field never spans two."""
+    if form is Format.json:
+        sys.stdout.write(json.dumps(records, indent=1, ensure_ascii=False, default=str) + "\n")
+        return
+
+    def field(value: object) -> str:
+        if isinstance(value, dict):
+            return "; ".join(f"{k}={v}" for k, v in value.items())
+        if isinstance(value, (list, tuple)):
+            return ", ".join(map(str, value))
+        return "" if value is None else json.dumps(value) if isinstance(value, bool) else str(value)
+
+    header = list(records[0]) if records else []
+    sys.stdout.write("".join("\t".join(map(visible, row)) + "\n" for row in [header, *([field(r.get(k)) for k in header] for r in records)]))
+
+
 def check_kind(kind: str, *, stored: bool = False) -> None:
     from pipeline.board import KINDS
 
@@ -167,8 +252,8 @@ def ingest_table(reports: list[IngestReport]) -> Table:
         column.overflow = "fold"
         column.justify = "right" if column.header in ("rows in", "accepted", "quarantined") else "left"
     for r in reports:
-        table.add_row(Path(r.source).name, r.status, f"{r.rows_in:,}", f"{r.rows_accepted:,}", f"{r.rows_quarantined:,}",
-                      r.error or (r.quarantine or ""))
+        table.add_row(visible(Path(r.source).name), r.status, f"{r.rows_in:,}", f"{r.rows_accepted:,}", f"{r.rows_quarantined:,}",
+                      visible(r.error or (r.quarantine or "")))
     return table
 
 
@@ -186,14 +271,14 @@ def report_ingest(reports: list[IngestReport]) -> None:
 def report_refusals(refused: dict[str, str]) -> None:
     """Print each method's one-line refusal; the command then exits with status 1."""
     for spec, message in refused.items():
-        errors.print(Text.assemble((spec, "bold red"), f" could not rate: {message}"), highlight=False)
+        errors.print(Text.assemble((visible(spec), "bold red"), f" could not rate: {visible(message)}"), highlight=False)
     if refused:
         raise typer.Exit(1)
 
 
 def report_merged(merged: dict[str, list[str]]) -> None:
     for spec, spellings in merged.items():
-        console.print(f"{' and '.join(spellings)} are the same spec ({spec}): rated once")
+        console.print(f"{' and '.join(map(visible, spellings))} are the same spec ({visible(spec)}): rated once")
 
 
 def method_cell(spec: str) -> Text:
@@ -204,7 +289,7 @@ def method_cell(spec: str) -> Text:
     try:
         parsed = Spec.parse(spec)
     except ValueError:  # a label that is not a spec (e.g. a backtest task's)
-        return Text(spec)
+        return Text(visible(spec))
     defaults = REGISTRY[parsed.name].parameters
     changed = ", ".join(f"{k}={v}" for k, v in sorted(parsed.params.items()) if k in defaults and v != defaults[k])
     return Text.assemble((parsed.name, "bold"), *(("\n", (changed, "dim")) if changed else ()))
@@ -232,7 +317,7 @@ def top_agents_table(records: list[dict], top: int = TOP) -> Table:
     for spec, rows in by_method.items():
         digits = decimals([r["score"] for r in rows])
         best = sorted(rows, key=lambda r: (r["rank"], r["agent"]))[:top]
-        cells = [Text.assemble(r["agent"], "\n", (f"rank {r['rank']}, {reading(r['score'], digits)}", "dim")) for r in best]
+        cells = [Text.assemble(visible(r["agent"]), "\n", (f"rank {r['rank']}, {reading(r['score'], digits)}", "dim")) for r in best]
         table.add_row(method_cell(spec), str(len(rows)), *cells, *[""] * (top - len(cells)), end_section=True)
     return table
 
@@ -242,20 +327,32 @@ def ingest(
     sources: Annotated[list[str], typer.Argument(help="log files or folders, or object-storage URLs")],
     kind: KindOption,
     store: Annotated[str, typer.Option("--store", callback=store_address, help="store folder or URL (created if missing)")],
+    columns: mapped.Columns = "", values: mapped.Values = None, constants: mapped.Constants = "", names: mapped.Names = "",
+    where: mapped.Where = None, seats: mapped.Seats = "", preset: mapped.Preset = "",
+    max_quarantined: mapped.MaxQuarantined = mapped.MAX_QUARANTINED,
 ) -> None:
     """Validate logs and write them into the store; files already ingested are skipped."""
     check_kind(kind, stored=True)
     check_sources(sources)
-    from pipeline.board import Board, source_files
+    from pipeline.board import Board, QuarantineAlarm, check_quarantined
     from pipeline.board import ingest as ingest_board
     from pipeline.store import Store
 
-    board = Board("ingest", kind, log_addresses(sources), ())
-    with progress_bar("ingest", len(source_files(board))) as advance:
-        reports = ingest_board(Store(store), board, advance)
+    mapping = mapped.mapping_of(columns, values, constants, names, where, seats, preset)
+    try:
+        board = Board("ingest", kind, log_addresses(sources), (), mapping=mapping, max_quarantined=max_quarantined)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    mapped.check_board_files(board)
+    with progress_display():
+        reports = ingest_board(Store(store), board)
     report_ingest(reports)
     for bad in (r for r in reports if r.status == "unreadable"):
         error_line("unreadable", bad.error)
+    try:
+        check_quarantined(Store(store), board, reports)
+    except QuarantineAlarm as exc:
+        raise fail(str(exc)) from None
     if any(r.status == "unreadable" for r in reports):
         raise typer.Exit(1)
 
@@ -272,12 +369,23 @@ def rate(
     workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given (0: local threads)")] = 0,
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
     by: Annotated[Optional[str], typer.Option(
-        "--by", help="also one leaderboard per category (`--by category`: battles, reviews, scores), "
-                     "in OUT/category=<name>/; rows without a category count in the overall board only")] = None,
+        "--by", help="also one leaderboard per category (`--by category`: battles, reviews, scores) or per value of "
+                     "a column (`--by release`), in OUT/category=<name>/; rows without one count in the overall board only")] = None,
+    min_records: Annotated[Optional[int], typer.Option(
+        "--min-records", help="agents in fewer records are provisional: flagged, ranked apart after the others "
+                              "(default: pipeline.methods.standing.MIN_RECORDS, see docs/design-notes.md)")] = None,
+    order: Annotated[str, typer.Option(
+        "--order", help="key of the headline ranks: score, lower (the interval's lower end) or rank_ub "
+                        "(Arena's rank upper bound); the last two need bootstrap=R")] = "score",
+    force: ForceOption = False,
+    columns: mapped.Columns = "", values: mapped.Values = None, constants: mapped.Constants = "", names: mapped.Names = "",
+    where: mapped.Where = None, seats: mapped.Seats = "", preset: mapped.Preset = "",
+    max_quarantined: mapped.MaxQuarantined = mapped.MAX_QUARANTINED,
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
     check_kind(kind)
     from pipeline.board import KINDS, Board, check_by, run_board, source_files
+    from pipeline.methods.standing import MIN_RECORDS, ORDERS, check_standing
     from pipeline.logs import UnreadableFile
     from pipeline.methods.registry import unique_specs
     from pipeline.store import Store
@@ -291,19 +399,31 @@ def rate(
             check_by(kind, by)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--by") from None
+    min_records = MIN_RECORDS if min_records is None else min_records
+    try:
+        check_standing(min_records, order)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--min-records" if order in ORDERS else "--order") from None
     check_sources(sources or ())
     if store is not None and sources is None:
         check_store(store)
+    check_out(out, force)
+    mapping = mapped.mapping_of(columns, values, constants, names, where, seats, preset)
     try:
         specs, merged = unique_specs(method)
-        board = Board(title or out.name, kind, log_addresses(sources or ()), specs, title, merged, by)
     except ValueError as exc:  # an unknown method or parameter, or a method that does not rate this kind
         raise typer.BadParameter(str(exc), param_hint="--method") from None
+    try:
+        board = Board(title or out.name, kind, log_addresses(sources or ()), specs, title, merged, by, min_records, order,
+                      mapping, max_quarantined)
+    except ValueError as exc:  # a method that does not rate this kind, or a mapping that does not fit it
+        raise typer.BadParameter(str(exc)) from None
+    mapped.check_board_files(board)
     report_merged(board.merged)
     with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client, \
-            progress_bar("ingest", len(source_files(board))) as advance:
+            progress_display():
         try:
-            result = run_board(board, Store(store or scratch), out, client, temporary_store=store is None, advance=advance)
+            result = run_board(board, Store(store or scratch), out, client, temporary_store=store is None)
         except (UnreadableFile, ValueError) as exc:  # a file rated directly cannot be read, or the data cannot be rated at all
             raise fail(str(exc)) from None
     report_ingest(result.reports)
@@ -312,7 +432,7 @@ def rate(
     records = json.loads((out / "ratings.json").read_text(encoding="utf-8"))
     if records:
         console.print(top_agents_table(records))
-    console.print(f"report: {(out / 'index.html').resolve()}", highlight=False)
+    console.print(f"report: {visible((out / 'index.html').resolve())}", highlight=False)
     failed = report_categories(result.categories) if result.categories is not None else False
     report_refusals(result.errors)
     if failed or any(r.status == "unreadable" for r in result.reports):
@@ -326,16 +446,15 @@ def report_categories(categories) -> bool:
     for column in table.columns:
         column.overflow = "fold"
     table.columns[1].justify = "right"
-    shown = lambda text: text if text.isprintable() else repr(text)  # noqa: E731 (categories are user text)
     for c in categories.boards:
         outcome = Text("failed", "red") if c.failed else Text(f"{len(c.errors)} method(s) refused", "yellow") if c.errors else "published"
-        table.add_row(shown(c.category), f"{c.rows:,}", c.folder, outcome)
+        table.add_row(visible(c.category), f"{c.rows:,}", c.folder, outcome)
     console.print(table)
     console.print(f"rows without a {categories.column}: {categories.rows_without_category:,} (in the overall board only)",
                   highlight=False)
     for c in categories.boards:
         for spec, message in ({"": c.failed} if c.failed else c.errors).items():
-            error_line(shown(c.category), (f"{spec} could not rate: " if spec else "failed: ") + message)
+            error_line(c.category, (f"{spec} could not rate: " if spec else "failed: ") + message)
     return any(c.failed or c.errors for c in categories.boards)
 
 
@@ -373,10 +492,13 @@ def backtest(
     unseen: Annotated[str, typer.Option("--unseen", help="pairs with a player unseen in training: tie or skip")] = "tie",
     scheduler: SchedulerOption = None,
     workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given (0: local threads)")] = 2,
+    force: ForceOption = False,
+    form: FormatOption = Format.table,
 ) -> None:
     """Which method best predicts held-out games: rate training splits, score test games by Kendall tau."""
     check_kind(kind, stored=True)
     check_store(store)
+    check_out(out, force)
     import time
 
     import pyarrow.parquet as pq
@@ -405,44 +527,56 @@ def backtest(
         raise fail(f"{exc} (--test-size, --splits, --window-days)", 2) from None
     timings = {"load": time.perf_counter() - start}
     try:
-        with dask_client(scheduler, workers) as client:
+        with dask_client(scheduler, workers) as client, progress_display():
             start = time.perf_counter()
             results = run_backtest(log, split_list, config.methods, client=client, unseen=config.unseen)
             timings["evaluate"] = time.perf_counter() - start
     except RatingError as error:
         raise fail(f"backtest stopped: {error.named(opened.dictionary('agents').names)}") from None
     written = runner.publish_backtest(opened, config, results, out, timings, log.inputs)
-    console.print(backtest_table(pq.read_table(out / "summary.parquet").to_pylist(), task_label(config.reference)))
-    console.print(f"outputs: {', '.join(p.name for p in written)} in {out}", highlight=False)
-    console.print(f"report: {(out / 'index.html').resolve()}", highlight=False)
+    summary = pq.read_table(out / "summary.parquet").to_pylist()
+    if form is not Format.table:  # the summary alone on stdout; where the outputs went, on stderr
+        print_records([{k: v if not isinstance(v, float) or math.isfinite(v) else None for k, v in r.items()} for r in summary], form)
+    said = console if form is Format.table else errors
+    if form is Format.table:
+        console.print(backtest_table(summary, task_label(config.reference)))
+    said.print(f"outputs: {', '.join(p.name for p in written)} in {visible(out)}", highlight=False)
+    said.print(f"report: {visible((out / 'index.html').resolve())}", highlight=False)
+
+
+app.command()(mapped.inspect)
 
 
 @app.command()
-def methods() -> None:
+def methods(form: FormatOption = Format.table) -> None:
     """List the rating methods and their parameters."""
-    from pipeline.board import kinds_rated
-    from pipeline.methods import REGISTRY
+    from pipeline import catalogue  # the registry's listing without importing it (`vase methods` starts in well under 1 s)
 
+    records = catalogue.methods()
+    if form is not Format.table:
+        return print_records(records, form)
     table = Table("method", "parameters", "statistics", "kinds", "summary")
     for column in table.columns:
         column.overflow = "fold"
-    for name, m in sorted(REGISTRY.items()):
-        params = ", ".join(f"{k}={v}" + (f" ({m.rules[k].words})" if k in m.rules else "") for k, v in m.parameters.items())
-        table.add_row(name, params, ", ".join(m.statistics), ", ".join(kinds_rated(m)), m.summary,
-                      end_section=True)
+    for m in records:
+        params = ", ".join(f"{k}={v}" + (f" ({m['rules'][k]})" if k in m["rules"] else "") for k, v in m["parameters"].items())
+        table.add_row(m["method"], params, ", ".join(m["statistics"]), ", ".join(m["kinds"]), m["summary"], end_section=True)
     console.print(table)
 
 
 @app.command()
-def kinds() -> None:
+def kinds(form: FormatOption = Format.table) -> None:
     """List the log kinds: what their files hold and the file types read."""
-    from pipeline.board import KINDS
+    from pipeline import catalogue
 
+    records = catalogue.kinds()
+    if form is not Format.table:
+        return print_records(records, form)
     table = Table("kind", "holds", "files", "stored")
     for column in table.columns:
         column.overflow = "fold"
-    for name, k in KINDS.items():
-        table.add_row(name, k.holds, " ".join(k.suffixes), "yes" if k.stored else "no, rated directly")
+    for k in records:
+        table.add_row(k["kind"], k["holds"], " ".join(k["files"]), "yes" if k["stored"] else "no, rated directly")
     console.print(table)
 
 
@@ -460,7 +594,7 @@ def report(
         raise typer.BadParameter(f"{run_dir} holds no published board or backtest" +
                                  (f" that can be read: {broken} cannot be read (cut short, or not Parquet)" if broken else ""),
                                  param_hint="RUN_DIR")
-    console.print(f"report: {write_report(run_dir, history=history)}", highlight=False)
+    console.print(f"report: {visible(write_report(run_dir, history=history))}", highlight=False)
 
 
 @app.command()
@@ -487,8 +621,8 @@ def history(
         raise typer.BadParameter(f"nothing in {path} for board {board or 'any'} and method {method or 'any'}")
     for view in views:
         runs = f"{run_label(view.runs[0])} to {run_label(view.runs[-1])} UTC" if len(view.runs) > 1 else f"{run_label(view.runs[0])} UTC"
-        table = Table(title=f"{view.board}: {method_label(view.method)[0]}", title_justify="left",
-                      caption=f"{view.method}; ranks over {len(view.runs)} runs, {runs}", caption_justify="left")
+        table = Table(title=f"{visible(view.board)}: {visible(method_label(view.method)[0])}", title_justify="left",
+                      caption=f"{visible(view.method)}; ranks over {len(view.runs)} runs, {runs}", caption_justify="left")
         # Names stay whole on one line; the other columns fold when space is short.
         table.add_column("agent", overflow="fold", min_width=min(48, max(map(len, view.agents), default=5)))
         table.add_column("ranks", justify="right", overflow="fold")
@@ -501,7 +635,7 @@ def history(
             now, before = ranks[-1], ranks[-2] if len(ranks) > 1 else None
             change = "" if len(ranks) < 2 else "new" if before is None else "=" if before == now else \
                 Text(f"\u25b2 {before - now}", "green") if before > now else Text(f"\u25bc {now - before}", "red")
-            table.add_row(agent, " \u2192 ".join("-" if r is None else str(r) for r in ranks), change, shown(score),
+            table.add_row(visible(agent), " \u2192 ".join("-" if r is None else str(r) for r in ranks), change, shown(score),
                           "" if interval is None else f"{shown(interval[0])}\u2013{shown(interval[1])}")
         console.print(table)
 

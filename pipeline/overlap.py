@@ -59,6 +59,7 @@ def read_ahead(batches: Iterator[T], depth: int = DEPTH) -> Iterator[T]:
 
     thread = threading.Thread(target=produce, name="vase-read-ahead", daemon=True)
     thread.start()
+    leaving = False
     try:
         while True:
             item = items.get()
@@ -67,9 +68,13 @@ def read_ahead(batches: Iterator[T], depth: int = DEPTH) -> Iterator[T]:
             if isinstance(item, _Failed):
                 raise item.error
             yield item
+    except (SystemExit, KeyboardInterrupt):  # SIGTERM (`pipeline.cli.exit_on_sigterm`) or Ctrl-C
+        leaving = True
+        raise
     finally:
         stop.set()
-        thread.join()
+        if not leaving:  # the process is leaving, and the reader with it (a daemon thread): not waited for, as
+            thread.join()  # it may be deep in a long read (skipping a line of gigabytes) before it looks at `stop`
 
 
 class Behind(Generic[T]):

@@ -10,7 +10,7 @@ An address that cannot be used raises `SchedulerError`: one line naming it and i
 
 A LocalCluster listens on loopback only: scheduler, workers, nannies and every dashboard on
 127.0.0.1 (Dask's ":0" would bind the dashboards on all interfaces). Its workers run with one
-BLAS thread (methods pin it anyway, see `pipeline.methods.threads`) and without the nanny's
+BLAS thread (methods pin it anyway, see `pipeline.methods.numerics.threads`) and without the nanny's
 `MALLOC_TRIM_THRESHOLD_`: setting glibc's trim threshold at all turns off its adaptive mmap
 threshold, so every large numpy array becomes a fresh mmap paid in page faults, which made a
 Diplomacy-scale backtest 1.3x slower (`infra/dask/workers.yaml` does the same for external

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import os
 from pathlib import Path
 
@@ -18,6 +19,13 @@ from pipeline.stats.in_memory import profile  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data-samples"
 PENTATHLON = ["A>B>C", "A>C>B", "C>A>B", "C>A>B", "B>C>A"]  # [VasE] figure 1 / appendix C
+
+
+def data_rows(path: Path) -> int:
+    """The data rows of a CSV file, counted by the standard library's reader: the expected row count of
+    a sample every row of which is valid, derived here rather than written into a test."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        return sum(1 for _ in csv.DictReader(handle))
 
 
 @pytest.fixture(scope="session", autouse=True)

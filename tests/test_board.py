@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pipeline import board as boards
-from pipeline.board import Board, run_board
+from pipeline.board import Board, load_boards, run_board
 from pipeline.paths import CATEGORY_PREFIX, SLUG
 from pipeline.runtime import dask_client
 from pipeline.store import Store
@@ -146,10 +146,10 @@ def test_a_method_that_fails_in_any_way_never_stops_the_others(tmp_path, monkeyp
     battle_log(tmp_path / "log" / "battles.csv", ["coding"], battles=200)
     real = boards.run
 
-    def failing(spec, stats, client=None):
+    def failing(spec, stats, client=None, standing=None):
         if spec.name == "elo":
             raise IndexError("index -1 is out of bounds for axis 0 with size 0\nsecond line")
-        return real(spec, stats, client=client)
+        return real(spec, stats, client=client, standing=standing)
 
     monkeypatch.setattr(boards, "run", failing)
     out = tmp_path / "out"
@@ -163,13 +163,17 @@ def test_a_method_that_fails_in_any_way_never_stops_the_others(tmp_path, monkeyp
 
 
 def test_earlier_category_boards_are_removed_and_only_those(tmp_path):
-    battle_log(tmp_path / "log" / "battles.csv", ["coding", "math"], battles=300)
+    # Only the category boards the earlier run's run.json lists are its own: a `category=` folder
+    # of the user's stays (all of them were deleted).
     out = tmp_path / "out"
-    (out / "category=gone").mkdir(parents=True)
-    (out / "category=gone" / "ratings.parquet").write_bytes(b"")
+    battle_log(tmp_path / "log" / "battles.csv", ["coding", "gone"], battles=300)
+    run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",), by="category"), Store(tmp_path / "s1"), out)
+    (out / "category=mine").mkdir()
+    (out / "category=mine" / "ratings.parquet").write_bytes(b"")
     (out / "notes").mkdir()
-    run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",), by="category"), Store(tmp_path / "store"), out)
-    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["category=coding", "category=math", "notes"]
+    battle_log(tmp_path / "log" / "battles.csv", ["coding", "math"], battles=300)
+    run_board(Board("arena", "battles", (str(tmp_path / "log"),), ("copeland",), by="category"), Store(tmp_path / "s2"), out)
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["category=coding", "category=math", "category=mine", "notes"]
 
 
 @pytest.mark.parametrize("kind", ["games", "ballots", "nfg"])
@@ -178,8 +182,9 @@ def test_kinds_without_a_category_column_refuse_by_category_naming_the_kind(kind
     with pytest.raises(ValueError, match=rf"^board b: {kind} logs have no category column") as error:
         Board("b", kind, (), (method,), by="category")
     assert "\n" not in str(error.value)
-    with pytest.raises(ValueError, match="expected one of category"):
-        Board("b", "battles", (), ("borda",), by="judge")
+    with pytest.raises(ValueError, match="expected category or a column name"):
+        Board("b", "battles", (), ("borda",), by=" ")
+    assert Board("b", "battles", (), ("borda",), by="release").mapping.split == "release"  # any column of the files
 
 
 @pytest.mark.slow
@@ -278,3 +283,25 @@ def test_a_store_kept_in_its_log_folder_never_takes_in_its_own_files(tmp_path, k
     second = boards.ingest(store, board)
     assert [(Path(r.source).name, r.status) for r in second] == [("extra.parquet", "unreadable"), ("log.csv", "skipped")]
     assert set(store.manifest.files) == {r.sha256 for r in first}
+
+
+def test_a_board_takes_a_mapping_and_a_quarantine_limit_from_the_config(tmp_path):
+    import yaml
+
+    (tmp_path / "players.csv").write_text("player_id,name\n1,Ann\n2,Bea\n")
+    board = {"name": "wta", "kind": "battles", "sources": ["matches.csv"], "methods": ["elo"], "max_quarantined": 0.1,
+             "mapping": {"preset": "winner-loser", "columns": "model_a=winner_id,model_b=loser_id",
+                         "names": "players.csv:player_id=name", "where": ["surface=Clay"]}}
+    config = tmp_path / "nightly.yaml"
+    config.write_text(yaml.safe_dump({"boards": [board]}))
+    [loaded] = load_boards(config)
+    assert loaded.max_quarantined == 0.1
+    assert loaded.mapping.record() | {"names_sha256": ""} == {
+        "preset": "winner-loser", "columns": "model_a=winner_id,model_b=loser_id", "set": "winner=model_a",
+        "names": f"{tmp_path / 'players.csv'}:player_id=name", "names_sha256": "", "where": ["surface=Clay"]}
+    for wrong, says in (({"mapping": {"column": "x=y"}}, "mapping: expected some of preset"),
+                        ({"mapping": {"columns": "modle_a=x"}}, "'modle_a': not a column of battles"),
+                        ({"max_quarantined": 5}, "max_quarantined: expected a share between 0 and 1")):
+        config.write_text(yaml.safe_dump({"boards": [board | wrong]}))
+        with pytest.raises(ValueError, match=says):
+            load_boards(config)

@@ -3,10 +3,14 @@ a stage that stops early stops the one feeding it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 
 import pytest
 
+from pipeline.cli import exit_on_sigterm
 from pipeline.overlap import Behind, read_ahead
 
 
@@ -84,3 +88,20 @@ def test_cancel_drops_what_waits_and_joins():
     threading.Timer(0.2, release.set).start()  # the item being consumed finishes after the cancel
     behind.cancel()
     assert seen == [0]
+
+
+def test_sigterm_leaves_at_once_while_the_reader_is_deep_in_a_long_read():
+    """The reader thread may be in one long read (skipping a line of gigabytes) that never looks at
+    the consumer: a signal ends the process without waiting for it."""
+
+    def long_read():
+        yield 1
+        time.sleep(30)
+        yield 2
+
+    start = time.monotonic()
+    with pytest.raises(SystemExit) as stopped, exit_on_sigterm():
+        for _ in read_ahead(long_read()):
+            threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    assert stopped.value.code == 143
+    assert time.monotonic() - start < 10  # not the 30 s of the read

@@ -30,6 +30,7 @@ from pipeline.logs import log_kind
 from pipeline.methods import Ratings, Spec, needed_statistics, run
 from pipeline.methods.ratings import spec_text
 from pipeline.methods.registry import unique_specs
+from pipeline.progress import stage
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
 from pipeline.stats.extras import EXTRAS, extra_partials
 from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, comparison_partial, finalize, weak_order_partial
@@ -176,16 +177,23 @@ def run_backtest(log: UnitLog, splits: Sequence[Split], specs: Sequence[str | Sp
     specs = list(unique_specs(specs, key=task_label)[0])
     statistics = needed_statistics(specs)
     whole_counts = any(counts_by_difference(log, split) for split in splits)
-    if client is None:
-        whole = log_counts(log, statistics) if whole_counts else None
-        rows = [row for split in splits for row in evaluate_split(log, split, specs, statistics, whole, unseen)]
-        return results_table(rows, specs)
-    from distributed import as_completed
+    with stage("splits", len(splits)) as advance:
+        if client is None:
+            whole = log_counts(log, statistics) if whole_counts else None
+            rows = []
+            for split in splits:
+                rows += evaluate_split(log, split, specs, statistics, whole, unseen)
+                advance()
+            return results_table(rows, specs)
+        from distributed import as_completed
 
-    shared = client.scatter(log, broadcast=True, hash=False)
-    whole = client.submit(log_counts, shared, statistics, pure=False) if whole_counts else None
-    placed = client.scatter(list(splits), hash=False)  # each split's index arrays are sent once
-    futures = [client.submit(evaluate_split, shared, where, specs, statistics, whole, unseen, pure=False) for where in placed]
-    rows = [row for future in as_completed(futures) for row in future.result()]
-    del futures, whole
-    return results_table(rows, specs)
+        shared = client.scatter(log, broadcast=True, hash=False)
+        whole = client.submit(log_counts, shared, statistics, pure=False) if whole_counts else None
+        placed = client.scatter(list(splits), hash=False)  # each split's index arrays are sent once
+        futures = [client.submit(evaluate_split, shared, where, specs, statistics, whole, unseen, pure=False) for where in placed]
+        rows = []
+        for future in as_completed(futures):
+            rows += future.result()
+            advance()
+        del futures, whole
+        return results_table(rows, specs)

@@ -21,6 +21,7 @@ from pipeline.backtest.units import UnitLog, load_units
 from pipeline.methods import Spec, needed_statistics
 from pipeline.methods.registry import unique_specs
 from pipeline.report import write_report
+from pipeline.report.outfolder import replacing_run
 from pipeline.report.publish import RunRecord
 from pipeline.store import IngestReport, Store
 
@@ -95,7 +96,9 @@ def publish_backtest(store: Store, config: BacktestConfig, results: pa.Table, ou
         parameters["methods_merged"] = config.merged
     title = f"backtest: {config.kind}, {config.scheme} splits"
     record = RunRecord(config.kind, config.labels, store.url, list(inputs), parameters=parameters, timings=timings, title=title)
-    return write_backtest(out, results, summary, record, title, reference) + [write_report(out)]
+    with replacing_run(Path(out)):  # an earlier run's files in `out` are not left beside this one's
+        written = write_backtest(out, results, summary, record, title, reference)
+    return written + [write_report(out)]
 
 
 def backtest(store: Store, config: BacktestConfig, out: str | Path, client=None) -> list[Path]:

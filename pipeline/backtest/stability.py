@@ -18,9 +18,7 @@ import itertools
 
 import numpy as np
 
-from pipeline.methods.am_elo import AnnotatorCells, stable_arena
-from pipeline.methods.bradley_terry import Cells, fit_or_refuse
-from pipeline.methods.elo import shuffled_elo
+from pipeline.methods.bradley_terry import AnnotatorCells, Cells, fit_or_refuse, shuffled_elo, stable_arena
 from pipeline.stats.annotators import AnnotatorCounts
 from pipeline.stats.sequence import ComparisonSequence
 

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.logs.formats import batches, read_records
-from pipeline.logs.identity import SeenIds, drop_seen
+from pipeline.logs.identity import ContentIds, SeenIds, drop_seen
 from pipeline.logs.kinds import KINDS, LogKind, log_kind, register_kind
+from pipeline.logs.mapping import Mapping, MappingError
 from pipeline.logs.names import check_names
-from pipeline.logs.records import FileStart, RawRecords, UnreadableFile, internal
+from pipeline.logs.records import FileStart, RawRecords, UnreadableFile
 from pipeline.logs.triage import QUARANTINE_SCHEMA, ReadResult
 from pipeline.overlap import read_ahead
 
@@ -39,48 +40,52 @@ def _raw_batches(path: Path, chosen: LogKind, start: FileStart | None) -> Iterat
     return batches(path, start=start)
 
 
-def rename_columns(raw: RawRecords, columns: Mapping[str, str], source: str) -> RawRecords:
-    """The file's columns renamed to canonical names as `columns` maps them (canonical -> file's
-    name); a column of the file already bearing a mapped canonical name steps aside."""
-    if not columns or not raw.frame.width:
-        return raw
-    present = set(raw.columns)
-    if missing := [f"{canonical}={name}" for canonical, name in columns.items() if name not in present]:
-        raise UnreadableFile(source, f"no column named as mapped: {', '.join(missing)} (the file has {', '.join(sorted(present))})")
-    lowered = {c.lower() for c in columns}
-    aside = {c: f"{c} (unmapped)" for c in raw.columns if c.lower() in lowered and c not in columns.values()}
-    renames = aside | {name: canonical for canonical, name in columns.items()}
-    markers = {m: m[: -len(old)] + new for m in raw.frame.columns if internal(m)
-               for old, new in renames.items() if m.endswith(":" + old)}
-    return RawRecords(raw.frame.rename(renames | markers), raw.unparsable)
-
-
-def read_batches(path: str | Path, kind: str, *, columns: Mapping[str, str] | None = None,
+def read_batches(path: str | Path, kind: str, *, mapping: Mapping | None = None,
                  start: FileStart | None = None) -> Iterator[ReadResult]:
-    """The file read as `kind`, in batches; names and ids checked (`pipeline.logs.names`), but
-    duplicate ids across batches not (see `read_log` and `pipeline.logs.identity`). `start`
-    resumes a line-based file where an earlier version of it ended."""
+    """The file read as `kind` through `mapping` (`pipeline.logs.mapping`), in batches; names and
+    ids checked (`pipeline.logs.names`), records without ids given ids of their content
+    (`pipeline.logs.identity.ContentIds`), but duplicate ids across batches not checked (see
+    `read_log` and `pipeline.logs.identity`). `start` resumes a line-based file where an earlier
+    version of it ended."""
     chosen = log_kind(kind)
     if not chosen.stored:
         raise ValueError(f"{kind} files are rated directly, not stored")
     path = Path(path)
-    raws = (rename_columns(raw, columns or {}, str(path)) for raw in _raw_batches(path, chosen, start))
+    contents = ContentIds()
+    results = _read(path, chosen, mapping or Mapping(), start, contents)
+    first = next(results, None)
+    if start is not None and contents.used:
+        # Ids of content count identical records over the whole source: the earlier rows are read
+        # again for their counts, and only the new ones handed on.
+        results.close()
+        results = (result.after(start.lines) for result in _read(path, chosen, mapping or Mapping(), None, ContentIds()))
+        first = next(results, None)
+    if first is not None:
+        yield first
+        yield from results
+
+
+def _read(path: Path, chosen: LogKind, mapping: Mapping, start: FileStart | None, contents: ContentIds) -> Iterator[ReadResult]:
+    raws = (mapping.apply(raw, chosen, str(path)) for raw in _raw_batches(path, chosen, start))
     if chosen.independent_rows:  # the next batch parsed on a thread while this one is validated
         raws = read_ahead(raws)
     else:  # a game, a task, a query spans rows anywhere in the file
         raws = iter([RawRecords.concat(list(raws))])
     for raw in raws:
-        yield check_names(chosen.read(raw, str(path)), dict(chosen.ids), chosen.record_id)
+        result = chosen.read(raw, str(path))
+        if chosen.record_id and not result.keyed:
+            result = contents.assign(result, chosen.record_id)
+        yield check_names(result, dict(chosen.ids), chosen.record_id)
 
 
-def read_log(path: str | Path, kind: str, *, columns: Mapping[str, str] | None = None) -> ReadResult:
+def read_log(path: str | Path, kind: str, *, mapping: Mapping | None = None) -> ReadResult:
     """A whole file read as `kind`, ids checked for duplicates across the whole file."""
     chosen = log_kind(kind)
     seen = SeenIds()
     results = [drop_seen(result, chosen.record_id if result.keyed else (), seen, 0, str, chosen.unit_column is not None)
-               for result in read_batches(path, kind, columns=columns)]
+               for result in read_batches(path, kind, mapping=mapping)]
     return ReadResult.concat(results, kind, str(path), chosen.schema)
 
 
-__all__ = ["KINDS", "QUARANTINE_SCHEMA", "FileStart", "LogKind", "ReadResult", "UnreadableFile", "log_kind", "read_batches",
+__all__ = ["KINDS", "QUARANTINE_SCHEMA", "FileStart", "LogKind", "Mapping", "MappingError", "ReadResult", "UnreadableFile", "log_kind", "read_batches",
            "read_log", "read_records", "register_kind"]

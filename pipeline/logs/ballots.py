@@ -3,7 +3,7 @@
 Canonical columns: `ballot_id`, `ranking` (canonical text, e.g. `a>b=c>d`, names inside a tie
 sorted), `weight`, plus the parsed order as `agents` (names) and `levels` (0 for the top group,
 then 1, 2, ... in group order). `>` separates groups and `=` joins ties. A ballot without an id
-gets `<file name>:<line>`; a `ballot_id` given by the file names the ballot across files (one
+gets one of its content (`pipeline.logs.identity.ContentIds`); a `ballot_id` given by the file names the ballot across files (one
 stored before is a duplicate). A ranking of more than `MAX_RANKED` names is quarantined. PrefLib
 order files (`pipeline.logs.preflib`) are read as ballots too.
 

@@ -4,7 +4,9 @@ Canonical columns: `battle_id`, `model_a`, `model_b`, `winner` in {model_a, mode
 tie (bothbad)}, optional `judge`, `prompt`, `category`, `timestamp`, `weight`, and numeric features
 of the two answers as `features_a.<name>`, `features_b.<name>` (`pipeline.logs.features`). The Arena dumps
 (`judge`, `question_id`, `tstamp`) are read through column aliases. A file without battle ids gets
-`<file name>:<line>` ids, so ids are stable across re-reads.
+ids of their content (`pipeline.logs.identity.ContentIds`: the reader's placeholders
+`<file name>:<line>` are replaced in `read_batches`), so the same battles in a re-sorted or
+cumulative dump are the same ids.
 
 Stored: models as ids of the agents dictionary, `judge` and `prompt` of the judges and prompts
 dictionaries, `winner` as its position in `WINNERS` (0 model_a, 1 model_b, 2 tie, 3 tie

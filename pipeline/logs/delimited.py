@@ -13,7 +13,9 @@ chunk is parsed by the first of three paths that can account for it:
    quote, an unterminated field) or has the wrong number of fields is quarantined under its first
    line, and parsing starts again at the next line, so one bad line never swallows the rest.
 
-Bytes that are not UTF-8 refuse the file, naming the line (`pipeline.logs.encoding`).
+Bytes that are not UTF-8 refuse the file, naming the line (`pipeline.logs.encoding`). A line
+longer than `MAX_RECORD_BYTES` is quarantined unread (skipped in bounded pieces), so memory stays
+bounded whatever the file holds.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from pipeline.logs.encoding import bom_length, decode
-from pipeline.logs.records import FileStart, RawRecords, UnreadableFile, column_names, frame_of_text
+from pipeline.logs.records import (MAX_RECORD_BYTES, FileStart, RawRecords, UnreadableFile, column_names, frame_of_text,
+                                   skip_line, too_long)
 
 CHUNK_BYTES = 8 << 20
 _QUOTE, _NEWLINE, _RETURN = ord('"'), ord("\n"), ord("\r")
@@ -48,22 +51,39 @@ def read_batches(path: Path, delimiter: str, start: FileStart | None = None) -> 
         else:
             handle.seek(start.offset)
             pending, line, offset = b"", start.lines + 1, start.offset
+        del head
         eof = False
+        too_long_lines: list[tuple[int, str, str]] = []  # quarantined with the next records
         while not eof or pending:
             if not eof:
                 more = handle.read(CHUNK_BYTES)
                 eof = not more
+                if len(pending) + len(more) > MAX_RECORD_BYTES and b"\n" not in pending and b"\n" not in more:
+                    size = len(pending) + len(more) + (0 if eof else skip_line(handle))  # the rest of the line: unread
+                    too_long_lines.append(too_long(path, line, pending or more, size))
+                    pending, line, offset = b"", line + 1, offset + size
+                    continue
                 pending += more
+                del more
+            if pending.find(b"\n") > MAX_RECORD_BYTES:  # a line past the limit, whose end is in the buffer
+                size = pending.find(b"\n") + 1
+                too_long_lines.append(too_long(path, line, pending, size))
+                pending, line, offset = pending[size:], line + 1, offset + size
+                continue
             cut = len(pending) if eof else _record_cut(pending, force=len(pending) > 4 * CHUNK_BYTES)
             if not cut:
                 continue
             chunk, pending = pending[:cut], pending[cut:]
             newlines = chunk.count(b"\n")
             records = parse_chunk(chunk, newlines, line, offset, names, delimiter, path)
-            if records.rows_in:
-                yield records
+            if records.rows_in or too_long_lines:
+                yield RawRecords(records.frame, too_long_lines + records.unparsable)
+                too_long_lines = []
             line += newlines
             offset += cut
+        if too_long_lines:
+            empty = {name: pa.array([], pa.string()) for name in names}
+            yield RawRecords(frame_of_text(empty, np.zeros(0, np.int64)), too_long_lines)
 
 
 def _header(head: bytes, skip: int, delimiter: str, path: Path) -> tuple[list[str], int, int] | None:

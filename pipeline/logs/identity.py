@@ -4,8 +4,9 @@ makes its record a duplicate, quarantined naming where the id was first seen.
 A kind declares the columns that identify its records across files (`LogKind.record_id`:
 battles' `battle_id`, games' `game_id`, ballots' `ballot_id`; reviews have none, as a later review
 of a query by the same reviewer replaces the earlier one);
-ids a reader made up (a battle without an id is `<file name>:<line>`) identify nothing beyond
-their file and are not checked. Ids are compared by a 128-bit hash (two seeded 64-bit polars
+records a file gave no id get ids of their content (`ContentIds`, at the end), checked like any
+other, so a re-sorted or cumulative dump is stored once (stores written before them hold
+`<file name>:<line>` ids, which identify nothing beyond their file and are not checked). Ids are compared by a 128-bit hash (two seeded 64-bit polars
 hashes): the chance that two of 10^9 distinct ids collide is below 10^-20.
 
 `SeenIds` holds the ids seen, as sorted runs of (hash high, hash low, where) with `where` =
@@ -30,6 +31,8 @@ no timestamp (`pipeline.stats.sequence`).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import sys
 from collections.abc import Callable
@@ -307,3 +310,56 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
     return ReadResult(result.kind, result.source, result.table.take(keep), pa.concat_tables([result.quarantined, quarantined]),
                       result.rows_in, lines[keep], result.keyed)
 
+
+
+CONTENT_PREFIX = "content:"
+
+
+class ContentIds:
+    """Ids for records a file gave none: what the record says, and how many times it said it.
+
+    A record's id is `content:` and the BLAKE2b-128 hash (hex) of its canonical fields as JSON
+    (every stored column but the id, in schema order, as `polars`' `struct.json_encode` writes
+    them), then `#k` for the k-th identical record of the same source (k > 1). So the same battles
+    re-exported, re-sorted, or dumped again with new ones after them are the same ids, stored once
+    whatever the file's format; and a source holding a record k times stores it k times: a later
+    dump holding it m times adds max(0, m - k) (identical battles are told apart by nothing but
+    their count). A file that grew is read again from its start for the counts (`read_batches`),
+    its earlier rows not handed on. One per source file: the counts run over its batches."""
+
+    def __init__(self) -> None:
+        self.keys = np.empty(0, np.uint64)  # the keys seen in earlier batches, sorted, and how often each
+        self.seen = np.empty(0, np.int64)
+        self.used = False  # whether any record needed an id of its content
+
+    def assign(self, result: ReadResult, columns: tuple[str, ...]) -> ReadResult:
+        self.used = True
+        table = result.table
+        if not table.num_rows:
+            return dataclasses.replace(result, keyed=True)
+        fields = [name for name in table.schema.names if name not in columns]
+        texts = pl.from_arrow(table.select(fields)).select(pl.struct(pl.all()).struct.json_encode()).to_series().to_list()
+        digests = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
+        keys = np.frombuffer(b"".join(d[:8] for d in digests), np.uint64)
+        occurrence = self._occurrences(keys).tolist()
+        ids = [f"{CONTENT_PREFIX}{d.hex()}" + (f"#{k}" if k > 1 else "") for d, k in zip(digests, occurrence)]
+        column = columns[0]
+        table = table.set_column(table.schema.get_field_index(column), column, pa.array(ids, table.schema.field(column).type))
+        return dataclasses.replace(result, table=table, keyed=True)
+
+    def _occurrences(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's occurrence among the keys seen so far (1 for the first), by sorting: the
+        rank within its run of equal keys in this batch, plus its count in earlier batches."""
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        starts = np.r_[True, ordered[1:] != ordered[:-1]]
+        run_start = np.maximum.accumulate(np.where(starts, np.arange(len(keys)), 0))
+        rank = np.empty(len(keys), np.int64)
+        rank[order] = np.arange(len(keys)) - run_start
+        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        before = np.where(self.keys[at] == keys, self.seen[at], 0) if len(self.keys) else np.zeros(len(keys), np.int64)
+        distinct, counts = ordered[starts], np.diff(np.r_[np.flatnonzero(starts), len(keys)])
+        merged, inverse = np.unique(np.r_[self.keys, distinct], return_inverse=True)
+        self.seen = np.bincount(inverse, weights=np.r_[self.seen, counts], minlength=len(merged)).astype(np.int64)
+        self.keys = merged
+        return rank + before + 1

@@ -22,7 +22,8 @@ import numpy as np
 import polars as pl
 
 from pipeline.logs.encoding import bom_length, decode, not_utf8
-from pipeline.logs.records import NESTED, FileStart, RawRecords, UnreadableFile, column_names, empty_records, frame_of_text
+from pipeline.logs.records import (MAX_RECORD_BYTES, NESTED, FileStart, RawRecords, UnreadableFile, column_names, empty_records,
+                                   frame_of_text, skip_line, too_long)
 
 BATCH_RECORDS = 200_000
 MAX_INT_DIGITS = 4_000  # below Python's int-from-text limit of 4,300 digits
@@ -127,8 +128,13 @@ def read_lines(path: Path, start: FileStart | None = None) -> Iterator[RawRecord
         objects: list[tuple[int, dict]] = []
         bad: list[tuple[int, str, str]] = []
         decoder, repeated = _decoder()
-        for raw in handle:
+        while raw := handle.readline(MAX_RECORD_BYTES + 1):
             line_no += 1
+            if len(raw) > MAX_RECORD_BYTES and not raw.endswith(b"\n"):  # past the limit: skipped unread
+                size = len(raw) + skip_line(handle)
+                bad.append(too_long(path, line_no, raw, size))
+                offset += size
+                continue
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -3,8 +3,8 @@
 The format readers put all text in Unicode NFC and the kinds strip surrounding whitespace, so a
 name typed with a combining accent and with a precomposed one is one agent. Here, after a kind
 has read a file, every column whose values go into a store dictionary (`LogKind.ids`) and every
-column of the record id (`LogKind.record_id`) the file gave is checked (ids a reader made up,
-`<file name>:<line>`, are not: they identify nothing beyond the file, and a file's name may hold
+column of the record id (`LogKind.record_id`), given by the file or of its content, is checked
+(a reader's placeholder `<file name>:<line>`, if ever handed on, is not: a file's name may hold
 any character), and a row is quarantined when a value
 
 - holds a control character (`Cc`), a format character (`Cf`: zero-width spaces and joiners,

@@ -20,6 +20,8 @@ array and Parquet count records from 1.
 
 from __future__ import annotations
 
+import logging
+import os
 import stat
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -29,6 +31,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pyarrow as pa
+
+from pipeline.terminal import visible
 
 LINE = "\x00line"
 NESTED = "\x00nested:"
@@ -41,11 +45,12 @@ LINE_SUFFIXES = (".csv", ".tsv", ".jsonl", ".ndjson")  # formats where appending
 class UnreadableFile(ValueError):
     """The file as a whole cannot be read (missing, unknown format, not text, not parseable at all).
 
-    `str()` is one line: `<file>: line <n>, field <f>: <reason>` (line and field when known)."""
+    `str()` is one line: `<file>: line <n>, field <f>: <reason>` (line and field when known), the
+    file's name with its control characters made visible (a newline in it does not end the line)."""
 
     def __init__(self, path: Path | str, reason: str, *, line: int | None = None, field: str | None = None):
         where = ", ".join(p for p in (f"line {line}" if line is not None else "", f"field {field!r}" if field else "") if p)
-        super().__init__(f"{path}: {where + ': ' if where else ''}{reason}")
+        super().__init__(f"{visible(path)}: {where + ': ' if where else ''}{reason}")
         self.path = str(path)
         self.reason = reason
         self.line = line
@@ -157,3 +162,30 @@ class FileStart:
 
     offset: int
     lines: int
+
+
+MAX_RECORD_BYTES = 16 << 20  # a line of CSV, TSV or JSONL longer than this is quarantined unread: the readers
+# stream a file in bounded memory, and one enormous line would otherwise be held whole (a 256 MiB line took 2.5 GB)
+_SKIP_BYTES = 8 << 20
+_PREVIEW_CHARS = 200
+
+
+def skip_line(handle) -> int:
+    """Read past the end of the current line (its newline included) in bounded pieces, and leave
+    the file just after it; the bytes skipped. A regular file's handle (the readers check that)."""
+    skipped = 0
+    while piece := handle.read(_SKIP_BYTES):
+        end = piece.find(b"\n")
+        if end >= 0:
+            handle.seek(end + 1 - len(piece), os.SEEK_CUR)
+            return skipped + end + 1
+        skipped += len(piece)
+    return skipped
+
+
+def too_long(path: Path | str, line: int, start: bytes, size: int) -> tuple[int, str, str]:
+    """The quarantine entry (line, reason, the line's first characters) of a line of `size` bytes
+    past `MAX_RECORD_BYTES`, logged as one line naming the file and the line."""
+    reason = f"the line is {size:,} bytes long, past the limit of {MAX_RECORD_BYTES:,} bytes a record: not read"
+    logging.getLogger(__name__).warning("%s: line %d: %s", path, line, reason)
+    return line, reason, start[:_PREVIEW_CHARS * 4].decode("utf-8", "replace")[:_PREVIEW_CHARS] + "..."

@@ -119,6 +119,7 @@ def read_scores(raw: RawRecords, source: str) -> ReadResult:
     checks += weight_checks("~weight", weight, "task_weight")
     t.reject(checks)
 
+    t.refuse_mixed(["~task", "~agent"], "task, agent")
     t.reject_repeats(["~task", "~agent"], "agent", "duplicate agent in task")
     t.reject_units(
         "~task",

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.logs.records import INVALID, LINE, NESTED, RawRecords, UnreadableFile, internal
-from pipeline.weights import MAX_WEIGHT
+from pipeline.weights import MAX_WEIGHT, quantize_expr
 
 QUARANTINE_SCHEMA = pa.schema(
     [
@@ -48,6 +48,7 @@ MIN_EPOCH, MAX_EPOCH = -62_135_596_800.0, 253_402_300_799.0
 _TIME_FORMATS = ("%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%d %H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f",
                  "%Y-%m-%dT%H:%M%#z", "%Y-%m-%dT%H:%M", "%Y-%m-%d")
 UTC_MICROS = pl.Datetime("us", "UTC")
+MAX_SPLIT_VALUES = 1_000  # a column of more values is not taken for a split of a mixed file (`Triage.refuse_mixed`)
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class ReadResult:
     quarantined: pa.Table
     rows_in: int
     lines: np.ndarray | None = None  # the line of each accepted row
-    keyed: bool = True  # whether the rows' ids came from the file (made-up ids identify nothing beyond it)
+    keyed: bool = True  # whether the rows' ids identify them beyond the file (given by it, or of their content)
 
     def __post_init__(self) -> None:
         if self.lines is None:
@@ -84,6 +85,13 @@ class ReadResult:
     @property
     def rows_accepted(self) -> int:
         return self.table.num_rows
+
+    def after(self, line: int) -> ReadResult:
+        """The rows (accepted and quarantined) read from lines after `line`."""
+        kept = np.flatnonzero(self.lines > line)
+        quarantined = self.quarantined.filter(pc.greater(self.quarantined.column("line"), line))
+        return ReadResult(self.kind, self.source, self.table.take(kept), quarantined, len(kept) + quarantined.num_rows,
+                          self.lines[kept], self.keyed)
 
     @property
     def rows_quarantined(self) -> int:
@@ -121,6 +129,8 @@ class Triage:
     _rejected: list[pl.DataFrame] = field(init=False, default_factory=list)
     _markers: list[Check] = field(init=False, default_factory=list)
     _labels: dict[str, pa.Array] = field(init=False, default_factory=dict)  # derived column -> its dictionary
+    _missing: list[tuple[str, ...]] = field(init=False, default_factory=list)  # required columns absent: their aliases
+    _read: set[str] = field(init=False, default_factory=set)  # the raw columns the kind reads
 
     def __post_init__(self) -> None:
         self.frame = self.raw.frame
@@ -146,15 +156,25 @@ class Triage:
                                      "drop one", line=1, field=alias)
             if named:
                 self._mark(named[0], aliases[0], nested)
+                self._read.add(named[0])
                 return named[0]
-        if required and self.frame.height:
-            raise UnreadableFile(self.source, f"missing column {aliases[0]!r} (accepted names: {', '.join(aliases)})",
-                                 line=1, field=aliases[0])
-        if required:  # no rows: an empty column keeps the reader's expressions valid
+        if required and self.frame.height:  # refused once every column is asked for, naming them all
+            self._missing.append(aliases)
+        if required:  # no rows (or refused later): an empty column keeps the reader's expressions valid
             self.frame = self.frame.with_columns(pl.lit(None, pl.String).alias(aliases[0]))
             self._raw_columns.append(aliases[0])
             return aliases[0]
         return None
+
+    def check_columns(self) -> None:
+        """Refuse the file if required columns are missing, naming all of them (and what it has)."""
+        if not self._missing:
+            return
+        named = ", ".join(repr(a[0]) + (f" (or {', '.join(map(repr, a[1:]))})" if len(a) > 1 else "") for a in self._missing)
+        has = ", ".join(c for c in self._raw_columns if c not in {a[0] for a in self._missing})
+        raise UnreadableFile(self.source, f"missing column{'s' * (len(self._missing) > 1)} {named}; the file has {has} "
+                             f"(map them with --columns, e.g. --columns {self._missing[0][0]}=COLUMN)",
+                             line=1, field=self._missing[0][0])
 
     def _mark(self, raw: str, name: str, nested: bool) -> None:
         if INVALID + raw in self.frame.columns:
@@ -165,6 +185,7 @@ class Triage:
             self._markers.append(Check(name, f"{name} is a list or an object, not a single value", pl.col(NESTED + raw).fill_null(False)))
 
     def _reject_marked(self) -> None:
+        self.check_columns()
         markers, self._markers = self._markers, []
         for check in markers:
             if check.reason:
@@ -173,11 +194,13 @@ class Triage:
                 self.reject_rows(check.bad, check.field, pl.col(f"~invalid:{check.field}"))
 
     def derive(self, **exprs: pl.Expr | pl.Series) -> None:
+        self.check_columns()
         self.frame = self.frame.with_columns(**{f"~{k}": v for k, v in exprs.items()})
 
     def derive_timestamp(self, raw: str | None) -> list[Check]:
         """Derive `~timestamp` from the raw column `raw` (`timestamps`; all null without one) and return
         the checks that name why a present value did not become a timestamp (`timestamp_checks`)."""
+        self.check_columns()
         if raw is None:
             self.derive(timestamp=pl.lit(None, UTC_MICROS))
             return []
@@ -190,6 +213,7 @@ class Triage:
         `text(raw column)` (lower-cased if asked) in one dictionary shared by these columns, which
         is returned: equal codes are equal text, a null code is a null text. Each distinct raw
         value is cleaned once; `result` turns the codes back into a dictionary array."""
+        self.check_columns()
         present = {name: distinct_values(self.frame.get_column(raw)) for name, raw in columns.items() if raw is not None}
         cleaned = [clean_text(encoded.dictionary, lowercase) for encoded in present.values()]
         shared = pc.dictionary_encode(pa.concat_arrays(cleaned) if cleaned else pa.array([], pa.string()))
@@ -247,6 +271,22 @@ class Triage:
             return
         first = pl.col(LINE).min().over(columns)
         self.reject_rows(pl.col(LINE) != first, field_name, pl.lit(f"{reason} (first at line ") + first.cast(pl.String) + pl.lit(")"))
+
+    def refuse_mixed(self, columns: list[str], what: str) -> None:
+        """Refuse the file if `columns` (derived) repeat across the values of a raw column the kind
+        does not read, with few values (a release, an edition): such a file mixes several logs of
+        one shape, which `--where` or `--by` take apart, and would otherwise lose its repeats to
+        quarantine as duplicates."""
+        self.check_columns()
+        if self.frame.height < 2 or self.frame.select(pl.struct(columns).n_unique()).item() == self.frame.height:
+            return
+        bound = min(MAX_SPLIT_VALUES, self.frame.height // 2)
+        for raw in (c for c in self._raw_columns if c not in self._read):
+            values = self.frame.select(pl.col(raw).n_unique()).item()
+            if 2 <= values <= bound and self.frame.select(pl.struct([*columns, raw]).n_unique()).item() == self.frame.height:
+                example = self.frame.get_column(raw).drop_nulls()[0]
+                raise UnreadableFile(self.source, f"rows repeat ({what}) across the {values} values of column {raw!r}: rate one "
+                                     f"with --where {raw}={example}, or each with --by {raw}", line=1, field=raw)
 
     def reject_units(self, unit: str, checks: list[Check]) -> None:
         """Reject every row of each unit (the rows sharing a value of `unit`, e.g. a game) for which
@@ -354,23 +394,36 @@ def _epoch(seconds: pl.Series) -> pl.Series:
     return pl.select(pl.when(inside).then(micros).otherwise(None).cast(UTC_MICROS)).to_series()
 
 
+def _compact_dates(values: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """Where text `values` are eight digits (a compact ISO date, YYYYMMDD), and those dates (null
+    where the digits are no date)."""
+    compact = values.str.contains(r"^[0-9]{8}$").fill_null(False)
+    dates = values.str.to_datetime("%Y%m%d", time_unit="us", time_zone="UTC", strict=False).cast(UTC_MICROS)
+    return compact, dates
+
+
 def timestamps(frame: pl.DataFrame, name: str) -> tuple[pl.Series, pl.Series | None]:
     """A raw column as UTC microsecond timestamps: typed dates and timestamps as they are (the
     Parquet reader made them UTC and marked those out of range), numbers as epoch seconds, text as
     epoch seconds or ISO-8601 (the formats of a column may vary row by row). Null where a value
-    does not parse or is out of range (`timestamp_checks` says which). For a text column, also
-    whether each value reads as a number (null where there is no text), so that the checks name
-    the reason without stripping the text again."""
+    does not parse or is out of range (`timestamp_checks` says which). Eight digits, as text or
+    an integer, are a compact ISO date (`20240101`), never epoch seconds (which would put them in
+    1970-1973). For a text column, also whether each value reads as a number (null where there is
+    no text), so that the checks name the reason without stripping the text again."""
     column = frame.get_column(name)
     if column.dtype.is_temporal():
         return column.cast(UTC_MICROS) if column.dtype == UTC_MICROS else column.dt.replace_time_zone("UTC").cast(UTC_MICROS), None
+    if column.dtype.is_integer():
+        compact, dates = _compact_dates(column.cast(pl.String))
+        return pl.select(pl.when(compact).then(dates).otherwise(_epoch(column.cast(pl.Float64)))).to_series(), None
     if column.dtype.is_numeric():
         return _epoch(column.cast(pl.Float64)), None
     raw = frame.select(text(name)).to_series()
-    seconds = raw.cast(pl.Float64, strict=False)
+    compact, dates = _compact_dates(raw)
+    seconds = pl.select(pl.when(~compact).then(raw.cast(pl.Float64, strict=False))).to_series()
     numeric = pl.select(pl.when(raw.is_not_null()).then(seconds.is_not_null())).to_series()
-    result = _epoch(seconds)
-    rest = raw.is_not_null() & seconds.is_null()
+    result = pl.select(pl.when(compact).then(dates).otherwise(_epoch(seconds))).to_series()
+    rest = raw.is_not_null() & seconds.is_null() & ~compact
     if not rest.any():
         return result, numeric
     try:  # polars infers the format of the first value that parses and applies it to all
@@ -408,6 +461,7 @@ def weight_checks(parsed: str, raw_name: str | None, what: str = "weight") -> li
     col = pl.col(parsed)
     checks = [Check(what, f"{what} is not finite", col.is_not_null() & ~col.is_finite()),
               Check(what, f"{what} is negative", col < 0),
+              Check(what, f"{what} is below 2^-24, the grid of exact sums, where it would count as 0", (col > 0) & (quantize_expr(col) == 0)),
               Check(what, f"{what} is above {MAX_WEIGHT:,.0f} (2^38), the largest weight summed exactly", col > MAX_WEIGHT)]
     if raw_name is not None:
         checks.insert(0, Check(what, f"{what} is not a number", unparsable(raw_name, parsed)))

@@ -1,7 +1,11 @@
 """Rating methods: pure functions from statistics to `Ratings`, looked up by spec.
 
-Every module of this package is imported here, so that its `@method` registrations exist
-wherever `pipeline.methods` is imported (including on Dask workers).
+The contract sits at the top (`registry`, `ratings`, `convergence`, `uncertainty`, `comparison`,
+`standing`: provisional agents and the order key);
+the methods sit in one sub-package per family (`voting`, `bradley_terry`, `game_theory`,
+`council`), with the numerical helpers they share in `numerics`. Every module of every
+sub-package is imported here, so that its `@method` registrations exist wherever
+`pipeline.methods` is imported (including on Dask workers).
 """
 
 import importlib
@@ -10,7 +14,7 @@ import pkgutil
 from pipeline.methods.ratings import Ratings, competition_ranks
 from pipeline.methods.registry import REGISTRY, Method, Spec, apply, method, needed_statistics, run
 
-for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-    importlib.import_module(f"{__name__}.{_module}")
+for _module in sorted(m.name for m in pkgutil.walk_packages(__path__, prefix=f"{__name__}.")):
+    importlib.import_module(_module)
 
 __all__ = ["REGISTRY", "Method", "Ratings", "Spec", "apply", "competition_ranks", "method", "needed_statistics", "run"]

@@ -28,8 +28,11 @@ def agent_column(prefix: str, agent: int) -> str:
 
 def competition_ranks(score: np.ndarray, higher_is_better: bool = True, tolerance: float = 0.0) -> np.ndarray:
     """1 + the number of agents in better tie groups. Sorted best first, a score starts a new tie
-    group when it is more than `tolerance` worse than the score before it (0: only equal scores tie)."""
-    key = -np.asarray(score, dtype=np.float64) if higher_is_better else np.asarray(score, dtype=np.float64)
+    group when it is more than `tolerance` worse than the score before it (0: only equal scores tie).
+    Scores may be floats or exact numbers (an object array of Fractions), compared exactly."""
+    values = np.asarray(score)
+    values = values if values.dtype == object else values.astype(np.float64)
+    key = -values if higher_is_better else values
     order = np.argsort(key, kind="stable")
     starts = np.r_[True, np.diff(key[order]) > tolerance]
     ranks = np.empty(len(key), np.int64)
@@ -71,8 +74,9 @@ class Ratings:
     def from_scores(cls, agents: np.ndarray, score: np.ndarray, *, extras: dict[str, np.ndarray] | None = None,
                     info: dict[str, object] | None = None, tables: dict[str, pa.Table] | None = None,
                     higher_is_better: bool = True, tie_tolerance: float = 0.0) -> Ratings:
-        score = np.asarray(score, dtype=np.float64)
-        return cls(np.asarray(agents, dtype=np.int64), score, competition_ranks(score, higher_is_better, tie_tolerance),
+        # Exact scores (an object array of Fractions) are ranked exactly, then rounded once to floats.
+        ranks = competition_ranks(score, higher_is_better, tie_tolerance)
+        return cls(np.asarray(agents, dtype=np.int64), np.asarray(score).astype(np.float64), ranks,
                    dict(extras or {}), dict(info or {}), dict(tables or {}))
 
     def positions(self, ids: np.ndarray) -> np.ndarray:

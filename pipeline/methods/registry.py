@@ -25,7 +25,9 @@ is at its default, and a reduction computes it only for specs that set the param
 
 A method that fans work out (bootstrap rounds, shuffled orders) declares a keyword-only
 parameter `client`: the registry passes the caller's Dask client there (None: local threads).
-It is not a spec parameter and is not recorded in `Ratings.params`.
+It is not a spec parameter and is not recorded in `Ratings.params`. Likewise `established`: a
+method with a bootstrap of its own (m-Elo) that declares it receives the store ids of the agents
+a board's standing establishes (`pipeline.methods.standing`), to count rank intervals among them.
 
 Every spec whose method has no `bootstrap` parameter of its own also accepts `bootstrap=R` and
 `bootstrap_seed=S`: `run` then adds score intervals, rank intervals and tiers from R Poisson
@@ -42,12 +44,16 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from pipeline.methods.fanout import MAX_ROUNDS
+import numpy as np
+
+from pipeline.methods.numerics.fanout import MAX_ROUNDS
+from pipeline.methods.numerics.threads import one_blas_thread
 from pipeline.methods.ratings import Ratings, spec_text
-from pipeline.methods.threads import one_blas_thread
+from pipeline.methods.standing import Standing
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
 
 CLIENT = "client"  # the keyword through which a method that fans out receives the Dask client
+ESTABLISHED = "established"  # the keyword through which a method with its own bootstrap receives the established agents
 BOOTSTRAP, BOOTSTRAP_SEED = "bootstrap", "bootstrap_seed"  # the registry's own parameters: see `generic_parameters`
 GIVEN = frozenset({"agents", "appearances", "agent_keys"})  # fields of every Statistics: never reduced on request
 
@@ -58,6 +64,7 @@ class Rule:
     holds: Callable[[object], bool]
     words: str
     infinite: bool = False  # whether `inf` is a value (a limit the method computes exactly); NaN never is
+    texts: tuple[str, ...] = ()  # words a numeric parameter also takes, as they are (`prior=auto`: the method chooses)
 
     def problem(self, value: object) -> str | None:
         return None if self.holds(value) else f"must be {self.words}"
@@ -110,7 +117,7 @@ class Method:
     def parameters(self) -> dict[str, object]:
         """The spec parameters and their defaults (the keyword-only arguments but `client`)."""
         return {p.name: p.default for p in inspect.signature(self.fn).parameters.values()
-                if p.kind is p.KEYWORD_ONLY and p.name != CLIENT}
+                if p.kind is p.KEYWORD_ONLY and p.name not in (CLIENT, ESTABLISHED)}
 
     @property
     def generic_parameters(self) -> dict[str, object]:
@@ -210,7 +217,9 @@ class Spec:
                 valid = ", ".join(allowed) or "none"
                 raise ValueError(f"{name}: unknown parameter {item!r} (parameters: {valid})")
             rule = REGISTRY[name].rules.get(key)
-            params[key] = _coerce(name, key, value.strip(), allowed[key], infinite=rule is not None and rule.infinite)
+            text = value.strip()
+            params[key] = text if rule is not None and text in rule.texts else _coerce(
+                name, key, text, allowed[key], infinite=rule is not None and rule.infinite)
             previous = key
             if key in generic and params[key] == generic[key]:
                 del params[key]  # a registry parameter at its default is not part of the spec
@@ -278,13 +287,17 @@ def needed_statistics(specs: Iterable[str | Spec]) -> frozenset[str]:
     return frozenset(n for s in specs for n in Spec.parse(s).statistics)
 
 
-def run(spec: str | Spec, stats: Statistics, *, client=None) -> Ratings:
+def run(spec: str | Spec, stats: Statistics, *, client=None, standing: Standing | None = None) -> Ratings:
     """Rate `stats` with a spec; a method that fans out, or the registry's bootstrap, does so on `client`
-    (None: local threads)."""
+    (None: local threads). Given a `standing`, the headline ranks are its (`pipeline.methods.standing`):
+    bootstraps count rank intervals among the agents it establishes, and provisional agents are flagged."""
     spec = Spec.parse(spec)
+    established = None if standing is None else standing.established(stats)
     if spec.bootstrap_rounds:
-        return BOOTSTRAP_RUNNER[BOOTSTRAP](spec, stats, client=client)
-    return apply(spec, *method_inputs(spec, stats), client=client)
+        ratings = BOOTSTRAP_RUNNER[BOOTSTRAP](spec, stats, client=client, established=established)
+    else:
+        ratings = apply(spec, *method_inputs(spec, stats), client=client, established=established)
+    return ratings if standing is None else standing.apply(ratings, established)
 
 
 # The registry's bootstrap, registered by `pipeline.methods.uncertainty` (which rates through this
@@ -317,10 +330,13 @@ def method_inputs(spec: Spec, stats: Statistics) -> list[object]:
     return inputs
 
 
-def apply(spec: Spec, *inputs: object, client=None) -> Ratings:
-    """Call a method on inputs already in hand, with one BLAS thread (see `pipeline.methods.threads`);
-    the ratings are labelled with the method's name and effective parameters."""
+def apply(spec: Spec, *inputs: object, client=None, established: np.ndarray | None = None) -> Ratings:
+    """Call a method on inputs already in hand, with one BLAS thread (see `pipeline.methods.numerics.threads`);
+    the ratings are labelled with the method's name and effective parameters. A method with a bootstrap of
+    its own that declares `established` receives the store ids of the agents its rank intervals are counted among."""
     options = dict(spec.without_bootstrap().params) | ({CLIENT: client} if spec.method.fans_out else {})
+    if established is not None and ESTABLISHED in inspect.signature(spec.method.fn).parameters:
+        options[ESTABLISHED] = established
     with one_blas_thread():
         ratings = spec.method.fn(*inputs, **options)
     return dataclasses.replace(ratings, name=spec.name, params=spec.effective_params)

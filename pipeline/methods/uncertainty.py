@@ -36,11 +36,18 @@ resampled statistics stay on the grid.
 
 Determinism. Cells and ballots are drawn in the canonical order of their agents' names
 (`Statistics.agent_keys`), records in the sequence's canonical order; rounds run in seeded
-chunks (`pipeline.methods.fanout`) whose seed is spawned from `bootstrap_seed` and a checksum of
+chunks (`pipeline.methods.numerics.fanout`) whose seed is spawned from `bootstrap_seed` and a checksum of
 the spec's canonical spelling (without the bootstrap parameters), so results do not depend on
 workers, partitions, store ids or the other specs of a run. A round the method cannot rate
 (`RatingError`) is dropped and counted in `info["bootstrap_dropped"]`; an agent a method leaves
 out of a round takes the last rank there and no score.
+
+Absent is not measured. A round that draws none of an agent's records (likely for an agent of one
+or two records: e^-1 = 37% of rounds for one record) says nothing about it: whatever a method
+gives it there is its prior, default or position by construction (m-Elo's prior centre, a Borda
+score of 0). Such a round is left out of that agent's intervals (`measured`), and the column
+`rounds_measured` says how many rounds its intervals stand on. The other agents' ranks in that
+round are as the method gave them.
 
 `ballot_order` (the order of distinct ballots, for whole-ballot STV) is kept as it is: a
 round keeps or drops ballots but makes none. A method that needs statistics from two different
@@ -59,10 +66,10 @@ import scipy.sparse as sp
 from pipeline.logs import log_kind
 from pipeline.logs.orders import WeakOrders
 from pipeline.methods.convergence import RatingError
-from pipeline.methods.fanout import fan_out
+from pipeline.methods.numerics.fanout import fan_out
+from pipeline.methods.numerics.resample import interval_columns, poisson_draws, ranks_within
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import BOOTSTRAP, BOOTSTRAP_SEED, Spec, apply, method_inputs, register_bootstrap
-from pipeline.methods.resample import interval_columns, poisson_draws
 from pipeline.stats.counts import CORE_STATISTICS, BallotHistogram, PairwiseCounts, Statistics
 from pipeline.stats.game_data import PromptCounts, ScoreTable
 from pipeline.stats.partials import DENSE_MAX_AGENTS, comparison_histogram, comparison_positions, weak_order_partial
@@ -270,6 +277,7 @@ class Job:
     spec: Spec  # without the bootstrap parameters
     source: Records
     agents: np.ndarray
+    rows: np.ndarray  # the row of each of `agents` in the statistics
 
 
 def _rounds(job: Job, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -277,8 +285,9 @@ def _rounds(job: Job, size: int, rng: np.random.Generator) -> np.ndarray:
     k = len(job.agents)
     out = np.full((size, 3 * k + 1), np.nan)
     for r, draws in enumerate(_draw(job.source, size, rng)):
+        rebuilt = job.source.rebuild(draws)
         try:
-            rated = run_plain(job.spec, job.source.rebuild(draws))
+            rated = run_plain(job.spec, rebuilt)
         except RatingError:
             out[r, -1] = DROPPED
             continue
@@ -287,11 +296,28 @@ def _rounds(job: Job, size: int, rng: np.random.Generator) -> np.ndarray:
         out[r, :k][seen] = rated.score[rows[seen]]
         out[r, k: 2 * k] = k
         out[r, k: 2 * k][seen] = rated.rank[rows[seen]]
+        absent = ~measured(rebuilt)[job.rows]  # absent is not measured
+        out[r, :k][absent] = out[r, k: 2 * k][absent] = np.nan
         if "probability" in rated.extras:
             out[r, 2 * k: 3 * k] = 0.0
             out[r, 2 * k: 3 * k][seen] = rated.extras["probability"][rows[seen]] > 0
         out[r, -1] = FITTED
     return out
+
+
+def measured(stats: Statistics) -> np.ndarray:
+    """Which agents the records of a round's statistics hold (in the order of `stats.agents`): those that
+    appear in a drawn ballot or battle, in a drawn comparison of the sequence, with a score on a drawn
+    task, or in a drawn prompt cell."""
+    k, sequence, data = len(stats.agents), stats.extra.get("sequence"), stats.extra.get("game_data")
+    if isinstance(sequence, ComparisonSequence):
+        return np.bincount(np.r_[sequence.a, sequence.b].astype(np.int64), minlength=k) > 0
+    if isinstance(data, ScoreTable):
+        return np.isfinite(data.scores).any(axis=1)
+    if isinstance(data, PromptCounts):
+        drawn = data.wins + data.ties
+        return np.bincount(np.r_[data.a, data.b].astype(np.int64), np.r_[drawn, drawn], minlength=k) > 0
+    return np.asarray(stats.appearances) > 0
 
 
 def run_plain(spec: Spec, stats: Statistics) -> Ratings:
@@ -305,15 +331,18 @@ def round_seed(spec: Spec, seed: int) -> int:
 
 
 @register_bootstrap
-def bootstrap(spec: Spec, stats: Statistics, *, client=None) -> Ratings:
-    """`spec` rated on `stats`, with intervals, tiers and win frequencies from `spec`'s `bootstrap` rounds."""
+def bootstrap(spec: Spec, stats: Statistics, *, client=None, established: np.ndarray | None = None) -> Ratings:
+    """`spec` rated on `stats`, with intervals, tiers and win frequencies from `spec`'s `bootstrap` rounds;
+    ranks counted among the `established` agents (store ids; None: all) and among the others after them."""
     rounds, seed = int(spec.params[BOOTSTRAP]), int(spec.params.get(BOOTSTRAP_SEED, 0))
     if rounds < 0:
         raise ValueError(f"{spec.name}: bootstrap must be non-negative, not {rounds}")
     plain = spec.without_bootstrap()
     source = records(plain, stats)  # refuses a method it cannot resample before rating anything
     full = run_plain(plain, stats)
-    rows = fan_out(_rounds, Job(plain, source, full.agents), rounds, round_seed(plain, seed), client=client)
+    row_of = {int(agent): i for i, agent in enumerate(stats.agents)}
+    job = Job(plain, source, full.agents, np.array([row_of[int(a)] for a in full.agents], dtype=np.int64))
+    rows = fan_out(_rounds, job, rounds, round_seed(plain, seed), client=client)
     kept = rows[rows[:, -1] == FITTED]
     k = len(full.agents)
     info = {"bootstrap_rounds": rounds, "bootstrap_dropped": int(len(rows) - len(kept)), "bootstrap_seed": seed,
@@ -322,7 +351,9 @@ def bootstrap(spec: Spec, stats: Statistics, *, client=None) -> Ratings:
     if len(kept) == 0:
         raise RatingError(f"{spec.name}: none of the {rounds} bootstrap rounds could be rated")
     scores, ranks, support = kept[:, :k], kept[:, k: 2 * k], kept[:, 2 * k: 3 * k]
-    extras = interval_columns(scores, ranks, full.rank) | {"win_frequency": (ranks == 1).mean(axis=0)}
+    mask = None if established is None else np.isin(full.agents, established)
+    extras = interval_columns(scores, ranks, full.rank, mask)
+    extras["win_frequency"] = ((ranks if mask is None else ranks_within(ranks, mask)) == 1).mean(axis=0)
     if np.isfinite(support).all():
         extras["support_frequency"] = support.mean(axis=0)
     ratings = replace(full, extras=full.extras | extras, info=full.info | info)

@@ -239,7 +239,7 @@ def _scale(info: dict, ctx: Context) -> list[Note]:
 @reads("comparisons", "order")
 def _online(info: dict, ctx: Context) -> list[Note]:
     count = f" over {number(info['comparisons'])} comparisons" if "comparisons" in info else ""
-    order = f", in {info['order']} order" if "order" in info and not str(info["order"]).startswith("mean") else ""
+    order = f", ordered by {info['order']}" if "order" in info and not str(info["order"]).startswith("mean") else ""
     mean = f"; scores are the {info['order']}" if str(info.get("order", "")).startswith("mean") else ""
     return [Note(f"Online updates{count}{order}{mean}.")]
 

@@ -51,9 +51,20 @@ def as_records(value: object, key_name: str) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
+def mapping_text(mapping: object) -> str:
+    """How an input was read (`pipeline.logs.mapping.Mapping.record`), as the options that say it."""
+    if not isinstance(mapping, dict):
+        return ""
+    parts = [(key, value) for key, value in mapping.items() if key not in ("names_sha256", "nested")]  # nested: a preset's
+    return " ".join(f"--{key} {v}" for key, value in parts for v in (value if isinstance(value, list) else [value]))
+
+
 def inputs_table(inputs: list[dict]) -> Table:
     head = [Column("file"), Column("sha256", "content hash (first 12 hex digits; hover for all)"), Column("status"),
             Column("rows in", "", True), Column("accepted", "", True), Column("quarantined", "", True), Column("ingested at")]
+    mapped = any(i.get("mapping") for i in inputs)
+    if mapped:
+        head.append(Column("read as", "the mapping the file was read through (docs/guide.md)"))
     body = []
     for i in inputs:
         source = str(i.get("source", ""))
@@ -62,7 +73,7 @@ def inputs_table(inputs: list[dict]) -> Table:
         body.append([Cell(Path(source).name or source, source, "file", source), Cell(sha[:12], sha, "hash", sha),
                      Cell(status, status, "" if status in ACCEPTED_STATUS else "bad", str(i.get("error") or "")),
                      *[Cell(number(i.get(k, 0)), i.get(k, 0)) for k in ("rows_in", "rows_accepted", "rows_quarantined")],
-                     Cell(str(i.get("ingested_at") or ""))])
+                     Cell(str(i.get("ingested_at") or "")), *([Cell(plain(mapping_text(i.get("mapping")), 300))] if mapped else [])])
     return Table(head, body, "sortable inputs")
 
 

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 
 import pipeline
 from pipeline.methods.ratings import AGENT_COLUMN, Ratings
+from pipeline.methods.standing import PROVISIONAL
 from pipeline.stats import PairwiseCounts, Statistics
 from pipeline.stats.annotators import NO_JUDGE
 from pipeline.store import IngestReport
@@ -107,22 +108,41 @@ def _cell(value: object) -> str:
 
 
 def leaderboard_markdown(ratings: list[Ratings], names: list[str], title: str, top: int | None = None) -> str:
+    """Each method's table, best first; provisional agents (`pipeline.methods.standing`) in a table of their own after it."""
     lines = [f"# {markdown_text(title)}", ""]
     for r in ratings:
         records = ratings_records([r], names)
-        shown = records if top is None else records[:top]
-        extras = [name for name, _ in published_extras(r.extras, names)]  # as `records` name them
+        extras = [name for name, _ in published_extras(r.extras, names) if name != PROVISIONAL]  # as `records` name them
         lines += [f"## {markdown_text(r.spec)}", ""]
         if r.info:
             lines += [f"- {markdown_text(k)}: {info_markdown(v)}" for k, v in published_info(r, names).items()] + [""]
+        if "ordered_by" in r.info:
+            lines += [standing_sentence(r.info), ""]
         header = ["rank", "agent", "score", *extras]
-        lines.append("| " + " | ".join(map(markdown_text, header)) + " |")
-        lines.append("|" + "---|" * len(header))
-        lines += ["| " + " | ".join(_cell(rec.get(c)) for c in header) + " |" for rec in shown]
-        if len(shown) < len(records):
-            lines.append(f"\n({len(records) - len(shown)} more in ratings.parquet)")
-        lines.append("")
+        established = [rec for rec in records if not rec.get(PROVISIONAL)]
+        provisional = [rec for rec in records if rec.get(PROVISIONAL)]
+        for part, heading in ((established, None), (provisional, f"### Provisional agents ({len(provisional)})")):
+            if heading is not None and not part:
+                continue
+            shown = part if top is None else part[:top]
+            lines += [heading, ""] if heading is not None else []
+            lines.append("| " + " | ".join(map(markdown_text, header)) + " |")
+            lines.append("|" + "---|" * len(header))
+            lines += ["| " + " | ".join(_cell(rec.get(c)) for c in header) + " |" for rec in shown]
+            if len(shown) < len(part):
+                lines.append(f"\n({len(part) - len(shown)} more in ratings.parquet)")
+            lines.append("")
     return "\n".join(lines)
+
+
+ORDER_WORDS = {"score": "the method's score", "lower": "the lower end of the 95% score interval",
+               "rank_ub": "the rank upper bound [Arena] (1 + the agents whose whole interval lies above)"}
+
+
+def standing_sentence(info: dict[str, object]) -> str:
+    """What orders a board's table, and who is ranked apart (the info `pipeline.methods.standing` adds)."""
+    return (f"Ranked by {ORDER_WORDS[str(info['ordered_by'])]}, among the agents with at least {info['min_records']} records; "
+            f"the {info['provisional_count']} with fewer are provisional, ranked apart after them.")
 
 
 def method_tables(ratings: list[Ratings], names: list[str], judges: list[str] | None = None) -> dict[str, pa.Table]:

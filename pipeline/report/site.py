@@ -22,6 +22,7 @@ import markupsafe
 import numpy as np
 import polars as pl
 
+from pipeline.methods.standing import PROVISIONAL
 from pipeline.paths import CATEGORY_PREFIX
 from pipeline.report import plots
 from pipeline.report.agreement import RANK_GAP, disagreements, kendall_matrix
@@ -29,8 +30,9 @@ from pipeline.report.diagnostics import Context, Diagnostics, Note, describe, na
 from pipeline.report.folders import BacktestFolder, BoardFolder, Folder, read_run, run_id_of, section, unreadable_outputs
 from pipeline.report.history import history_beside, rank_changes, read_history, with_run
 from pipeline.report.provenance import Provenance, provenance
+from pipeline.report.publish import standing_sentence
 from pipeline.report.runs import read_failures
-from pipeline.report.tables import Cell, Column, Table, frame_table, leaderboard_table
+from pipeline.report.tables import Cell, Column, Table, frame_table, leaderboard_table, long_table, own_columns
 from pipeline.store.files import write_text
 
 log = logging.getLogger(__name__)
@@ -123,6 +125,14 @@ def leaderboards(board: BoardFolder) -> list[tuple[str, str, pl.DataFrame]]:
             label = method_label(spec)[0] + (f" \u00b7 {category}" if category else "")
             out.append((spec if category is None else f"{spec}|{category}", label, part.sort(["rank", "agent"])))
     return out
+
+
+def split_provisional(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A leaderboard's established agents and its provisional ones (`pipeline.methods.standing`), shown apart."""
+    if PROVISIONAL not in rows.columns:
+        return rows, rows.clear()
+    flag = pl.col(PROVISIONAL).fill_null(False)
+    return rows.filter(~flag), rows.filter(flag)
 
 
 def method_stems(specs: list[str]) -> dict[str, str]:
@@ -232,10 +242,19 @@ def board_page(board: BoardFolder, history: pl.DataFrame, run_id: str | None) ->
         title, params, summary = method_label(spec)
         previous, before = rank_changes(history, board.name, spec, run_id) if "|" not in key else (None, {})
         tables = {name: t for name, t in board.tables.items() if name.startswith(stems[spec] + ".")}
-        table = leaderboard_table(rows, changes=before if previous else None, previous=previous, records=records)
+        established, provisional = split_provisional(rows)
+        table = leaderboard_table(established, changes=before if previous else None, previous=previous, records=records)
         info = diagnostics.get(spec) if isinstance(diagnostics.get(spec), dict) else {}
         context = Context(dict(p.split("=", 1) for p in params.split(", ") if "=" in p), rows, tables)
         extra = [frame_table(t, caption=name) for name, t in sorted(tables.items())]
+        if further := own_columns(rows)[1]:
+            extra.insert(0, long_table(rows, further))
+        if "ordered_by" in info:
+            table.caption = standing_sentence(info)
+        if provisional.height:
+            extra.insert(0, leaderboard_table(provisional, records=records))
+            extra[0].caption = f"provisional agents ({provisional.height}): fewer records than the board's minimum"
+            extra[0].css = "sortable provisional"  # not the method's leaderboard
         panels.append(MethodPanel(anchor(label, taken), label, spec, summary, table, ratings_image(label, rows),
                                   describe(info if "|" not in key else {}, context), extra))
         if "|" not in key:

@@ -3,7 +3,9 @@
 Leaderboard columns are found generically, so columns methods add later appear without a change
 here: any `<x>_low` / `<x>_high` pair becomes one interval column (`ci` is the score interval,
 `rank` the rank interval), `rank_ci` is the rank upper bound of [Arena], and every other column a
-method fills is shown under its own name.
+method fills is shown under its own name. A leaderboard stays narrow enough to be read whole on a
+laptop (1366 px): a family of more than `FAMILY_COLUMNS` columns (`c[<task>]`, one per task) and
+the method's columns beyond `OWN_COLUMNS` go to a long table under it, a row per agent and column.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ NAMED = {
     "win_share": ("win share", "how often the agent wins or lands in the winning set over bootstrap rounds"),
     "records": ("records", "battles, games, tasks, ballots or reviews the agent appears in"),
 }
-HIDDEN = {"method", "agent", "rank", "score", "category", "agent_id"}
+HIDDEN = {"method", "agent", "rank", "score", "category", "agent_id", "provisional"}  # provisional agents are shown apart
+OWN_COLUMNS = 6     # a method's own columns a leaderboard shows at most
+FAMILY_COLUMNS = 3  # columns `name[...]` of one name shown in the leaderboard at most; more are a long table
 
 
 @dataclass(frozen=True)
@@ -93,15 +97,39 @@ def filled(rows: pl.DataFrame) -> list[str]:
     return [c for c in rows.columns if rows.get_column(c).null_count() < rows.height]
 
 
+def own_columns(rows: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """A method's own columns in its filled `rows` (not rank, score or an interval): those its
+    leaderboard shows, and those it leaves to `long_table` (large families first, then the last)."""
+    columns = filled(rows)
+    used = HIDDEN | {c for _, low, high in interval_columns(columns) for c in (low, high)}
+    own = [c for c in columns if c not in used]
+    family = lambda c: c.partition("[")[0] if c.endswith("]") else None  # noqa: E731
+    sizes = {name: sum(family(c) == name for c in own) for name in {family(c) for c in own} - {None}}
+    shown = [c for c in own if sizes.get(family(c), 0) <= FAMILY_COLUMNS][:OWN_COLUMNS]
+    return shown, [c for c in own if c not in shown]
+
+
+def long_table(rows: pl.DataFrame, columns: list[str], limit: int = TABLE_ROWS) -> Table:
+    """`columns` of a leaderboard's `rows` as one row per agent and column (as narrow as any table,
+    however many columns a method fills), agents in rank order, numbers rounded per column."""
+    digits = {c: decimals(rows.get_column(c).to_list()) for c in columns}
+    body = [[Cell(str(row["agent"]), str(row["agent"]), "agent"), Cell(c, c), value_cell(row[c], digits[c])]
+            for row in rows.head(limit).iter_rows(named=True) for c in columns]
+    note = f"Top {limit} of {rows.height} agents; all are in ratings.parquet." if rows.height > limit else ""
+    return Table([Column("agent"), Column("column"), Column("value", "", True)], body, "sortable long",
+                 f"further columns, a row per agent and column ({len(columns)}: {', '.join(columns[:3])}{', ...' if len(columns) > 3 else ''})",
+                 note)
+
+
 def leaderboard_table(rows: pl.DataFrame, *, changes: dict[str, int] | None = None, previous: str | None = None,
                       records: dict[str, int] | None = None, limit: int = TABLE_ROWS) -> Table:
-    """One method's leaderboard: rank, change, agent, score, intervals, records and the method's own columns."""
+    """One method's leaderboard: rank, change, agent, score, intervals, records and the method's own
+    columns (`own_columns`: those it shows; `long_table` gives the others)."""
     rows = rows.select(filled(rows))
     columns = rows.columns
     pairs = interval_columns(columns)
-    used = HIDDEN | {c for _, low, high in pairs for c in (low, high)}
     score_digits = decimals(rows.get_column("score").to_list()) if "score" in columns else 0
-    extra = [c for c in columns if c not in used]
+    extra, _ = own_columns(rows)
     digits = {c: decimals(rows.get_column(c).to_list()) for c in extra}
     head = [Column("rank", "1 is best; equal scores share a rank", True)]
     if changes is not None:

@@ -86,6 +86,12 @@ class _Cells:
         keys, values = sum_by_key(np.concatenate([self.keys, other.keys]), np.concatenate([self.values, other.values]))
         return _Cells(self.n, keys, values)
 
+    def resized(self, n: int) -> _Cells:
+        """The same cells keyed in an id space of size n (the key order, judge then x then y, is kept)."""
+        old = np.int64(self.n)
+        judge_slot, x, y = self.keys // (old * old), self.keys // old % old, self.keys % old
+        return _Cells(n, (judge_slot * n + x) * n + y, self.values)
+
     def to_arrays(self) -> Arrays:
         return {"n": scalar(self.n), "keys": self.keys, "values": self.values}
 
@@ -125,4 +131,5 @@ def _finalize(cells: _Cells, present: np.ndarray, name_orders: Mapping[str, np.n
 
 ANNOTATORS = register_extra(Extra(
     "annotators", {"battles": ("judge",)}, _partial, lambda p, q: p + q, _finalize, _Cells.to_arrays, _Cells.from_arrays,
+    resize=_Cells.resized,
 ))

@@ -24,7 +24,7 @@ import pyarrow as pa
 from pipeline.arrays import unit_codes
 from pipeline.logs import log_kind
 from pipeline.stats.encoding import Arrays, under_prefix, with_prefix
-from pipeline.stats.extras import Extra, register_extra
+from pipeline.stats.extras import Extra, register_extra, same_ids
 from pipeline.stats.partials import ballot_blocks, ballot_tuples
 
 ID_COLUMNS = {"ballots": "ballot_id", "games": "game_id", "scores": "task", "battles": "battle_id"}  # a ballot's id, per kind
@@ -111,4 +111,4 @@ def _decode(arrays: Arrays) -> dict[int, tuple[np.ndarray, list[str]]]:
 
 
 BALLOT_ORDER = register_extra(Extra("ballot_order", {kind: (column,) for kind, column in ID_COLUMNS.items()},
-                                    _partial, _merge, _finalize, _encode, _decode))
+                                    _partial, _merge, _finalize, _encode, _decode, resize=same_ids))

@@ -3,9 +3,10 @@
 A unit's rows never change (partition files are written once per source content hash), so its
 partial is stored under a key of (kind, statistics asked, dense or sparse, the unit's files)
 and reused by later reductions: after a new file is ingested, only its units are read. When
-the id dictionary has grown since, a cached partial is re-embedded in the larger id space;
-partials that carry extra statistics are recomputed instead. Partials are exact integers, so a
-reduction from the cache equals one from scratch bit for bit.
+the id dictionary has grown since, a cached partial is re-embedded in the larger id space, its
+extra statistics too (`Extra.resize`; one without it is recomputed). Partials are exact (integer
+units, sorted unions, sorted runs: the merge contract of `pipeline.stats.extras`), so a reduction
+from the cache equals one from scratch bit for bit.
 
 Every Dask worker writes here, so whoever can write into the store can plant files: a cached
 partial is data only. It is an `.npz` of plain arrays (`Partial.to_arrays`), read with
@@ -94,7 +95,7 @@ def load(path: Path | str, key: str, n: int) -> Partial | None:
         return None
     if partial.n == n:
         return partial
-    if partial.n < n and not partial.extra:
+    if partial.n < n and partial.resizable:
         return partial.resized(n)
     return None
 

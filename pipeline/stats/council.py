@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
 from pipeline.stats.encoding import Arrays, arrays_table, table_arrays
-from pipeline.stats.extras import Extra, register_extra
+from pipeline.stats.extras import Extra, register_extra, same_ids
 from pipeline.stats.in_memory import statistics_of_records
 from pipeline.arrays import sort_positions
 from pipeline.stats.partials import DENSE_MAX_AGENTS, finalize
@@ -160,7 +160,8 @@ def _finalize(rows: tuple[Row, ...], present: np.ndarray, name_orders: Mapping[s
     return council_reviews(rows, name_orders["agents"])
 
 
-COUNCIL_REVIEWS = register_extra(Extra("council_reviews", {"reviews": COLUMNS}, _partial, _merge, _finalize, _encode, _decode))
+COUNCIL_REVIEWS = register_extra(Extra("council_reviews", {"reviews": COLUMNS}, _partial, _merge, _finalize, _encode, _decode,
+                                        resize=same_ids))
 
 
 def council_profile(records: Sequence[dict]) -> tuple[Statistics, list[str]]:

@@ -11,8 +11,10 @@ preferred to y, T[x, y] the weight of ties between x and y (symmetric), M = N - 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
@@ -97,13 +99,28 @@ class PositionCounts:
             if weights.shape != (len(self.agents),) or np.any(weights < 0):
                 raise ValueError("position weights must be non-negative, one per agent")
 
-    def score(self, points: Callable[[int, np.ndarray], np.ndarray]) -> np.ndarray:
-        """Sum over ballots of `points(L, positions)` averaged over each agent's tie group."""
-        total = np.zeros(len(self.agents))
-        for key in sorted(self.groups):
-            length, start, size = key
-            total += self.groups[key] * float(np.mean(points(length, np.arange(start, start + size))))
-        return total
+    def score(self, points: Callable[[int, int], Fraction | int]) -> np.ndarray:
+        """Sum over ballots of `points(L, position)` averaged over each agent's tie group, exactly:
+        an object array of Fractions. Each weight is a binary fraction (a float) and each share a
+        fraction, so the sums are taken as integers on a common denominator; scores equal as
+        fractions are equal (1/3 + 1 + 1 and 1/3 + 1/2 + 1/3 + 1/3 + 1/3 + 1/2 differ in floating point)."""
+        shares = {key: sum((Fraction(points(key[0], p)) for p in range(key[1], key[1] + key[2])), Fraction(0)) / key[2]
+                  for key in self.groups}
+        used = [key for key in sorted(self.groups) if shares[key] and self.groups[key].any()]
+        total = np.array([0] * len(self.agents), dtype=object)
+        if not used:
+            return total + Fraction(0)
+        denominator = math.lcm(*(shares[key].denominator for key in used))
+        # weight = mantissa * 2**(exponent - 53), the mantissa an integer below 2**53
+        lowest = min(int(np.frexp(self.groups[key][self.groups[key] > 0])[1].min()) for key in used)
+        for key in used:
+            weights = self.groups[key]
+            present = np.flatnonzero(weights)
+            mantissas, exponents = np.frexp(weights[present])
+            factor = shares[key].numerator * (denominator // shares[key].denominator)
+            for i, mantissa, exponent in zip(present.tolist(), (mantissas * 2.0**53).astype(np.int64).tolist(), exponents.tolist()):
+                total[i] += (mantissa << (exponent - lowest)) * factor
+        return total * (Fraction(2) ** (lowest - 53) / denominator)
 
     @property
     def lengths(self) -> list[int]:

@@ -1,10 +1,23 @@
 """Statistics beyond the core three, registered by the modules that need them.
 
 An `Extra` says which columns of which log kinds it reads, how one unit of work reduces to a
-partial value, how two partials merge, and how the merged value becomes the statistic handed to
-methods (indexed like the core statistics: local agents 0..k-1 for store ids `present`). Merges
-must be exact and order-independent (integer units, or a sort by a total key), so that results
-stay identical whatever the partitioning. A method asks for an extra by name in `needs`.
+partial value, how two partials merge, how a partial moves into a larger id space, and how the
+merged value becomes the statistic handed to methods (indexed like the core statistics: local
+agents 0..k-1 for store ids `present`). A method asks for an extra by name in `needs`.
+
+The merge contract: `merge` is exact and order-independent, so that results stay identical
+whatever the partitioning, and so that the partials of the units already reduced, cached in the
+store, merge with those of newly ingested files into the value a reduction from scratch gives.
+Each extra's merge is one of three:
+- a sum by key of integer weight units (`annotators`, `game_data` of battles, `battle_features`,
+  `pairwise_per_game`), as the core counts;
+- a sorted union of rows under a total key (`game_data` of scores, `council_reviews`,
+  `ballot_order`);
+- an ordered merge (`sequence`): each partial is a run sorted by a total key, merging collects the
+  runs, and finalizing interleaves them once by that key (online Elo depends on the order).
+`resize` re-embeds a partial in the larger id space of a dictionary that grew (ids only grow):
+a cached partial stays valid when a new file brings new agents, so after new files only their
+units are read. An extra without `resize` is recomputed from every unit whenever a dictionary grew.
 
 Partials are cached in the store (`pipeline.stats.cache`) as plain arrays, never pickled: `encode`
 turns a partial value into named arrays of numbers, booleans or bytes, and `decode` reads them
@@ -42,6 +55,8 @@ class Extra:
     encode: Callable[[Any], Arrays]  # a partial value as named arrays (no objects: read with allow_pickle=False)
     decode: Callable[[Arrays], Any]  # the inverse of `encode`
     fallbacks: Mapping[str, str] = field(default_factory=dict)  # a column -> the column it stands in for: read only from files without that one
+    resize: Callable[[Any, int], Any] | None = None  # (partial, n): the same partial in an id space of size n >= its own;
+    # None: recomputed, not re-embedded, when the id space grew (`same_ids` for a partial that does not depend on its size)
     subtract: Callable[[Any, Any], Any] | None = None  # (x, y): the partial of x's units that y (of a subset of them) lacks;
     # None where a partial cannot be subtracted. Backtests count a training set as the whole log minus the held-out units.
 
@@ -64,6 +79,11 @@ class Extra:
 
 
 EXTRAS: dict[str, Extra] = {}
+
+
+def same_ids(partial: Any, n: int) -> Any:
+    """`Extra.resize` of a partial that holds store ids as they are (no array sized by the id space)."""
+    return partial
 
 
 def register_extra(extra: Extra) -> Extra:

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from pipeline.logs import log_kind
 from pipeline.stats.encoding import Arrays
-from pipeline.stats.extras import Extra, register_extra
+from pipeline.stats.extras import Extra, register_extra, same_ids
 from pipeline.weights import UNIT, to_units
 
 FIXED = 3  # key columns before the features: a, b, outcome
@@ -148,4 +148,5 @@ def _finalize(design: Design, present: np.ndarray, name_orders: Mapping[str, np.
 
 BATTLE_FEATURES = register_extra(Extra(
     "battle_features", {"battles": ("features",)}, _partial, lambda p, q: p + q, _finalize, Design.to_arrays, Design.from_arrays,
+    resize=same_ids,  # key rows hold store ids
 ))

@@ -125,6 +125,12 @@ class _PromptUnits:
     def __add__(self, other: _PromptUnits) -> _PromptUnits:
         return _PromptUnits(self.n, *sum_by_key(np.concatenate([self.keys, other.keys]), np.concatenate([self.units, other.units])))
 
+    def resized(self, n: int) -> _PromptUnits:
+        """The same cells keyed in an id space of size n (the key order, prompt then a then b, is kept)."""
+        old = np.int64(self.n)
+        prompt_slot, rest = self.keys // (old * old), self.keys % (old * old)
+        return _PromptUnits(n, (prompt_slot * n + rest // old) * n + rest % old, self.units)
+
     def to_arrays(self) -> Arrays:
         return {"n": scalar(self.n), "keys": self.keys, "units": self.units}
 
@@ -195,6 +201,10 @@ def _merge(x, y):
     return x + y
 
 
+def _resize(partial: _ScoreRows | _PromptUnits, n: int) -> _ScoreRows | _PromptUnits:
+    return partial.resized(n) if isinstance(partial, _PromptUnits) else partial  # score rows hold store ids
+
+
 def _decode(arrays: Arrays) -> _ScoreRows | _PromptUnits:
     return _ScoreRows.from_arrays(arrays) if "table" in arrays else _PromptUnits.from_arrays(arrays)
 
@@ -203,5 +213,5 @@ GAME_DATA = register_extra(Extra(
     "game_data",
     {"scores": ("task", "agent", "score", "higher_is_better", "task_weight"),
      "battles": ("model_a", "model_b", "winner", "prompt", "weight")},
-    _partial, _merge, _finalize, lambda partial: partial.to_arrays(), _decode,
+    _partial, _merge, _finalize, lambda partial: partial.to_arrays(), _decode, resize=_resize,
 ))

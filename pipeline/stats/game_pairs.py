@@ -62,6 +62,10 @@ def _subtract(x: PairCounter | None, y: PairCounter | None) -> PairCounter | Non
     return None if x is None else x - y
 
 
+def _resize(counter: PairCounter | None, n: int) -> PairCounter | None:
+    return None if counter is None else counter.resized(n)
+
+
 def _finalize(counter: PairCounter | None, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> PerGameCounts:
     return PerGameCounts(None if counter is None else counter.finalize(present))
 
@@ -75,4 +79,4 @@ def _decode(arrays: Arrays) -> PairCounter | None:
 
 
 PAIRWISE_PER_GAME = register_extra(Extra("pairwise_per_game", {EVERY_KIND: ()}, _partial, _merge, _finalize, _encode, _decode,
-                                         subtract=_subtract))
+                                         resize=_resize, subtract=_subtract))

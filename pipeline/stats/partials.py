@@ -245,12 +245,18 @@ class Partial:
     histogram: HistogramCounter | None = None
     extra: dict[str, object] = field(default_factory=dict)  # see pipeline.stats.extras
 
+    @property
+    def resizable(self) -> bool:
+        """Whether every extra statistic it holds can be re-embedded in a larger id space (`Extra.resize`)."""
+        return all(EXTRAS[name].resize is not None for name in self.extra)
+
     def resized(self, n: int) -> Partial:
-        """The partial in a larger id space; extra statistics cannot be re-embedded."""
-        if self.extra:
-            raise ValueError("a partial with extra statistics cannot be resized")
+        """The partial in a larger id space (dictionary ids only grow), extras by their `Extra.resize`."""
+        if not self.resizable:
+            raise ValueError("a partial with extra statistics that cannot be re-embedded cannot be resized")
         grow = lambda x: None if x is None else x.resized(n)  # noqa: E731
-        return Partial(n, np.pad(self.appearances, (0, n - self.n)), grow(self.pairs), grow(self.positions), self.histogram)
+        extra = {name: EXTRAS[name].resize(value, n) for name, value in self.extra.items()}
+        return Partial(n, np.pad(self.appearances, (0, n - self.n)), grow(self.pairs), grow(self.positions), self.histogram, extra)
 
     def to_arrays(self) -> Arrays:
         """Every field as named arrays (extras by their `Extra.encode`), for the store's cache;

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import operator
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import dask
@@ -25,6 +25,7 @@ from dask.delayed import Delayed
 from pipeline.arrays import SOURCE
 from pipeline.logs import log_kind
 from pipeline.logs.kinds import DICTIONARIES, ROWS_PER_TASK
+from pipeline.progress import local_tasks_advance, stage
 from pipeline.stats import cache
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
 from pipeline.stats.extras import EXTRAS, extra_columns, extra_partials, fallback_columns
@@ -201,14 +202,17 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     batches = [list(b) for b in np.array_split(np.array(units, dtype=object), count)]
     reduced = [dask.delayed(reduce_batch)(batch, kind, n, statistics, dense, root) for batch in batches]
     names = {space: store.dictionary(space).name_order() for space in DICTIONARIES}
-    if client is None:
-        return dask.delayed(finalize)(kind, tree_sum(reduced), statistics, names).compute(scheduler="threads")
-    return finalize(kind, gathered_sum(client, reduced), statistics, names)
+    units_of = {task.key: len(batch) for task, batch in zip(reduced, batches)}
+    with stage("reduce units", len(units)) as advance:
+        if client is None:
+            with local_tasks_advance(advance, units_of):
+                return dask.delayed(finalize)(kind, tree_sum(reduced), statistics, names).compute(scheduler="threads")
+        return finalize(kind, gathered_sum(client, reduced, lambda key: advance(units_of[key])), statistics, names)
 
 
-def gathered_sum(client, reduced: list[Delayed]) -> Partial:
+def gathered_sum(client, reduced: list[Delayed], ended: Callable[[object], None] = lambda key: None) -> Partial:
     """The sum of the batches' partials, computed on `client`'s workers and added here as they are
-    ready, each released on its worker as soon as it has arrived.
+    ready (`ended(key)` then), each released on its worker as soon as it has arrived.
 
     The sum is finalized here, where the statistics are wanted, not on a worker: the `sequence`
     runs (25 bytes a battle) then travel once, each column in a message buffer of its own (below
@@ -222,6 +226,7 @@ def gathered_sum(client, reduced: list[Delayed]) -> Partial:
     total = None
     for future in as_completed(client.compute(reduced)):
         partial = future.result()
+        ended(future.key)
         del future
         total = partial if total is None else total + partial  # exact and order-free (`pipeline.stats.extras`)
         del partial

@@ -55,7 +55,7 @@ from pipeline.logs import LogKind, log_kind
 from pipeline.logs.identity import INGEST_POSITION
 from pipeline.logs.orders import A_WINS, B_WINS, TIE
 from pipeline.stats.encoding import Arrays, table_from_array, table_to_array
-from pipeline.stats.extras import Extra, register_extra
+from pipeline.stats.extras import Extra, register_extra, same_ids
 from pipeline.weights import UNIT, to_units
 
 SORT_KEY = ["timestamp", "position", "group_id", "sub", "a", "b", "outcome", "units"]
@@ -392,5 +392,5 @@ def _finalize(runs: Runs, present: np.ndarray, name_orders: Mapping[str, np.ndar
 
 SEQUENCE = register_extra(Extra(
     "sequence", {kind: (column, "timestamp", INGEST_POSITION) for kind, column in ID_COLUMNS.items()}, _partial, _merge, _finalize,
-    _encode, _decode, fallbacks={column: INGEST_POSITION for column in ID_COLUMNS.values()},
+    _encode, _decode, fallbacks={column: INGEST_POSITION for column in ID_COLUMNS.values()}, resize=same_ids,
 ))

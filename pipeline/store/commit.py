@@ -2,18 +2,21 @@
 
 `Store.ingest` does the same work for both: it reads the newest manifest, the dictionaries and
 the kind's id index, writes each file's partitions under temporary names in a local folder
-(`Commit.root`), and hands them to `Commit.commit` with the manifest that lists them. Only the
-commit differs:
+(`Commit.root`), and hands them to `Commit.commit` with the manifest that lists them, every
+`COMMIT_EVERY` files (a checkpoint) and at its end. Only the commit differs:
 
 - `FolderCommit` (a local store, as before): one writer at a time by `flock`; the partition files
   are renamed into place inside the store, then the id runs, the dictionaries and last
   `manifest.json` are written atomically (rename). Files that no manifest lists (a commit killed
-  before its manifest) are deleted by the next writer before it starts.
+  before its manifest) are deleted by the next writer before it starts. A full disk is
+  `StoreDiskFull`, and the attempt's temporary files are removed.
 - `ObjectCommit` (`s3://`, `gs://`, `az://`): one writer at a time by a lease object; the ingest
   works in a local scratch folder, and its commit uploads every partition, quarantine, id run
   and changed dictionary under a name of its own, then creates the next manifest only if it does
-  not exist yet (`pipeline.store.objects`). Orphans of a killed or beaten writer are deleted by
-  the next writer after its commit.
+  not exist yet (`pipeline.store.objects`). A checkpoint is such a commit: the lease is renewed,
+  manifest n+1 created, and the next checkpoint builds on it (n+2); a dictionary that changed gets
+  a new object each time, since the manifest before keeps naming the last one. Orphans of a
+  killed or beaten writer are deleted by the next writer after its commit.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Protocol
 from pipeline.logs import KINDS
 from pipeline.paths import below
 from pipeline.store.dictionary import IdMap
-from pipeline.store.files import exclusive_lock, remove_temporary, sync_files
+from pipeline.store.files import StoreDiskFull, disk_full, exclusive_lock, remove_temporary, sync_files
 from pipeline.store.index import FOLDER, KindIndex, garbage
 from pipeline.store.location import address
 from pipeline.store.objects import ObjectStore, lease_seconds
@@ -70,12 +73,23 @@ class FolderCommit:
 
     def __enter__(self) -> FolderCommit:
         self._stack.enter_context(exclusive_lock(self.root / ".lock"))
-        remove_temporary([self.root / k for k in KINDS] + [self.root / "quarantine", self.root / FOLDER],
-                         shallow=[self.root, self.root / "dictionaries"])
+        self._remove_temporary()
         return self
 
-    def __exit__(self, *exc) -> None:
-        self._stack.close()
+    def __exit__(self, kind, error, traceback) -> None:
+        try:
+            if isinstance(error, StoreDiskFull):
+                self._remove_temporary()  # the space the files read since the last commit held
+        finally:
+            self._stack.close()
+
+    def _remove_temporary(self) -> None:
+        remove_temporary([self.root / k for k in KINDS] + [self.root / "quarantine", self.root / FOLDER],
+                         shallow=[self.root, self.root / "dictionaries"])
+
+    def out_of_space(self, error: OSError) -> StoreDiskFull:
+        """What a write that found the disk full raises: every write of an ingest goes to the store."""
+        return StoreDiskFull(self.root, error)
 
     def begin(self, manifest: Manifest) -> None:
         self._remove_unlisted_partitions(manifest)
@@ -106,11 +120,13 @@ class FolderCommit:
             for name, idmap in maps.items():
                 idmap.save(below(self.root, dictionary_path(name)))
             manifest.save(below(self.root, MANIFEST))
-        except BaseException:
+        except BaseException as error:
             for written in pending:  # new names (a file whose content is listed is never read again)
                 written.temporary.unlink(missing_ok=True)
                 (self.root / written.path).unlink(missing_ok=True)
             self._remove_unlisted_runs(committed)
+            if disk_full(error):
+                raise self.out_of_space(error) from error
             raise
         self._remove_unlisted_runs(listed_runs(manifest))
 
@@ -168,7 +184,12 @@ class ObjectCommit:
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stack.close()
+        self._stack.close()  # the scratch folder too
+
+    def out_of_space(self, error: OSError) -> StoreDiskFull:
+        """What a write that found the disk full raises: the ingest writes to its scratch folder."""
+        return StoreDiskFull(self.root, error, disk=f"the disk of the local scratch folder of the ingest into {self.objects.url}",
+                             remedy="set TMPDIR to a folder on a disk with room")
 
     def begin(self, manifest: Manifest) -> None:
         """Orphans are removed after a commit (`finish`, `commit`), when they are fenced off."""
@@ -208,16 +229,21 @@ class ObjectCommit:
             for name, idmap in maps.items():
                 if name in manifest.dictionaries and len(idmap) == self._loaded.get(name):
                     continue  # unchanged: the object the manifest names already holds it
-                relative = dictionary_path(name, self.tag)
+                relative = dictionary_path(name, f"{self.tag}-{self.sequence + 1}")  # never one an earlier checkpoint listed
                 idmap.save(below(self.root, relative))
                 self.objects.upload(self.root / relative, relative)
                 uploaded.append(relative)
                 manifest.dictionaries[name] = relative
             self.objects.create_manifest(self.sequence + 1, manifest.data())
-        except BaseException:
+        except BaseException as error:
             self.objects.remove(uploaded)  # what a killed process leaves instead, the next writer removes
+            if disk_full(error):
+                raise self.out_of_space(error) from error
             raise
         self.sequence += 1
+        self._loaded = {name: len(idmap) for name, idmap in maps.items()}
+        for written in pending:  # uploaded: the scratch folder holds one checkpoint's files at most
+            written.temporary.unlink(missing_ok=True)
         self._collect()
 
     def finish(self, manifest: Manifest) -> None:

@@ -9,6 +9,7 @@ the many partition files of an ingest are synced together just before the commit
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -56,6 +57,34 @@ def reading_store_file(path: Path | str) -> Iterator[None]:
         reason = f"{type(exc).__name__}: {reason}"
         raise DamagedStore(f"{path}: a file of the store cannot be read ({reason}); restore it from a backup, or ingest "
                            "the logs into a new store", str(path), reason) from exc
+
+
+class StoreDiskFull(OSError):
+    """The disk (or the quota) of the store is full: said as such, naming the store, never as a
+    fault of the log being read (every write of an ingest goes to the store, or, for a store in
+    object storage, to the ingest's local scratch folder: `disk` and `remedy` say so)."""
+
+    def __init__(self, root: Path | str, error: OSError, disk: str = "the store's disk", remedy: str = "move the store"):
+        super().__init__(f"{root}: {disk} is full ({_first_line(error)}); free space there, or {remedy}, "
+                         "and ingest again: what it read since its last commit was not committed")
+        self.errno = errno.ENOSPC
+
+
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")  # numpy's `tofile` (id runs) on a full disk
+
+
+def disk_full(error: BaseException) -> bool:
+    """Whether a write failed for want of space: ENOSPC or EDQUOT, as an errno or in the text of
+    Arrow's errors (`[errno 28] No space left on device`), or numpy's short write, which has no errno."""
+    if not isinstance(error, OSError):
+        return False
+    text = str(error)
+    return (error.errno in (errno.ENOSPC, errno.EDQUOT) or _SHORT_WRITE.search(text) is not None
+            or any(f"[errno {code}]" in text.lower() for code in (errno.ENOSPC, errno.EDQUOT)))
+
+
+def _first_line(error: OSError) -> str:
+    return error.strerror or next(iter(str(error).splitlines()), type(error).__name__)
 
 
 def temporary_path(path: Path) -> Path:

@@ -8,12 +8,15 @@ its own line (or element, or Parquet row), `records` is the number of records th
 counted here from what was written, so a test can check `rows_in` without trusting the reader;
 for byte-level damage (a cut file, flipped bytes) it is None and only the accounting is checked.
 The same seed gives the same files. `check` ingests them and counts crashes, silent drops,
-accounting violations and unnamed refusals or quarantined rows (`tests/store/test_fuzz.py` and
-`benchmarks/bench_ingest_fuzz.py` each run ten thousand files).
+accounting violations, false skips and unnamed refusals or quarantined rows (`tests/store/test_fuzz.py`
+and `benchmarks/bench_ingest_fuzz.py` each run ten thousand files). The check trusts nothing the store
+says about a file's identity: it hashes each file itself, so a file reported skipped must have the
+bytes of a file stored before it, and a file said to continue an earlier one must start with its bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Callable
@@ -242,14 +245,16 @@ class Summary:
     silent_drops: list[str] = field(default_factory=list)  # rows_in differs from the records written
     accounting: list[str] = field(default_factory=list)  # rows_in != accepted + quarantined, counted from the files written
     unnamed: list[str] = field(default_factory=list)  # a refusal not naming its file, a quarantined row without its where and why
+    false_skips: list[str] = field(default_factory=list)  # a skip, continuation or hash the file's own bytes do not bear out
 
     def failures(self) -> list[str]:
-        return self.crashes + self.silent_drops + self.accounting + self.unnamed
+        return self.crashes + self.silent_drops + self.accounting + self.unnamed + self.false_skips
 
     def line(self) -> str:
         return (f"{self.files} files: {self.ingested} ingested, {self.refused} refused, {self.skipped} skipped; rows in {self.rows_in} = accepted "
                 f"{self.accepted} + quarantined {self.quarantined}; crashes {len(self.crashes)}, silent drops "
-                f"{len(self.silent_drops)}, accounting violations {len(self.accounting)}, unnamed {len(self.unnamed)}")
+                f"{len(self.silent_drops)}, accounting violations {len(self.accounting)}, unnamed {len(self.unnamed)}, "
+                f"false skips {len(self.false_skips)}")
 
 
 def check(files: list[Fuzzed], root: Path, per_store: int = 200) -> Summary:
@@ -270,15 +275,23 @@ def check(files: list[Fuzzed], root: Path, per_store: int = 200) -> Summary:
             except Exception as exc:  # noqa: BLE001 (counted, not raised: the point of the check)
                 summary.crashes.append(f"{kind} files {chunk[0].path.name}..: {type(exc).__name__}: {exc}")
                 continue
-            records = {}  # by sha256: the records of each file ingested, for the files that continue it
-            for fuzzed, report in zip(chunk, reports):
-                _check_one(fuzzed, report, store, summary, records)
+            stored: dict[str, Fuzzed] = {}  # by the sha256 of its bytes: each file this store ingested
+            for fuzzed, report in zip(chunk, reports, strict=True):
+                _check_one(fuzzed, report, store, summary, stored)
     return summary
 
 
-def _check_one(fuzzed: Fuzzed, report, store, summary: Summary, records: dict[str, int | None]) -> None:
+def _check_one(fuzzed: Fuzzed, report, store, summary: Summary, stored: dict[str, Fuzzed]) -> None:
     name = str(fuzzed.path)
+    data = fuzzed.path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
     summary.files += 1
+    if report.status not in ("ingested", "skipped", "unreadable"):
+        summary.crashes.append(f"{name}: status {report.status!r}")
+        return
+    if report.sha256 and report.sha256 != sha:
+        summary.false_skips.append(f"{name}: reported as {report.status} under the hash {report.sha256[:16]}, "
+                                   f"its bytes hash to {sha[:16]}")
     if report.status == "unreadable":
         summary.refused += 1
         if "bug of vase" in (report.error or ""):
@@ -286,9 +299,12 @@ def _check_one(fuzzed: Fuzzed, report, store, summary: Summary, records: dict[st
         elif not (report.error or "").startswith(name + ":") or "\n" in report.error:
             summary.unnamed.append(f"{name}: refusal {report.error!r}")
         return
-    if report.status == "skipped":  # the same bytes as an earlier file of the store
+    if report.status == "skipped":  # must have the same bytes as an earlier file of the store
         summary.skipped += 1
+        if sha not in stored:
+            summary.false_skips.append(f"{name}: skipped, but no file stored before it has its bytes")
         return
+    stored[sha] = fuzzed
     summary.ingested += 1
     summary.rows_in += report.rows_in
     summary.accepted += report.rows_accepted
@@ -299,11 +315,12 @@ def _check_one(fuzzed: Fuzzed, report, store, summary: Summary, records: dict[st
     if (written, held) != (report.rows_accepted, report.rows_quarantined) or report.rows_in != written + held:
         summary.accounting.append(f"{name}: rows in {report.rows_in}, reported {report.rows_accepted} + "
                                   f"{report.rows_quarantined}, written {written} + {held}")
-    records[report.sha256] = fuzzed.records
     expected = fuzzed.records
     if report.continues is not None:  # a file that starts with an earlier one: only the rows after it are read
-        before = records.get(report.continues)
-        expected = None if expected is None or before is None else expected - before
+        before = stored.get(report.continues)
+        if before is None or not data.startswith(before.path.read_bytes()):
+            summary.false_skips.append(f"{name}: said to continue {report.continues[:16]}, which it does not start with")
+        expected = None if expected is None or before is None or before.records is None else expected - before.records
     if expected is not None and report.rows_in != expected:
         summary.silent_drops.append(f"{name}: {expected} records written, {report.rows_in} read")
     if quarantined is not None:

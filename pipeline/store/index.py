@@ -205,7 +205,7 @@ def rebuild(root: Path, kind: str, reports: list, dictionary: Callable[[str], li
     known = {short: ordinal for ordinal, short in enumerate(files)}
     decode = {c: dictionary(d) for c, d in chosen.ids.items() if c in chosen.record_id}
     for report in reports:
-        short = report.sha256[:16]
+        short = report.key[:16]
         file = known[short] if short in known else index.ordinal(short)
         if not chosen.record_id or not report.partitions:
             continue

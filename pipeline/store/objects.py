@@ -3,7 +3,7 @@
 ```
 <url>/manifests/<sequence>.json             commit n's manifest (10 digits), created only if absent
 <url>/lease.json                            the one writer's lease: owner, token, expiry
-<url>/dictionaries/<name>-<token>.parquet   the dictionaries of one commit (its manifest names them)
+<url>/dictionaries/<name>-<token>-<n>.parquet the dictionaries as of commit n (its manifest names them)
 <url>/<kind>/date=YYYY-MM-DD/<sha>-<token>.parquet, <url>/quarantine/<kind>/<sha>-<token>.parquet,
 <url>/ids/<kind>/run-<hex>.npy              as in a local store, each name unique to the writer that made it
 ```
@@ -105,11 +105,14 @@ class ObjectStore:
             if not self.fs.exists(bucket):
                 raise StorageError(f"{self.url}: the bucket {bucket!r} does not exist; create it first")
 
+    def manifest_url(self, sequence: int) -> str:
+        return self.url_of(f"{MANIFESTS}/{sequence:010d}.json")
+
     def manifest(self, sequence: int) -> dict:
         """Manifest `sequence` as committed; `DamagedStore` if it does not parse or was changed since."""
         if sequence in self._manifests:
             return self._manifests[sequence]
-        url = self.url_of(f"{MANIFESTS}/{sequence:010d}.json")
+        url = self.manifest_url(sequence)
         with speaking_for(self.url):
             raw = self.fs.cat_file(self.key(f"{MANIFESTS}/{sequence:010d}.json"))
         try:

@@ -9,15 +9,18 @@ declared by its `LogKind` (`pipeline.logs.kinds`).
 <root>/quarantine/<kind>/<sha>.parquet     rejected rows: file, line, field, reason, record
 <root>/ids/<kind>/run-<hex>.npy            the id index: every record id stored (`pipeline.store.index`)
 ```
-`<sha>` is the first 16 hex digits of the source file's SHA-256. Ingest reads a file batch by batch
+`<sha>` is the first 16 hex digits of the input's key: the source file's SHA-256, or, for a file read
+through a mapping (`pipeline.logs.mapping`), the hash of that and the mapping (`IngestReport.key`). Ingest reads a file batch by batch
 and writes its partitions under temporary names (`pipeline.store.partitions`); the commit renames
 them into place, then writes the id index, the dictionaries and last the manifest, each
 atomically; readers list partitions from the manifest only, so an interrupted ingest leaves nothing
 visible, and re-running it rewrites the same names (temporary files of a killed ingest, and the
 partition files of a commit killed before its manifest, which no manifest lists, are deleted by the
-next one). A file whose content hash is in the manifest is skipped, whatever its name. That is a
-local folder's commit; a store in object storage (a URL) is ingested the same way and committed
-by a lease, uniquely named objects and a manifest created only if absent (`pipeline.store.commit`,
+next one). An ingest of many files commits every `COMMIT_EVERY` files, so a killed ingest of a big
+folder keeps what it committed and the next run goes on from there. A file whose content hash (and
+mapping) is in the manifest is skipped, whatever its name. That is a local folder's commit; a store
+in object storage (a URL) is ingested the same way and committed by a lease, uniquely named objects
+and a manifest created only if absent, each checkpoint a manifest of its own (`pipeline.store.commit`,
 `pipeline.store.objects`), and read through the same `Store` (`locate`, `pipeline.store.location`).
 
 Exactly once across files: a record whose id (`LogKind.record_id`) is in the index, from an
@@ -25,7 +28,8 @@ earlier file or earlier in the same one, is quarantined as a duplicate naming wh
 seen, so the same battles under another name or in another format, or partially overlapping
 files, are stored once. A CSV, TSV or JSONL file that starts with the bytes of a file already
 ingested (a log that grew) is read from where that file ended: only its new rows are read and
-counted, with their true line numbers, so even rows without ids are stored once. A file that cannot be read at all is refused whole with one line
+counted, with their true line numbers (rows without ids, whose ids of content count identical
+rows over the whole file, are read from its start, and only the new ones counted). A file that cannot be read at all is refused whole with one line
 naming the file (and the line and field where known), recorded in the manifest with that reason
 (not read again until its content changes), and the other files go on. A file of the store
 itself that cannot be read (damaged from outside) raises `DamagedStore` naming it; a damaged id
@@ -40,20 +44,21 @@ increasing. Stores written before the column lack it (`pipeline.stats.sequence` 
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import datetime as dt
+import hashlib
 import json
 import logging
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.logs import FileStart, UnreadableFile, log_kind, read_batches
+from pipeline.logs import FileStart, Mapping, UnreadableFile, log_kind, read_batches
 from pipeline.logs.records import LINE_SUFFIXES, check_regular_file
 from pipeline.logs.identity import HASHER, INGEST_POSITION, drop_seen, ingest_positions
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
@@ -62,12 +67,14 @@ from pipeline.overlap import Behind, read_ahead
 from pipeline.paths import UnsafePath, is_url
 from pipeline.store.dictionary import IdMap
 from pipeline.store.commit import MANIFEST, FolderCommit, ObjectCommit, dictionary_path
-from pipeline.store.files import DamagedStore, digest_file, reading_store_file, write_json
+from pipeline.store.files import DamagedStore, StoreDiskFull, digest_file, disk_full, reading_store_file, write_json
 from pipeline.store.index import FileIds, KindIndex, load_index, rebuild
 from pipeline.store.location import StorageError, address, fetched
 from pipeline.store.objects import ObjectStore
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
+from pipeline.terminal import visible
 
+COMMIT_EVERY = 1_000  # files ingested between two commits of one ingest (each commit saves the whole manifest)
 log = logging.getLogger(__name__)
 
 
@@ -99,6 +106,15 @@ class IngestReport:
     size: int = 0  # bytes, and newlines, of the file: a later file that starts with it continues it
     lines: int = 0
     continues: str | None = None  # the sha256 of the earlier file this one grew from (only the rows after it were read)
+    mapping: dict | None = None  # how it was read (`pipeline.logs.mapping.Mapping.record`), if not as it is
+
+    @property
+    def key(self) -> str:
+        """What names this input in the store: its content hash, or, read through a mapping, the
+        hash of that and the mapping (the same bytes under another mapping are another input)."""
+        if not self.mapping or not self.sha256:
+            return self.sha256
+        return hashlib.sha256(f"{self.sha256}\n{json.dumps(self.mapping, sort_keys=True)}".encode()).hexdigest()
 
     @classmethod
     def from_json(cls, entry: dict) -> IngestReport:
@@ -108,7 +124,7 @@ class IngestReport:
 
 @dataclass
 class Manifest:
-    files: dict[str, IngestReport] = field(default_factory=dict)  # by sha256
+    files: dict[str, IngestReport] = field(default_factory=dict)  # by key (`IngestReport.key`)
     ids: dict[str, dict] = field(default_factory=dict)  # per kind: its id index (`pipeline.store.index`)
     dictionaries: dict[str, str] = field(default_factory=dict)  # in object storage: each dictionary's object
 
@@ -121,16 +137,34 @@ class Manifest:
 
     @classmethod
     def from_data(cls, data: dict) -> Manifest:
-        """A manifest from its JSON (empty for `{}`, a store nothing was committed to)."""
-        return cls({e["sha256"]: IngestReport.from_json(e) for e in data.get("files", [])}, dict(data.get("ids", {})),
-                   dict(data.get("dictionaries", {})))
+        """A manifest from its JSON (empty for `{}`, a store nothing was committed to); ValueError
+        if it lists a path outside the store (`check_inside_store`)."""
+        manifest = cls({r.key: r for r in map(IngestReport.from_json, data.get("files", []))}, dict(data.get("ids", {})),
+                       dict(data.get("dictionaries", {})))
+        for listed in manifest.listed_paths():
+            check_inside_store(listed)
+        return manifest
+
+    def listed_paths(self) -> list[str]:
+        """Every file of the store the manifest names, relative to its root: partitions, quarantines,
+        id runs and (in object storage) dictionaries."""
+        files = [p.path for r in self.files.values() for p in r.partitions] + [r.quarantine for r in self.files.values() if r.quarantine]
+        return files + [run["path"] for entry in self.ids.values() for run in entry["runs"]] + list(self.dictionaries.values())
 
     def data(self) -> dict:
-        data = {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.sha256)], "ids": self.ids}
+        data = {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.key)], "ids": self.ids}
         return data | ({"dictionaries": self.dictionaries} if self.dictionaries else {})
 
     def save(self, path: Path) -> None:
         write_json(path, self.data())
+
+
+def check_inside_store(path: str) -> None:
+    """A path read from the manifest must name a file inside the store: relative, without '..'
+    (a hand-edited manifest could otherwise make readers and deletions reach any file)."""
+    relative = PurePosixPath(path)
+    if not path or relative.is_absolute() or ".." in relative.parts or "\\" in path:
+        raise ValueError(f"it lists {path!r}, a path outside the store (absolute or with '..')")
 
 
 def _replace(table: pa.Table, name: str, values: pa.Array) -> pa.Table:
@@ -230,7 +264,7 @@ class Store:
     @property
     def manifest(self) -> Manifest:
         if self.objects:
-            return Manifest.from_data(self.objects.newest()[1])
+            return self._object_manifest(*self.objects.newest())
         return Manifest.load(self.root / MANIFEST)
 
     def dictionary(self, name: str = "agents", manifest: Manifest | None = None) -> IdMap:
@@ -264,25 +298,41 @@ class Store:
             return ObjectCommit(self.objects)
         return FolderCommit(self.root)
 
-    def ingest(self, sources: list[str | Path], kind: str) -> list[IngestReport]:
-        """Ingest files not yet in the store; one report per source, in the given order. A file
+    def _object_manifest(self, sequence: int, data: dict) -> Manifest:
+        """Manifest `sequence` of a store in object storage; `DamagedStore` naming it if it lists a
+        path outside the store (its checksum holds for a hand edit that recomputed it)."""
+        with reading_store_file(self.objects.manifest_url(sequence)):
+            return Manifest.from_data(data)
+
+    def ingest(self, sources: list[str | Path], kind: str, mapping: Mapping | None = None) -> list[IngestReport]:
+        """Ingest files not yet in the store (read through `mapping`, if given: an input is the
+        file and its mapping); one report per source, in the given order. A file
         that cannot be read is refused (status `unreadable`, one line in `error`) and recorded in
         the manifest, so that it is not read again until its content changes; the other files go on."""
         chosen = log_kind(kind)
         with self._writing() as writing:
-            manifest = Manifest.from_data(writing.data) if self.objects else self.manifest
+            manifest = self._object_manifest(writing.sequence, writing.data) if self.objects else self.manifest
             writing.begin(manifest)
             maps = {name: writing.dictionary(name, manifest) for name in DICTIONARIES}
             index = self._id_index(writing, chosen, manifest, maps) if chosen.record_id else None
             pending: list[Written] = []
             looks = {name: LookAlikes(maps[name].names) for name in NAME_DICTIONARIES}
-            names = {r.sha256[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
+            names = {r.key[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
+            versions = LineVersions.of(manifest)
             reports = []
+            changed = 0  # files ingested or newly refused since the last commit
             for src in sources:
                 writing.keep_alive()
-                reports.append(self._ingest_fetched(writing, src, chosen, manifest, maps, index, pending, looks, names))
-                names.setdefault(reports[-1].sha256[:16], Path(str(src)).name)
-            if any(r.sha256 and manifest.files.get(r.sha256) is r for r in reports):  # ingested or newly refused
+                report = self._ingest_fetched(writing, src, chosen, manifest, maps, index, pending, looks, names, versions,
+                                              mapping)
+                reports.append(report)
+                names.setdefault(report.key[:16], Path(str(src)).name)
+                changed += bool(report.sha256 and manifest.files.get(report.key) is report)
+                if changed >= COMMIT_EVERY:  # a checkpoint: an ingest of a big folder that is killed keeps these
+                    writing.commit(manifest, maps, kind, index, pending)
+                    pending.clear()
+                    changed = 0
+            if changed:
                 writing.commit(manifest, maps, kind, index, pending)
             else:
                 writing.finish(manifest)
@@ -303,7 +353,7 @@ class Store:
             index = None
         if index is None:
             stored = sorted((r for r in manifest.files.values() if r.kind == kind.name and r.status == "ingested"),
-                            key=lambda r: (r.ingested_at or "", r.sha256))
+                            key=lambda r: (r.ingested_at or "", r.key))
             index = rebuild(writing.root, kind.name, stored, lambda name: maps[name].names, (entry or {}).get("files", []),
                             locate=self.locate)
         return index
@@ -317,42 +367,45 @@ class Store:
         try:
             with fetched(source) as local:
                 report = self._ingest_one(writing, local, kind, manifest, *rest)
+        except StoreDiskFull:  # the disk written to, not the object read
+            raise
         except (OSError, StorageError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else next(iter(str(exc).splitlines()), "")
             return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {reason.removeprefix(f'{source}: ')}")
         named = dataclasses.replace(report, source=str(source),
                                     error=report.error.replace(str(local), str(source)) if report.error else None)
-        if manifest.files.get(report.sha256) is report:
-            manifest.files[report.sha256] = named
+        if manifest.files.get(report.key) is report:
+            manifest.files[report.key] = named
         return named
 
     def _ingest_one(self, writing: FolderCommit | ObjectCommit, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
                     index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes],
-                    names: dict[str, str]) -> IngestReport:
-        earlier = _earlier_versions(source, kind.name, manifest)
+                    names: dict[str, str], versions: LineVersions, mapping: Mapping | None = None) -> IngestReport:
+        record = mapping.record() if mapping else None
         try:
             check_regular_file(source)
             before = _version(source)
+            earlier = versions.smaller(source, kind.name, before[0], record)
             digest = digest_file(source, earlier)
         except UnreadableFile as exc:
-            return IngestReport(str(source), kind.name, "", "unreadable", error=str(exc))
+            return IngestReport(str(source), kind.name, "", "unreadable", error=str(exc), mapping=record)
         except OSError as exc:
-            return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}")
-        sha = digest.sha256
-        if sha in manifest.files and (known := _known(source, kind.name, manifest.files[sha])) is not None:
+            return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {exc.strerror or exc}", mapping=record)
+        key = IngestReport(str(source), kind.name, digest.sha256, "", mapping=record).key
+        if key in manifest.files and (known := _known(source, kind.name, manifest.files[key])) is not None:
             return known
         grown = [r for size in sorted(digest.prefixes, reverse=True) for r in earlier[size]
                  if r.sha256 == digest.prefixes[size]][:1]
         start = FileStart(grown[0].size, grown[0].lines) if grown else None
         sizes = {name: len(idmap) for name, idmap in maps.items()}
-        file_ids = FileIds(index, index.ordinal(sha[:16])) if index is not None else None
-        writer = PartitionWriter(writing.root, kind.name, sha[:16], kind.dated, TIMESTAMP,
+        file_ids = FileIds(index, index.ordinal(key[:16])) if index is not None else None
+        writer = PartitionWriter(writing.root, kind.name, key[:16], kind.dated, TIMESTAMP,
                                  distinct=distinct_columns(kind), tag=writing.tag)
-        quarantine = QuarantineWriter(writing.root, kind.name, sha[:16], writing.tag)
+        quarantine = QuarantineWriter(writing.root, kind.name, key[:16], writing.tag)
         behind = Behind(writer.add)  # partitions written while the next batches are read and encoded
         try:
             rows_in = rows_accepted = 0
-            for result in read_ahead(read_batches(source, kind.name, start=start)):
+            for result in read_ahead(read_batches(source, kind.name, mapping=mapping, start=start)):
                 if file_ids is not None and result.keyed:
                     result = drop_seen(result, kind.record_id, file_ids, file_ids.file,
                                        lambda ordinal: names.get(index.files[ordinal], index.files[ordinal]),
@@ -380,9 +433,12 @@ class Store:
                 maps[name].truncate(size)
             if isinstance(exc, UnsafePath):  # the store's fault, not the file's: nothing more is written
                 raise
-            report = IngestReport(str(source), kind.name, sha, "unreadable", error=_refusal(source, exc), ingested_at=_now())
+            if disk_full(exc):  # every write goes to the store (or its scratch folder): that disk is full, whatever file was read
+                raise writing.out_of_space(exc) from exc
+            report = IngestReport(str(source), kind.name, digest.sha256, "unreadable", error=_refusal(source, exc), ingested_at=_now(),
+                                  mapping=record)
             if isinstance(exc, UnreadableFile):  # the data's fault: not read again until it changes
-                manifest.files[sha] = report
+                manifest.files[key] = report
             return report
         if file_ids is not None:
             index.accept(file_ids)
@@ -391,11 +447,13 @@ class Store:
             pending.append(quarantined)
         look_alikes = tuple(f"{name} {new!r} looks like {known!r}" for name in NAME_DICTIONARIES
                             for new, known in looks[name].add(maps[name].names[sizes[name]:]))
-        report = IngestReport(str(source), kind.name, sha, "ingested", rows_in, rows_accepted, quarantine.rows,
+        report = IngestReport(str(source), kind.name, digest.sha256, "ingested", rows_in, rows_accepted, quarantine.rows,
                               tuple(Partition(w.path, w.rows) for w in written),
                               quarantined.path if quarantined else None, ingested_at=_now(), look_alikes=look_alikes,
-                              size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None)
-        manifest.files[sha] = report
+                              size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None,
+                              mapping=record)
+        manifest.files[key] = report
+        versions.add(report)
         return report
 
 
@@ -404,15 +462,41 @@ def _version(path: Path) -> tuple[int, int]:
     return status.st_size, status.st_mtime_ns
 
 
-def _earlier_versions(source: Path, kind: str, manifest: Manifest) -> dict[int, list[IngestReport]]:
-    """By size, the ingested files of a line-based format that `source` may have grown from."""
-    earlier: dict[int, list[IngestReport]] = {}
-    suffix = source.suffix.lower()
-    if suffix in LINE_SUFFIXES:
+class LineVersions:
+    """The manifest's ingested files of line-based formats by kind, suffix and size: the earlier
+    versions a file may have grown from (`digest_file` hashes its prefixes of those sizes). Built
+    once per ingest and kept up to date as files are ingested, so that the work of a file does not
+    grow with the number of files in the store (scanning the manifest per file cost 37.7 ms a file
+    at 9,000 files; `benchmarks/bench_ingest_files.py`)."""
+
+    def __init__(self) -> None:
+        self._sizes: dict[tuple[str, str], list[int]] = {}  # sorted, distinct
+        self._files: dict[tuple[str, str], dict[int, list[IngestReport]]] = {}
+
+    @classmethod
+    def of(cls, manifest: Manifest) -> LineVersions:
+        versions = cls()
         for report in manifest.files.values():
-            if report.kind == kind and report.status == "ingested" and report.size and Path(report.source).suffix.lower() == suffix:
-                earlier.setdefault(report.size, []).append(report)
-    return earlier
+            versions.add(report)
+        return versions
+
+    def add(self, report: IngestReport) -> None:
+        suffix = Path(report.source).suffix.lower()
+        if report.status != "ingested" or not report.size or suffix not in LINE_SUFFIXES:
+            return
+        key = (report.kind, suffix)
+        by_size = self._files.setdefault(key, {})
+        if report.size not in by_size:
+            bisect.insort(self._sizes.setdefault(key, []), report.size)
+        by_size.setdefault(report.size, []).append(report)
+
+    def smaller(self, source: Path, kind: str, size: int, mapping: dict | None = None) -> dict[int, list[IngestReport]]:
+        """By size, the ingested files of `kind` in `source`'s line-based format shorter than `size`
+        bytes, read through `mapping` (a file grows from one read the same way)."""
+        key = (kind, source.suffix.lower())
+        sizes = self._sizes.get(key, [])
+        found = {s: [r for r in self._files[key][s] if r.mapping == mapping] for s in sizes[: bisect.bisect_left(sizes, size)]}
+        return {s: reports for s, reports in found.items() if reports}
 
 
 def _known(source: Path, kind: str, seen: IngestReport) -> IngestReport | None:
@@ -421,12 +505,14 @@ def _known(source: Path, kind: str, seen: IngestReport) -> IngestReport | None:
     if seen.status == "unreadable":
         if seen.kind != kind or Path(seen.source).suffix.lower() != source.suffix.lower():
             return None
-        reason = seen.error.removeprefix(f"{seen.source}: ")
+        reason = seen.error.removeprefix(f"{visible(seen.source)}: ")  # UnreadableFile's message names it so
         return dataclasses.replace(seen, source=str(source), error=f"{source}: {reason} (refused on {seen.ingested_at}; "
                                    "not read again until the file changes)")
     if seen.kind != kind:
-        return IngestReport(str(source), kind, seen.sha256, "unreadable", error=f"{source}: already ingested as {seen.kind}")
-    return IngestReport(str(source), kind, seen.sha256, "skipped", seen.rows_in, seen.rows_accepted, seen.rows_quarantined)
+        return IngestReport(str(source), kind, seen.sha256, "unreadable", error=f"{source}: already ingested as {seen.kind}",
+                            mapping=seen.mapping)
+    return IngestReport(str(source), kind, seen.sha256, "skipped", seen.rows_in, seen.rows_accepted, seen.rows_quarantined,
+                        mapping=seen.mapping)
 
 
 def _refusal(source: Path, exc: BaseException) -> str:

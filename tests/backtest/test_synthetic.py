@@ -7,9 +7,9 @@ from pipeline.logs import read_log
 
 
 def test_shape_and_seats():
-    games = diplomacy_games(games=500, players=800, seed=1)
+    games = diplomacy_games(games=500, players=800, seed=1)  # seven seats a game, the default
     t = games.table
-    assert t.num_rows == 3500
+    assert t.num_rows == 500 * 7
     grid = np.array(t.column("player").to_pylist()).reshape(500, 7)
     assert all(len(set(row)) == 7 for row in grid)  # nobody twice in one game
     assert len(set(grid.ravel())) == 800  # everyone plays
@@ -36,6 +36,6 @@ def test_skill_predicts_places():
 def test_written_log_reads_back(tmp_path):
     games = diplomacy_games(games=50, players=100, seed=0)
     result = read_log(write_games(tmp_path / "g.csv", games), "games")
-    assert result.rows_in == 350 and result.rows_quarantined == 0
+    assert result.rows_in == 50 * 7 and result.rows_quarantined == 0
     with pytest.raises(ValueError, match="parquet or .csv"):
         write_games(tmp_path / "g.json", games)

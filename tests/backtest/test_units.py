@@ -6,7 +6,7 @@ from pipeline.backtest.units import load_units
 def test_games_become_one_weak_order_per_game(small_games):
     store, games = small_games
     log = load_units(store, "games")
-    assert log.units == 300 and log.table.num_rows == 2100
+    assert log.units == 300 and log.table.num_rows == 300 * 7  # the fixture's 300 games of seven players
     assert np.all(np.diff(log.orders.offsets) == 7)
     names = store.dictionary("agents").names
     # Unit u is the game whose rows have row_unit == u; its weak order lists those players, best first.

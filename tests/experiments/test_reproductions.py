@@ -5,12 +5,26 @@ from __future__ import annotations
 import csv
 
 import pytest
-from open_spiel.python.voting import (approval, base, borda, copeland, elo, kemeny_young, plurality, ranked_pairs,
-                                     schulze, stv)
+from open_spiel.python.voting import approval, base, borda, copeland, elo, kemeny_young, plurality, ranked_pairs, schulze, stv
 
-from experiments.reproductions import (ELO, ROOT, VASE_ALPHA_RANK_ORDER, VASE_TABLE5, VASE_TABLE6, Row, compare,
-                                       devr_markdown, label, main, nash_alpha_markdown, rate_atari,
-                                       rate_biased_shapley, reproduce_vase_table6, tiebreaks, write_atari)
+from experiments.reproductions import (
+    ELO,
+    ROOT,
+    VASE_ALPHA_RANK_ORDER,
+    VASE_TABLE5,
+    VASE_TABLE6,
+    Row,
+    compare,
+    devr_markdown,
+    label,
+    main,
+    nash_alpha_markdown,
+    rate_atari,
+    rate_biased_shapley,
+    reproduce_vase_table6,
+    tiebreaks,
+    write_atari,
+)
 
 # [VasE] section 4.1, table 2: the rank orders of the eight Rainbow-paper agents, best first, per
 # column: A) approval (k=3), Kemeny-Young, IML, ranked pairs, Schulze; B) Borda, Copeland;
@@ -164,7 +178,7 @@ def test_nash_averaging_and_alpha_rank_of_the_atari_table():
 
 def test_devr_table2_from_a_game_file():
     # [DevR] table 2b over 964: uniform -2126, -2367, -3331, -2497 (N: a misprint of -2496, see
-    # tests/methods/test_uniform.py); deviation -2720 for all four.
+    # tests/methods/game_theory/test_uniform.py); deviation -2720 for all four.
     rated = rate_biased_shapley(["uniform", "deviation"])
     assert {s: round(x, 6) for s, x in rated["uniform"].items()} == {"R": -2126, "P": -2367, "S": -3331, "N": -2496}
     assert {s: round(x, 6) for s, x in rated["deviation"].items()} == dict.fromkeys("RPSN", -2720)

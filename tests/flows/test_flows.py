@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, data_rows
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +43,7 @@ def test_ingest_and_ratings_flows(tmp_path, dask_cluster):
     from flows.ratings import ratings
 
     reports = ingest([str(SAMPLES / "llmfao")], "battles", str(tmp_path / "store"))
-    assert [r.status for r in reports] == ["ingested"] and reports[0].rows_accepted == 8931
+    assert [r.status for r in reports] == ["ingested"] and reports[0].rows_accepted == data_rows(SAMPLES / "llmfao" / "crowd_battles.csv")
     written = ratings(str(tmp_path / "store"), "battles", ["copeland", "borda"], str(tmp_path / "out"),
                       scheduler=dask_cluster.scheduler_address)
     assert {p.split("/")[-1] for p in written} == {"ratings.parquet", "ratings.json", "leaderboard.md", "run.json", "agents.parquet",
@@ -84,7 +84,7 @@ def test_a_new_file_in_a_watched_folder_is_the_only_one_ingested(tmp_path, dask_
     manifest = json.loads((out / "stores" / "arena" / "manifest.json").read_text())
     assert sorted(f["source"].split("/")[-1] for f in manifest["files"]) == ["day1.csv", "day2.csv"]
     run = json.loads((out / "latest" / "arena" / "run.json").read_text())
-    assert run["rows"]["rows_accepted"] == 2137
+    assert run["rows"]["rows_accepted"] == data_rows(watched / "day1.csv") + 1  # day two's one battle
 
 
 def test_ratings_flow_runs_a_game_method(tmp_path, dask_cluster):
@@ -147,6 +147,24 @@ def test_a_failing_board_does_not_stop_the_others(tmp_path):
     assert (latest / "f1" / "ratings.parquet").exists() and not (latest / "broken").exists()
     index = (latest / "index.html").read_text()
     assert "Board broken failed and was not published" in index and "payoffs" in index
+
+
+def test_a_board_quarantining_too_much_fails_and_the_others_publish(tmp_path):
+    from flows.nightly import nightly
+
+    dirty = tmp_path / "dirty.csv"
+    dirty.write_text("model_a,model_b,winner\n" + "a,b,model_a\n" * 9 + "a,b,nobody\n")  # 10% quarantined
+    config = tmp_path / "nightly.yaml"
+    config.write_text(yaml.safe_dump({"boards": [
+        {"name": "dirty", "kind": "battles", "sources": [str(dirty)], "methods": ["copeland"]},
+        {"name": "tolerant", "kind": "battles", "sources": [str(dirty)], "methods": ["copeland"], "max_quarantined": 0.2},
+    ]}))
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="without 1 failed board"):
+        nightly(str(config), str(out), workers=0)
+    latest = out / "latest"
+    assert (latest / "tolerant" / "ratings.parquet").exists() and not (latest / "dirty").exists()
+    assert "10.0% of the 10 rows read were quarantined" in (latest / "index.html").read_text()
 
 
 def test_a_run_where_every_board_fails_is_not_published(tmp_path):

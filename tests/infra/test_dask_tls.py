@@ -140,6 +140,16 @@ def test_a_tls_connection_with_the_cluster_client_certificate_is_accepted(dask_t
     assert tls_probe(dask_tls.address, context)  # accepted: the scheduler opens Dask's own handshake
 
 
+def test_a_client_offering_at_most_tls_1_2_is_refused(dask_tls):
+    """TLS 1.3 minimum (infra/dask/tls.yaml): the cluster's own client certificate over TLS 1.2 gets no handshake."""
+    context = ssl.create_default_context(cafile=dask_tls.ours / "tls" / "ca.pem")
+    context.check_hostname = False
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(dask_tls.ours / "tls" / "client.pem", dask_tls.ours / "tls" / "client-key.pem")
+    with pytest.raises(ssl.SSLError, match="PROTOCOL_VERSION|UNSUPPORTED_PROTOCOL|protocol version"):
+        tls_probe(dask_tls.address, context)
+
+
 def test_the_scheduler_and_workers_listen_on_loopback_only(dask_tls):
     for pid in dask_tls.pids:
         addresses = listening_addresses(pid)

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.conftest import ROOT, SAMPLES
+from tests.conftest import ROOT, SAMPLES, data_rows
 from tests.infra.dask_cluster import dask_processes
 
 pytestmark = pytest.mark.slow
@@ -27,7 +27,9 @@ def test_ratings_flow_on_an_external_cluster_matches_local(tmp_path, external_cl
 
     store = tmp_path / "store"
     local = run_board(Board("out", "battles", (str(SAMPLES / "llmfao"),), ("copeland", "borda")), Store(store), tmp_path / "local" / "out")
-    assert local.reports[0].rows_accepted == 8931
+    # Every row of the sample is a valid battle (data-samples/llmfao/PROVENANCE.md: 8,931 crowd comparisons).
+    battles = data_rows(SAMPLES / "llmfao" / "crowd_battles.csv")
+    assert (local.reports[0].rows_accepted, local.reports[0].rows_quarantined) == (battles, 0)
     ratings(str(store), "battles", ["copeland", "borda"], str(tmp_path / "remote" / "out"), scheduler=external_cluster)
     for name in ("ratings.parquet", "ratings.json", "leaderboard.md"):
         assert (tmp_path / "remote" / "out" / name).read_bytes() == (tmp_path / "local" / "out" / name).read_bytes()

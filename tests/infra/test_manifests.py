@@ -17,7 +17,7 @@ import pytest
 import yaml
 from kubernetes_validate.utils import latest_version
 
-from infra.credentials import write_credentials
+from infra.credentials import write_credentials, write_dask_config
 from tests.conftest import ROOT
 from tests.infra.processes import BIN
 
@@ -93,6 +93,39 @@ def test_compose_publishes_only_the_prefect_api_and_on_loopback_by_default():
     assert published == {"prefect-server": ["127.0.0.1:4200:4200"]}
     chosen = interpolate(load("compose.yaml"), {"VASE_SECRETS": "/secrets", "VASE_PREFECT_BIND": "10.0.0.5"})
     assert chosen["services"]["prefect-server"]["ports"] == ["10.0.0.5:4200:4200"]
+
+
+def test_compose_prefect_api_asks_for_basic_auth_from_a_secret_and_every_client_sends_it():
+    services = load("compose.yaml")["services"]
+    server = services["prefect-server"]
+    assert server["environment"]["PREFECT_SERVER_API_AUTH_STRING_FILE"] == "/run/secrets/prefect-auth"
+    assert "prefect-auth" in server["secrets"]
+    clients = {name: service for name, service in services.items() if "PREFECT_API_URL" in service.get("environment", {})}
+    assert clients  # the Prefect worker at least
+    for name, service in clients.items():
+        assert service["environment"]["PREFECT_API_AUTH_STRING_FILE"] == "/run/secrets/prefect-auth", name
+        assert "prefect-auth" in service["secrets"], name
+
+
+def test_nothing_is_published_or_bound_beyond_loopback_by_default():
+    compose = interpolate(load("compose.yaml"), {"VASE_SECRETS": "/secrets"})
+    for name, service in compose["services"].items():
+        assert service.get("network_mode") != "host" and "expose" not in service, name
+        for port in service.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), (name, port)
+    # The local deployment's server (`make server`) and the one wrapped by infra/postgres.py.
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^server:.*\n\t.*prefect server start --host 127\.0\.0\.1 ", makefile, re.MULTILINE)
+    assert "listen_addresses=127.0.0.1 " in (INFRA / "postgres.py").read_text()
+
+
+def test_dask_tls_is_required_at_version_1_3_or_later_inside_and_outside_the_containers(tmp_path):
+    # The README's promise: TLS 1.3 minimum. Dask reads `min-version` as the number 1.2 or 1.3.
+    shipped = yaml.safe_load((INFRA / "dask" / "tls.yaml").read_text())["distributed"]["comm"]
+    assert shipped["require-encryption"] is True and shipped["default-scheme"] == "tls"
+    assert shipped["tls"]["min-version"] == 1.3
+    copied = yaml.safe_load((write_dask_config(tmp_path, tmp_path / "tls") / "tls.yaml").read_text())["distributed"]["comm"]
+    assert copied["require-encryption"] is True and copied["tls"]["min-version"] == 1.3
 
 
 def test_compose_dask_speaks_tls_and_each_role_gets_only_its_own_key():
@@ -234,6 +267,24 @@ def test_kubernetes_network_policies_deny_by_default_and_open_only_dask_ports():
                 assert "ipBlock" not in peer and peer != {}  # no rule lets in the world
     service = dask_cluster()["spec"]["scheduler"]["service"]
     assert service["type"] == "ClusterIP"
+
+
+def test_kubernetes_pods_stay_off_the_host_network_and_nothing_is_exposed_outside_the_cluster():
+    # Kubernetes' loopback: a pod on its own network, reached through a ClusterIP service only.
+    cluster = dask_cluster()["spec"]
+    for role in ("worker", "scheduler"):
+        pod = cluster[role]["spec"]
+        assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC"), role
+        for container in pod["containers"]:
+            assert all("hostPort" not in port for port in container.get("ports", [])), role
+            assert not {"--host", "--listen-address"} & set(map(str, container["args"])), role  # the operator's addresses
+    services = [cluster["scheduler"]["service"], *(d["spec"] for d in manifests() if d["kind"] == "Service")]
+    assert all(service.get("type", "ClusterIP") == "ClusterIP" and not service.get("externalIPs") for service in services)
+    # TLS: every pod takes the image's infra/dask (TLS 1.3 required, the test above) and no setting overrides it.
+    for role in ("worker", "scheduler"):
+        [container] = cluster[role]["spec"]["containers"]
+        overrides = [e["name"] for e in container["env"] if e["name"].startswith("DASK_DISTRIBUTED__COMM")]
+        assert overrides == [] and not any("tcp://" in str(a) for a in container["args"]), role
 
 
 def test_deployment_file_names_real_entrypoints():

@@ -214,3 +214,20 @@ def test_an_empty_file_of_games_changes_nothing(tmp_path):
     seen = SeenIds()
     empty = games_result(tmp_path, "game_id,player,place\n")
     assert drop_seen(empty, ("game_id",), seen, 0, str, True) is empty and not seen.runs
+
+
+def test_ids_of_content_count_identical_records_across_the_batches_of_a_file():
+    import pyarrow as pa
+
+    from pipeline.logs.identity import ContentIds
+    from pipeline.logs.triage import ReadResult, empty_quarantine
+
+    def batch(winners: list[str]) -> ReadResult:
+        table = pa.table({"battle_id": ["x"] * len(winners), "model_a": ["a"] * len(winners), "winner": winners})
+        return ReadResult("battles", "f.csv", table, empty_quarantine(), len(winners), keyed=False)
+
+    contents = ContentIds()
+    first = contents.assign(batch(["model_a", "tie", "model_a"]), ("battle_id",)).table.column("battle_id").to_pylist()
+    second = contents.assign(batch(["tie", "model_a"]), ("battle_id",)).table.column("battle_id").to_pylist()
+    a, tie = first[0], first[1]
+    assert a.startswith("content:") and first == [a, tie, a + "#2"] and second == [tie + "#2", a + "#3"]

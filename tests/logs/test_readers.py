@@ -41,12 +41,12 @@ def test_every_format_reads_the_same_battles(tmp_path, suffix):
 
 
 def test_chatbot_arena_format(tmp_path):
-    # The Arena dumps: judge, question_id (the prompt), tstamp in epoch seconds, no battle id.
+    # The Arena dumps: judge, question_id (the prompt), tstamp in epoch seconds, no battle id (one of its content).
     path = write(tmp_path / "arena.jsonl", [
         {"model_a": "gpt-4", "model_b": "claude", "winner": "tie", "judge": "arena_user_1", "question_id": "q7", "tstamp": 1700000000.5},
     ])
     row = read_log(path, "battles").table.to_pylist()[0]
-    assert row["battle_id"] == "arena.jsonl:1" and row["prompt"] == "q7" and row["judge"] == "arena_user_1"
+    assert row["battle_id"].startswith("content:") and row["prompt"] == "q7" and row["judge"] == "arena_user_1"
     assert row["timestamp"].timestamp() == 1700000000.5
 
 

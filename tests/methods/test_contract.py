@@ -35,7 +35,7 @@ FAST = {"m-elo": "m-elo:bootstrap=30", "elo": "elo:shuffles=4", "council-borda":
         "affinity-ne": "affinity-ne:max_iter=5000"}
 NOT_SCALE_FREE = {
     "elo": "a step is k times the weight (README, Elo family)",
-    "am-elo": "its priors count in votes of weight 1 (pipeline/methods/am_elo.py)",
+    "am-elo": "its priors count in votes of weight 1 (pipeline/methods/bradley_terry/am_elo.py)",
     "alpha-rank": "a task weight is a number of copies of the task, and alpha-Rank is not invariant to copies of a strategy",
 }
 SCORE_NOT_PROPORTIONAL = {"stv": "its score adds the vote totals at election or elimination to order points; ranks are compared"}

@@ -54,7 +54,7 @@ def test_a_value_out_of_its_range_is_refused_where_the_spec_is_parsed(text, mess
 
 
 def test_a_direct_call_checks_the_same_rules(pentathlon):
-    from pipeline.methods.scoring import approval
+    from pipeline.methods.voting.scoring import approval
 
     with pytest.raises(ValueError, match="^approval: parameter k=0 must be at least 1$"):
         approval(pentathlon[0].positions, k=0)

@@ -22,7 +22,7 @@ from tests.conftest import SAMPLES
 
 CROWD = SAMPLES / "llmfao" / "crowd_battles.csv"
 # Kemeny is left out: its optimum on these 59 models is not unique, and the canonical choice costs
-# about 60 MIPs (two minutes per store); tests/methods/test_kemeny.py checks that choice against
+# about 60 MIPs (two minutes per store); tests/methods/voting/test_kemeny.py checks that choice against
 # store ids and against enumeration on relabelled profiles.
 METHODS = ("m-elo:bootstrap=200", "elo:shuffles=20", "am-elo", "elo", "plurality", "approval", "borda", "borda:normalise=true",
            "copeland", "schulze", "ranked-pairs", "maximal-lotteries", "iterative-maximal-lotteries", "stv")

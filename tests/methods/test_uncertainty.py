@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from pipeline.methods import Spec, needed_statistics, run
-from pipeline.methods.resample import tiers
+from pipeline.methods.numerics.resample import tiers
 from pipeline.methods.uncertainty import records
 from pipeline.runtime import local_cluster
 from pipeline.stats import reduce_store
@@ -195,3 +195,25 @@ def test_the_store_numbering_does_not_move_the_intervals(tmp_path):
             by_name.append({k: v[order].tolist() for k, v in ratings.extras.items()} | {"score": ratings.score[order].tolist()})
         results.append(by_name)
     assert results[0] == results[1]
+
+
+def test_absent_is_not_measured_an_agent_of_one_or_two_records_keeps_its_own_interval():
+    """A round that draws none of a newcomer's one or two battles says nothing about it (m-Elo would put it at
+    its prior's centre, Borda at 0): it is left out of the newcomer's interval and counted in `rounds_measured`."""
+    from tests.methods.test_standing import long_tail
+
+    rounds = 60
+    specs = (f"m-elo:prior=0.01,bootstrap={rounds}", f"borda:bootstrap={rounds}")
+    stats, names = statistics_of_records(long_tail(), "battles", needed_statistics(specs))
+    newcomers = np.isin(stats.agents, [names.index("new1"), names.index("new2")])
+    for spec in specs:
+        r = run(spec, stats)
+        at = r.positions(stats.agents)
+        measured = r.extras["rounds_measured"][at]
+        assert (measured[~newcomers] == rounds).all(), spec
+        assert ((0 < measured[newcomers]) & (measured[newcomers] < rounds)).all(), spec  # absent in about e^-1, e^-2 of rounds
+        low = r.extras["ci_low"][at][newcomers]
+        if spec.startswith("m-elo"):  # every round that measured them saw only wins: far above the mean rating, 1000
+            assert (low > 1000 + r.info["logistic_scale"]).all(), low
+        else:  # a Borda score of at least their one win, never the 0 of a round without them
+            assert (low >= 1).all(), low

@@ -81,3 +81,38 @@ class Page(HTMLParser):
     @property
     def all_text(self) -> str:
         return " ".join(" ".join(self.text).split())
+
+
+class Injections(HTMLParser):
+    """What markup written unescaped into a page leaves behind: a second or external script, an event
+    handler, a `javascript:` link, an image not embedded in the page, an element no template writes."""
+
+    FOREIGN = frozenset({"blink"})  # the hostile names' own tags
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.found: list[str] = []
+        self.scripts = 0
+        self.feed(text)
+        if self.scripts != 1:
+            self.found.append(f"{self.scripts} <script> elements (the page's own is the one)")
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: v or "" for k, v in attrs}
+        if tag == "script":
+            self.scripts += 1
+            if "src" in a:
+                self.found.append(f"<script src={a['src']!r}>")
+        if tag in self.FOREIGN:
+            self.found.append(f"<{tag}>")
+        if tag == "img" and not a.get("src", "").startswith("data:"):
+            self.found.append(f"<img src={a.get('src')!r}>")
+        for name, value in a.items():
+            if name.startswith("on"):
+                self.found.append(f"<{tag} {name}={value!r}>")
+            if name in ("href", "src", "action") and value.strip().lower().startswith("javascript:"):
+                self.found.append(f"<{tag} {name}={value!r}>")
+
+
+def injected(text: str) -> list[str]:
+    return Injections(text).found

@@ -1,22 +1,20 @@
 """The report in a real browser: headless Chromium (the distribution's package) driven by Playwright.
 
-The set-up installs Chromium with apt when it is missing (tests run as root on CI machines); where
-that is impossible the test fails saying so, it is never skipped. Playwright's own browser download
+The set-up (`make system-packages`, which `make test` runs) installs Chromium; a test never does.
+Without it the test fails saying so, it is never skipped. Playwright's own browser download
 is not used: its Python package carries the driver, and `executable_path` points at Chromium.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import polars as pl
 import pytest
+
+from tests.report.conftest import HOSTILE_CATEGORIES
 
 pytestmark = pytest.mark.slow
 
@@ -26,23 +24,8 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 
 def installed_chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.fail("the browser test needs Chromium: install it (`apt-get install -y chromium`) or run the tests as root "
-                    "so that the set-up can install it")
-    # One install at a time when pytest-xdist runs several workers.
-    with open(Path(tempfile.gettempdir()) / "vase-chromium-install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not shutil.which("chromium"):
-            env = os.environ | {"DEBIAN_FRONTEND": "noninteractive"}
-            for command in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-                done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
-                if done.returncode != 0:
-                    pytest.fail(f"could not install Chromium ({' '.join(command)}): {done.stderr.strip()[-500:]}")
-    found = shutil.which("chromium")
     if not found:
-        pytest.fail("apt-get installed chromium but no `chromium` executable is on PATH")
+        pytest.fail("the browser test needs Chromium (Debian's `chromium` package): `make system-packages` installs it")
     return found
 
 
@@ -59,9 +42,11 @@ def browser(tmp_path_factory):
 
 
 def open_page(browser, path: Path):
-    """A page with everything it logs and every request it makes recorded."""
+    """A page with everything it logs, every dialog it opens (from the first script on) and every
+    request it makes recorded."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.problems, page.requests = [], []
+    page.on("dialog", lambda d: (page.problems.append(f"dialog: {d.message}"), d.dismiss()))
     page.on("console", lambda m: page.problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
     page.on("pageerror", lambda e: page.problems.append(f"page error: {e}"))
     page.on("request", lambda r: page.requests.append(r.url))
@@ -141,13 +126,12 @@ def test_hostile_names_run_no_script_and_sort_as_text(browser, tmp_path):
         writer.writerow(["model_a", "model_b", "winner"])
         writer.writerows([a, b, "model_a" if (i + j) % 3 else "tie"] for i, a in enumerate(HOSTILE) for j, b in enumerate(HOSTILE) if a != b)
     out = tmp_path / "out"
-    run_board(Board("hostile", "battles", (str(source),), ("copeland", "m-elo:bootstrap=20", "schulze")), Store(tmp_path / "store"), out)
+    run_board(Board("hostile", "battles", (str(source),), ("copeland", "m-elo:bootstrap=20", "schulze"), min_records=0),
+              Store(tmp_path / "store"), out)
     page = open_page(browser, out / "index.html")
-    dialogs = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     for i in range(page.locator(".tabs button").count()):
         page.locator(".tabs button").nth(i).click()
-    assert page.problems == [] and dialogs == []
+    assert page.problems == []
     assert all(url.startswith(("file:", "data:")) for url in page.requests), page.requests
     assert page.locator("a[href^='javascript']").count() == 0 and page.locator("img[src='x']").count() == 0
     table = page.locator("article.panel:visible table.leaderboard")
@@ -157,4 +141,51 @@ def test_hostile_names_run_no_script_and_sort_as_text(browser, tmp_path):
     names = column(page, table, agent)
     assert sorted(names) == sorted(HOSTILE)
     assert [n for n in names if n in ("10", "9", "1e3")] == ["10", "1e3", "9"]
-    assert dialogs == [] and page.problems == []
+    assert page.problems == []
+
+
+def test_every_page_with_hostile_names_runs_no_script_of_theirs(browser, hostile_nightly):
+    # The run's index, the board (with its history), its categories and the backtest, each opened,
+    # every tab clicked and every link followed from the index: no dialog, no error, nothing fetched.
+    latest = (hostile_nightly / "latest").resolve()
+    pages = sorted(latest.rglob("index.html"))
+    assert len(pages) == 3 + len(HOSTILE_CATEGORIES)
+    for path in pages:
+        page = open_page(browser, path)
+        for i in range(page.locator(".tabs button").count()):
+            page.locator(".tabs button").nth(i).click()
+        links = page.evaluate("Array.from(document.links, a => a.href)")
+        assert all(link.startswith("file:") for link in links), (path, links)
+        assert page.problems == [] and page.locator("blink").count() == 0, (path, page.problems)
+        assert all(url.startswith(("file:", "data:")) for url in page.requests), (path, page.requests)
+        assert page.evaluate("document.scripts.length") == 1, path
+        page.close()
+
+
+# Every panel shown and every <details> open, so that hidden tables are measured too.
+SHOW_ALL = ".js .panel:not(.active) { display: block !important; }"
+MEASURE = """() => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  const sideways = Array.from(document.querySelectorAll('.table-wrap')).filter(w => w.scrollWidth > w.clientWidth + 1)
+    .map(w => `${w.querySelector('table').className} ${w.querySelector('th') ? w.querySelector('th').textContent : ''}: ${w.scrollWidth} > ${w.clientWidth}`);
+  return {page: document.documentElement.scrollWidth, view: document.documentElement.clientWidth, sideways};
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_no_page_overflows_sideways_and_no_table_scrolls_on_a_laptop(browser, demo_nightly, width):
+    # At 1366 px the m-elo table hid tier, rank (UB) and records behind a horizontal scroll; on a
+    # 390 px phone the page overflowed sideways (444 px). On a phone a table wider than the screen
+    # scrolls inside its own frame; the page never does.
+    latest = (demo_nightly / "latest").resolve()
+    pages = sorted(latest.rglob("index.html"))
+    assert len(pages) >= 5
+    for path in pages:
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(path.as_uri(), wait_until="load")
+        page.add_style_tag(content=SHOW_ALL)
+        measured = page.evaluate(MEASURE)
+        page.close()
+        assert measured["page"] <= measured["view"] == width, (path.relative_to(latest), measured)
+        if width >= 1366:
+            assert measured["sideways"] == [], (path.relative_to(latest), measured)

@@ -52,3 +52,10 @@ def test_unknown_keys_are_kept_and_long_values_cut_with_a_pointer():
 
 def test_numbers_for_reading():
     assert [number(v) for v in (-1.41095e-14, 8931, 1234.0, 0.123456, float("nan"), True)] == ["0", "8,931", "1,234", "0.1235", "nan", "True"]
+
+
+def test_the_order_of_online_updates_is_said_once():
+    # "in timestamp, then ingest order order"
+    text = texts({"comparisons": 12, "order": "timestamp, then ingest order"})
+    assert "Online updates over 12 comparisons, ordered by timestamp, then ingest order." in text and "order order" not in text
+    assert "scores are the mean over 5 shuffles" in texts({"comparisons": 12, "order": "mean over 5 shuffles"})

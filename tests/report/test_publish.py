@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 from pipeline.board import Board, run_board
 from pipeline.store import Store
 
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, data_rows
 
 
 def test_board_outputs(tmp_path):
@@ -26,7 +26,8 @@ def test_board_outputs(tmp_path):
     ranks = [r["rank"] for r in records if r["method"].startswith("copeland")]
     assert ranks == sorted(ranks) and ranks[0] == 1
     run = json.loads((out / "run.json").read_text())
-    assert run["rows"]["rows_in"] == run["rows"]["rows_accepted"] + run["rows"]["rows_quarantined"] == 1320
+    assert run["rows"]["rows_in"] == run["rows"]["rows_accepted"] + run["rows"]["rows_quarantined"] == \
+        data_rows(SAMPLES / "f1" / "races_2021_2023.csv")
     assert run["outputs"] == ["agents.parquet", "leaderboard.md", "pairwise.parquet", "ratings.json", "ratings.parquet", "run.json"]
     assert run["title"] == "F1" and (out / "index.html").exists()
     assert run["inputs"][0]["sha256"] and "reduce" in run["timings_s"]

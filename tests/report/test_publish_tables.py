@@ -27,3 +27,24 @@ def test_council_tables_are_published(tmp_path):
     assert sorted(table.column("agent").to_pylist()) == ["m1", "m2", "m3"]
     assert "not-a-method" in (out / "leaderboard.md").read_text()  # the unavailable spec is said in the report
     assert run["diagnostics"]["council-borda:compare=copeland+not-a-method,exclude_self_votes=true,ranks=strict,window_days=30"]["reviewer_agents"] == ["m1", "m2", "x"]
+
+
+def test_a_family_of_many_columns_leaves_the_leaderboard_for_a_long_table():
+    # LiveBench's deviation fills a column c[<task>] per task: 25 columns, a leaderboard of
+    # 3,271 px that scrolled sideways on any screen. The leaderboard keeps the method's few own
+    # columns; the family is a long table, a row per agent and column, every value in it.
+    import polars as pl
+
+    from pipeline.report.tables import leaderboard_table, long_table, own_columns
+
+    tasks = [f"c[task {i}]" for i in range(18)]
+    rows = pl.DataFrame({"method": ["deviation"] * 3, "agent": ["a", "b", "c"], "rank": [1, 2, 3], "score": [0.3, 0.1, -0.4],
+                         "marginal": [0.5, 0.3, 0.2]} | {t: [i / 100, -i / 100, 0.0] for i, t in enumerate(tasks)})
+    names = [c.name for c in leaderboard_table(rows).columns]
+    assert "marginal" in names and not [n for n in names if n.startswith("c[")]
+    shown, further = own_columns(rows)
+    assert shown == ["marginal"] and further == tasks
+    long = long_table(rows, further)
+    assert [c.name for c in long.columns] == ["agent", "column", "value"] and len(long.rows) == 3 * len(tasks)
+    agent, column, value = long.rows[len(tasks) + 5]  # agent b's 6th task: -5 / 100
+    assert (agent.text, column.text, float(value.text)) == ("b", "c[task 5]", -0.05)

@@ -19,8 +19,8 @@ from pipeline.report.diagnostics import Context, describe
 from pipeline.report.folders import read_run
 from pipeline.store import Store
 
-from tests.report.conftest import RUNS
-from tests.report.pages import Page
+from tests.report.conftest import HOSTILE_AGENTS, HOSTILE_CATEGORIES, HOSTILE_FILE, HOSTILE_TITLE, RUNS
+from tests.report.pages import Page, injected
 
 
 def expected_counts(run: dict, outputs: set[str]) -> dict[str, int]:
@@ -106,13 +106,31 @@ def test_names_are_text_never_markup(tmp_path):
     source = tmp_path / "battles.csv"
     pl.DataFrame({"model_a": [a for a, _ in pairs], "model_b": [b for _, b in pairs], "winner": ["model_a"] * len(pairs)}).write_csv(source)
     out = tmp_path / "out"
-    run_board(Board("hostile", "battles", (str(source),), ("copeland", "borda")), Store(tmp_path / "store"), out)
+    run_board(Board("hostile", "battles", (str(source),), ("copeland", "borda"), min_records=0), Store(tmp_path / "store"), out)
     html = (out / "index.html").read_text()
     assert "<script>alert(1)" not in html and "<img src=x" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "Ω &amp; co" in html
     assert html.count("<script>") == 1  # the page's own
     page = Page(html)
     assert set(r[page.tables_of("leaderboard")[0].column("agent")][0] for r in page.tables_of("leaderboard")[0].rows) == set(hostile)
+
+
+def test_every_page_shows_hostile_names_as_text(hostile_nightly):
+    # Every page the report writes (the run's index, the board with its history, each category's
+    # board, the backtest) shows the names as text and holds none of them as markup.
+    latest = (hostile_nightly / "latest").resolve()
+    pages = {str(path.parent.relative_to(latest)): path.read_text(encoding="utf-8") for path in latest.rglob("index.html")}
+    categories = sorted(p for p in pages if p.startswith("hostile/category="))
+    assert sorted(pages) == sorted([".", "hostile", "backtest-0", *categories]) and len(categories) == len(HOSTILE_CATEGORIES)
+    assert 'id="history"' in pages["hostile"]  # the second run: scores over time, and rank changes on the index
+    for where, html in pages.items():
+        assert injected(html) == [], where
+    shown = {where: Page(html).all_text for where, html in pages.items()}
+    assert all(HOSTILE_FILE in text for where, text in shown.items() if where != "."), "the inputs table names the log"
+    assert all(HOSTILE_TITLE in shown[where] for where in (".", "hostile"))
+    assert all(agent in shown[where] for agent in HOSTILE_AGENTS for where in ["hostile", *categories])
+    assert sum(agent in shown["."] for agent in HOSTILE_AGENTS) == len(HOSTILE_AGENTS)  # the card's top agents
+    assert all(category in shown["hostile"] for category in HOSTILE_CATEGORIES)
 
 
 def test_same_run_same_bytes(demo_nightly, tmp_path):

@@ -1,12 +1,19 @@
 """Ingest is total: 10,000 generated malformed files of every kind, format and failure family
 (`pipeline.store.fuzz`), in four seeded parts that run in parallel, are each ingested or refused
-in one line, with every row accounted for."""
+in one line, with every row accounted for; and the harness itself reports each kind of violation
+planted in a real store."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
-from pipeline.store.fuzz import FAMILIES, FORMATS, KINDS, check, generate
+import pipeline.store.store as store_module
+from pipeline.store.fuzz import FAMILIES, FORMATS, KINDS, Fuzzed, check, generate
+from pipeline.store.store import IngestReport, Store
 
 PART = 2_500
 
@@ -27,3 +34,105 @@ def test_the_same_seed_gives_the_same_files(tmp_path):
     first = generate(tmp_path / "a", 60, seed=5)
     second = generate(tmp_path / "b", 60, seed=5)
     assert [f.path.read_bytes() for f in first] == [f.path.read_bytes() for f in second]
+
+
+# The harness itself: each kind of violation, planted in a real store, must be reported.
+
+def battles_file(folder: Path, name: str, ids: range) -> Fuzzed:
+    path = folder / name
+    path.write_text("".join(["battle_id,model_a,model_b,winner\n", *(f"b{i},alpha,beta,model_a\n" for i in ids)]))
+    return Fuzzed(path, "battles", "valid", len(ids))
+
+
+@pytest.fixture
+def honest_files(tmp_path) -> list[Fuzzed]:
+    """Two files of the same size but other bytes, a true copy of the first, and a refused file."""
+    one = battles_file(tmp_path, "one.csv", range(10, 13))
+    two = battles_file(tmp_path, "two.csv", range(20, 23))
+    copy = Fuzzed(tmp_path / "copy.csv", "battles", "valid", one.records)
+    copy.path.write_bytes(one.path.read_bytes())
+    broken = Fuzzed(tmp_path / "broken.parquet", "battles", "cut", None)
+    broken.path.write_bytes(b"PAR1 cut short")
+    assert one.path.stat().st_size == two.path.stat().st_size and one.path.read_bytes() != two.path.read_bytes()
+    return [one, two, copy, broken]
+
+
+def tampered_reports(monkeypatch, tamper: Callable[[list[IngestReport]], list[IngestReport]]) -> None:
+    ingest = Store.ingest
+    monkeypatch.setattr(Store, "ingest", lambda self, sources, kind: tamper(ingest(self, sources, kind)))
+
+
+def test_the_honest_store_passes_the_harness(tmp_path, honest_files):
+    summary = check(honest_files, tmp_path / "stores")
+    assert summary.failures() == [], summary.line()
+    assert (summary.ingested, summary.skipped, summary.refused) == (2, 1, 1)
+
+
+def test_a_dropped_row_is_a_silent_drop(tmp_path, monkeypatch, honest_files):
+    # The reader loses a row and says so nowhere: the accounting still adds up, the generator's count does not.
+    read = store_module.read_batches
+
+    def dropping(*args, **kwargs):
+        for result in read(*args, **kwargs):
+            yield dataclasses.replace(result, table=result.table.slice(1), rows_in=result.rows_in - 1, lines=result.lines[1:])
+
+    monkeypatch.setattr(store_module, "read_batches", dropping)
+    summary = check(honest_files, tmp_path / "stores")
+    assert [s.split(":")[0] for s in summary.silent_drops] == [str(f.path) for f in honest_files[:2]]
+    assert summary.accounting == []
+
+
+def test_a_wrong_count_is_an_accounting_violation(tmp_path, monkeypatch, honest_files):
+    # A report claiming one row more than its partitions hold, and consistent with itself: caught only by
+    # counting the rows of the files written.
+    def one_more(report: IngestReport) -> IngestReport:
+        return dataclasses.replace(report, rows_in=report.rows_in + 1, rows_accepted=report.rows_accepted + 1)
+
+    tampered_reports(monkeypatch, lambda reports: [one_more(reports[0]), *reports[1:]])
+    summary = check(honest_files, tmp_path / "stores")
+    assert [s.split(":")[0] for s in summary.accounting] == [str(honest_files[0].path)]
+
+
+def test_a_store_that_skips_a_file_of_the_same_size_is_caught(tmp_path, monkeypatch, honest_files):
+    # The mutant of issue 35: a new file taken for an earlier one because it has the same size.
+    digest_file = store_module.digest_file
+    by_size: dict[int, str] = {}
+
+    def same_size_is_same_file(path, *args):
+        digest = digest_file(path, *args)
+        return dataclasses.replace(digest, sha256=by_size.setdefault(digest.size, digest.sha256))
+
+    monkeypatch.setattr(store_module, "digest_file", same_size_is_same_file)
+    summary = check(honest_files, tmp_path / "stores")
+    assert summary.skipped == 2  # two.csv, wrongly, and copy.csv, rightly
+    assert {s.split(":")[0] for s in summary.false_skips} == {str(honest_files[1].path)}  # its hash, and no copy stored
+
+
+def test_a_skip_without_an_earlier_copy_is_caught(tmp_path, monkeypatch, honest_files):
+    tampered_reports(monkeypatch, lambda reports: [reports[0], dataclasses.replace(reports[1], status="skipped"), *reports[2:]])
+    summary = check(honest_files, tmp_path / "stores")
+    assert summary.false_skips == [f"{honest_files[1].path}: skipped, but no file stored before it has its bytes"]
+
+
+def test_a_file_reported_under_another_files_hash_is_caught(tmp_path, monkeypatch, honest_files):
+    tampered_reports(monkeypatch, lambda reports: [reports[0], dataclasses.replace(reports[1], sha256=reports[0].sha256),
+                                                   *reports[2:]])
+    summary = check(honest_files, tmp_path / "stores")
+    assert [s.split(":")[0] for s in summary.false_skips] == [str(honest_files[1].path)]
+
+
+def test_a_false_continuation_is_caught(tmp_path, monkeypatch, honest_files):
+    # two.csv said to grow from one.csv: only its rows after one.csv's would be counted.
+    tampered_reports(monkeypatch, lambda reports: [reports[0], dataclasses.replace(reports[1], continues=reports[0].sha256),
+                                                   *reports[2:]])
+    summary = check(honest_files, tmp_path / "stores")
+    assert [s.split(":")[0] for s in summary.false_skips] == [str(honest_files[1].path)]
+
+
+def test_a_refusal_that_does_not_name_its_file_is_caught(tmp_path, monkeypatch, honest_files):
+    def unnamed(report: IngestReport) -> IngestReport:
+        return dataclasses.replace(report, error=report.error.removeprefix(f"{report.source}: ")) if report.error else report
+
+    tampered_reports(monkeypatch, lambda reports: [unnamed(r) for r in reports])
+    summary = check(honest_files, tmp_path / "stores")
+    assert [s.split(":")[0] for s in summary.unnamed] == [str(honest_files[3].path)]

@@ -1,0 +1,192 @@
+"""The nightly's reduction after new files, through the store's cache of partials, against the
+reduction of the new rows alone (issue 36's target: at most 3x), for elo, m-elo, copeland,
+deviation and council-borda; and the same bytes as a reduction from scratch.
+
+    python -m benchmarks.bench_nightly_incremental [--rows 10000000] [--new 100000] [--reviews N]
+                                                   [--files 10] [--repeat 3] [--method NAME ...]
+
+Battles (`rows` of them in `files` Parquet logs, then `new` more in one file that also brings new
+agents, judges and prompts) and council reviews (`reviews`, default `rows`, 5 models a query and
+5 reviews a query, as JSONL; then `new` more reviews with a new model) are generated with a fixed
+seed and ingested (time reported apart). Per method, with the statistics it needs alone:
+1. the reduction of the old store through the cache (it fills the cache: the previous night);
+2. the new files ingested; the nightly: the reduction through the cache, reading the new units
+   (best of `repeat`: their partials are removed from the cache before each repetition);
+3. the baseline: the reduction, without cache, of a store holding only the new files (best of `repeat`);
+4. the reduction from scratch of the whole store, without cache: its statistics must equal the
+   nightly's bit for bit (a SHA-256 over every array, in field order) before any time is reported.
+The ratio reported is nightly / baseline, both wall-clock best-of, measured in the same process
+one after the other; the load (`os.getloadavg`) is saved with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import scipy.sparse as sp
+
+from benchmarks.common import best_of, save
+from pipeline.board import needed_statistics
+from pipeline.methods.registry import Spec
+from pipeline.stats import reduce_store
+from pipeline.store import Store
+
+BATTLE_METHODS = ("elo", "m-elo", "copeland", "deviation")
+REVIEW_METHODS = ("council-borda",)
+MODELS, JUDGES, PROMPTS = 40, 8, 6  # deviation builds a game over prompts x agents x agents: kept small
+PER_QUERY = 5  # models answering a query, and reviews of it
+
+
+def make_battles(path: Path, rows: int, first: int, models: int, day: int, rng: np.random.Generator) -> None:
+    names = np.array([f"model-{i:03d}" for i in range(models)])
+    a = rng.integers(0, models, rows)
+    b = (a + rng.integers(1, models, rows)) % models
+    start = (np.datetime64("2024-01-01") + day).astype("datetime64[s]").astype(np.int64)
+    table = pa.table({
+        "battle_id": pa.array(np.char.add("b", np.arange(first, first + rows).astype(str))),
+        "model_a": pa.array(names[a]).dictionary_encode(),
+        "model_b": pa.array(names[b]).dictionary_encode(),
+        "winner": pa.array(np.array(["model_a", "model_b", "tie"])[rng.integers(0, 3, rows)]).dictionary_encode(),
+        "judge": pa.array(np.char.add("judge-", rng.integers(0, JUDGES + day // 100, rows).astype(str))).dictionary_encode(),
+        "prompt": pa.array(np.char.add("prompt-", rng.integers(0, PROMPTS + day // 100, rows).astype(str))).dictionary_encode(),
+        "timestamp": pa.array(np.sort(start + rng.integers(0, 86_400, rows)).astype("datetime64[s]")),
+    })
+    pq.write_table(table, path, row_group_size=250_000)
+
+
+def make_reviews(path: Path, reviews: int, first_query: int, models: int, rng: np.random.Generator) -> None:
+    labels = [f"Response {c}" for c in "ABCDE"[:PER_QUERY]]
+    with path.open("w", encoding="utf-8") as out:
+        for q in range(reviews // PER_QUERY):
+            answering = rng.choice(models, PER_QUERY, replace=False)
+            mapping = {label: f"model-{m:03d}" for label, m in zip(labels, answering)}
+            for reviewer in answering:
+                ranking = [labels[i] for i in rng.permutation(PER_QUERY)]
+                out.write(json.dumps({"query_id": f"q{first_query + q}", "reviewer": f"model-{reviewer:03d}",
+                                      "ranking": ranking, "label_to_model": mapping, "abstained": False}) + "\n")
+
+
+def digest(value, hasher=None) -> str:
+    """A SHA-256 over a statistic's arrays, sparse matrices, tables and scalars, in field order."""
+    hasher = hasher or hashlib.sha256()
+    if dataclasses.is_dataclass(value):
+        for field in dataclasses.fields(value):
+            hasher.update(field.name.encode())
+            digest(getattr(value, field.name), hasher)
+    elif isinstance(value, np.ndarray):
+        hasher.update(f"{value.dtype}{value.shape}".encode())
+        hasher.update(repr(value.tolist()).encode() if value.dtype == object else np.ascontiguousarray(value).tobytes())
+    elif sp.issparse(value):
+        digest(value.toarray(), hasher)
+    elif isinstance(value, dict):
+        for key in value:
+            hasher.update(repr(key).encode())
+            digest(value[key], hasher)
+    elif isinstance(value, (tuple, list)):
+        hasher.update(f"[{len(value)}]".encode())
+        for item in value:
+            digest(item, hasher)
+    elif isinstance(value, pa.Table):
+        for column in value.columns:
+            hasher.update(repr(column.to_pylist()).encode())
+    else:
+        hasher.update(repr(value).encode())
+    return hasher.hexdigest()
+
+
+def timed(fn) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def measure(kind: str, methods: tuple[str, ...], old: list[Path], new: list[Path], work: Path, repeat: int) -> dict:
+    store, alone = Store(work / f"{kind}-store"), Store(work / f"{kind}-new-only")
+    ingest_old, _ = timed(lambda: store.ingest(old, kind))
+    alone.ingest(new, kind)
+    wanted = {method: needed_statistics([Spec.parse(method)]) for method in methods}
+    for statistics in wanted.values():  # the previous night: the cache holds the old units
+        reduce_store(store, kind, statistics, use_cache=True)
+    ingest_new, _ = timed(lambda: store.ingest(new, kind))
+    cached = set((store.root / "cache").rglob("*.npz"))  # the old units' partials, of every method
+
+    def nightly(statistics):
+        """The nightly's reduction, the new units' partials removed from the cache before it (so
+        that each repetition reads them, as the first night after the new files does)."""
+        for path in set((store.root / "cache").rglob("*.npz")) - cached:
+            path.unlink()
+        return reduce_store(store, kind, statistics, use_cache=True)
+
+    results = {}
+    for method, statistics in wanted.items():
+        first, _ = best_of(lambda: nightly(statistics), repeat)
+        baseline, _ = best_of(lambda: reduce_store(alone, kind, statistics), repeat)
+        again, reduced = best_of(lambda: reduce_store(store, kind, statistics, use_cache=True), 1)
+        scratch_time, scratch = timed(lambda: reduce_store(store, kind, statistics))
+        same = digest(reduced) == digest(scratch)
+        if not same:
+            raise SystemExit(f"{method}: the nightly's statistics differ from a reduction from scratch")
+        results[method] = {"statistics": sorted(statistics), "nightly_s": first, "nightly_all_cached_s": again,
+                           "new_rows_alone_s": baseline, "from_scratch_s": scratch_time, "ratio": first / baseline,
+                           "same_bytes_as_scratch": same}
+        print(f"{method:14s} nightly {first:7.3f} s (all cached {again:6.3f}) | new rows alone {baseline:6.3f} s | "
+              f"ratio {first / baseline:5.2f} | from scratch {scratch_time:7.2f} s | same bytes: {same}", flush=True)
+    return {"ingest_old_s": ingest_old, "ingest_new_s": ingest_new, "methods": results}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--new", type=int, default=None, help="new rows (default rows / 100)")
+    parser.add_argument("--reviews", type=int, default=None, help="stored reviews (default rows)")
+    parser.add_argument("--files", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--method", action="append", choices=BATTLE_METHODS + REVIEW_METHODS,
+                        help="measure only these methods (repeatable; default: all)")
+    args = parser.parse_args()
+    chosen = args.method or BATTLE_METHODS + REVIEW_METHODS
+    battle_methods = tuple(m for m in BATTLE_METHODS if m in chosen)
+    review_methods = tuple(m for m in REVIEW_METHODS if m in chosen)
+    new_rows = args.new or args.rows // 100
+    reviews = args.reviews or args.rows
+    rng = np.random.default_rng(0)
+    work = Path(tempfile.mkdtemp(prefix="bench-nightly-"))
+    try:
+        sizes = np.diff(np.linspace(0, args.rows, args.files + 1).astype(np.int64))
+        payload = {"rows": args.rows, "new": new_rows, "reviews": reviews, "files": args.files, "load_before": os.getloadavg()}
+        print(f"load {os.getloadavg()}; {args.rows:,} battles + {new_rows:,} new; {reviews:,} reviews + {new_rows:,} new",
+              flush=True)
+        if battle_methods:
+            old_battles = [work / f"battles-{day:02d}.parquet" for day in range(args.files)]
+            for day, (path, size) in enumerate(zip(old_battles, sizes)):
+                make_battles(path, int(size), int(sizes[:day].sum()), MODELS, day, rng)
+            new_battles = [work / "battles-new.parquet"]  # two new models, a new judge and a new prompt (day >= 100)
+            make_battles(new_battles[0], new_rows, args.rows, MODELS + 2, 100, rng)
+            payload["battles"] = measure("battles", battle_methods, old_battles, new_battles, work, args.repeat)
+        if review_methods:
+            old_reviews = [work / f"reviews-{i:02d}.jsonl" for i in range(args.files)]
+            per_file = reviews // args.files
+            for i, path in enumerate(old_reviews):
+                make_reviews(path, per_file, i * per_file // PER_QUERY, MODELS, rng)
+            new_reviews = [work / "reviews-new.jsonl"]
+            make_reviews(new_reviews[0], new_rows, reviews // PER_QUERY + 1, MODELS + 2, rng)
+            payload["reviews"] = measure("reviews", review_methods, old_reviews, new_reviews, work, args.repeat)
+        payload["load_after"] = os.getloadavg()
+        print(f"saved {save(f'nightly_incremental_{args.rows}', payload)}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Council Borda (`council_borda`): Borda points of reviewer-council rankings, averaged per query [Council]."""

@@ -1,0 +1,206 @@
+"""Kemeny-Young: the order that agrees with the most pairwise preferences [Kem59]; [VasE, C.2.6].
+
+KemenyValue(order) = sum over pairs i above j in the order of N(i, j); the method returns an
+order of maximum value. Exact, with two reductions:
+
+- Extended Condorcet criterion [Tru98]: if every agent of a set X beats every agent of Y head to head
+  (M > 0), X is above Y in every optimal order. The strongly connected components of the graph
+  a -> b when M(a, b) >= 0 are such sets, ordered; each is solved on its own.
+- Each component is an integer program over pairwise order variables x_ab (a above b), with the
+  3-cycle constraints 0 <= x_ab + x_bc - x_ac <= 1, maximising sum M(a, b) x_ab, solved by
+  HiGHS branch and bound to a proven optimum (objective coefficients are the margins divided by
+  their greatest common divisor on the store's 2^-24 weight grid, so values are integers and
+  the absolute gap < 1 certifies the optimum exactly). A second solve with a no-good cut decides
+  whether the optimum is unique. `algorithm="enumerate"` checks all m! orders (m <= 9).
+
+Not unique: `info["kemeny_unique"]` is false and the order returned is the canonical optimum,
+the smallest position by position in the order of the agents' keys (`Statistics.agent_keys`,
+their names' order), found by one more MIP per position; so it depends on the ballots and the
+names, never on the store's numbering or HiGHS's path. `algorithm="enumerate"` applies the same
+rule. All MIPs go through `pipeline.methods.numerics.highs` (one thread; a status other than optimal, or
+an expected "infeasible"/"objective bound", is a one-line error). Degenerate data: one agent is
+ranked first; no comparisons (or only ties) make every order optimal, and the canonical one is
+the key order.
+Score [VasE, C.2.6]: the sum of N(a, b) over the agents b below a in the order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from pipeline.methods.convergence import ConvergenceError, RatingError
+from pipeline.methods.numerics import highs
+from pipeline.methods.ratings import Ratings
+from pipeline.methods.registry import method, one_of
+from pipeline.methods.voting.majority import condorcet_info, dense_counts, order_info, ranked
+from pipeline.stats.counts import PairwiseCounts
+from pipeline.weights import UNIT
+
+ENUMERATE_MAX = 9
+
+
+def kemeny_value(wins: np.ndarray, order: np.ndarray) -> float:
+    """Sum of N(order[i], order[j]) over i < j."""
+    return float(np.triu(wins[np.ix_(order, order)], 1).sum())
+
+
+def kemeny_scores(wins: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Each agent's sum of N against the agents below it in the order."""
+    score = np.zeros(len(order))
+    score[order] = np.triu(wins[np.ix_(order, order)], 1).sum(axis=1)
+    return score
+
+
+def components(margins: np.ndarray) -> list[np.ndarray]:
+    """Strong components of a -> b when M(a, b) >= 0, best first (each beats all later ones)."""
+    count, label = connected_components(sp.csr_array(margins >= 0), directed=True, connection="strong")
+    parts = [np.flatnonzero(label == c) for c in range(count)]
+    beaten = [int((label[np.flatnonzero((margins[part] > 0).any(axis=0))] != c).sum()) for c, part in enumerate(parts)]
+    return [parts[c] for c in sorted(range(count), key=lambda c: -beaten[c])]
+
+
+def _enumerate(margins: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Reference: every order; among the best, the first in lexicographic order of the keys."""
+    m = len(margins)
+    if m > ENUMERATE_MAX:
+        raise ValueError(f"kemeny: enumeration is limited to {ENUMERATE_MAX} agents, not {m}")
+    upper = np.triu_indices(m, 1)
+    best, value, ties = None, -math.inf, 0
+    for perm in itertools.permutations(np.argsort(keys, kind="stable").tolist()):
+        v = margins[np.ix_(perm, perm)][upper].sum()
+        if v > value:
+            best, value, ties = perm, v, 1
+        elif v == value:
+            ties += 1
+    return np.array(best, dtype=np.int64), ties == 1
+
+
+def _integer_objective(margins: np.ndarray) -> np.ndarray:
+    units = np.rint(margins * UNIT).astype(np.int64)
+    g = int(np.gcd.reduce(np.abs(units).ravel())) or 1
+    return (units // g).astype(np.float64)
+
+
+def _model(margins: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, sp.csc_array]:
+    """Pair variables x_ab (a above b, a < b), their cost (-M(a, b) in integer units), the var index, 3-cycle rows."""
+    m = len(margins)
+    a, b = np.triu_indices(m, 1)
+    var = np.full((m, m), -1, dtype=np.int64)
+    var[a, b] = np.arange(len(a))
+    triples = np.array(list(itertools.combinations(range(m), 3)), dtype=np.int64).reshape(-1, 3)
+    t = len(triples)
+    cols = np.column_stack([var[triples[:, 0], triples[:, 1]], var[triples[:, 1], triples[:, 2]],
+                            var[triples[:, 0], triples[:, 2]]]).ravel()
+    rows = sp.csc_array((np.tile([1.0, 1.0, -1.0], t), (np.repeat(np.arange(t), 3), cols)), shape=(t, len(a)))
+    return -_integer_objective(margins)[a, b], var, np.c_[a, b], rows
+
+
+def _solve(model: str, cost: np.ndarray, rows: sp.csc_array, lower: np.ndarray, upper: np.ndarray, *,
+           fixed: dict[int, int] | None = None, bound: float | None = None) -> np.ndarray | None:
+    """min cost.x over binary x with lower <= rows x <= upper and `fixed` variables; None when nothing
+    beats `bound` (or nothing is feasible). Integer costs: an absolute gap below 1 proves the optimum."""
+    n = rows.shape[1]
+    col_lower, col_upper = np.zeros(n), np.ones(n)
+    for index, value in (fixed or {}).items():
+        col_lower[index] = col_upper[index] = value
+    options = {"mip_rel_gap": 0.0, "mip_abs_gap": 0.5} | ({} if bound is None else {"objective_bound": bound})
+    padded = np.r_[cost, np.zeros(n - len(cost))]
+    solution = highs.solve(model, padded, rows, lower, upper, col_lower, col_upper, integer=np.ones(n, bool),
+                           options=options, allow=(highs.INFEASIBLE, highs.OBJECTIVE_BOUND))
+    if solution.status != highs.OPTIMAL:
+        return None
+    return np.rint(solution.x).astype(np.int64)
+
+
+def _order(x: np.ndarray, pairs: np.ndarray, m: int) -> np.ndarray:
+    above = np.zeros((m, m), dtype=np.int64)
+    above[pairs[:, 0], pairs[:, 1]] = x[: len(pairs)]
+    above[pairs[:, 1], pairs[:, 0]] = 1 - x[: len(pairs)]
+    return np.argsort(-above.sum(axis=1), kind="stable")
+
+
+def _mip(margins: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Optimal order of one component, and whether it is the only one; among several, the canonical one."""
+    m = len(margins)
+    if m == 1:
+        return np.zeros(1, dtype=np.int64), True
+    cost, var, pairs, rows = _model(margins)
+    t = rows.shape[0]
+    x = _solve("kemeny order", cost, rows, np.zeros(t), np.ones(t))
+    best = float(cost @ x)
+    # No-good cut: any other order flips at least one pair.
+    cut = sp.csc_array(np.where(x == 1, -1.0, 1.0)[None, :])
+    other = _solve("kemeny uniqueness", cost, sp.vstack([rows, cut], format="csc"), np.r_[np.zeros(t), 1.0 - x.sum()],
+                   np.r_[np.ones(t), np.inf], bound=best + 0.5)
+    if other is None or float(cost @ other) > best:
+        return _order(x, pairs, m), True
+    return _canonical(cost, var, pairs, rows, best, keys), False
+
+
+def _canonical(cost: np.ndarray, var: np.ndarray, pairs: np.ndarray, rows: sp.csc_array, best: float,
+               keys: np.ndarray) -> np.ndarray:
+    """The optimal order that is smallest position by position in the order of `keys`.
+
+    Position by position, one MIP over the optimal orders (cost <= best) with the places above
+    fixed: binaries z_a (a sits at this position: above every agent left, z_a <= x(a above b)),
+    sum z = 1, maximising the preference of the agents by key. m - 1 MIPs, only when the optimum is
+    not unique; the result depends on the margins and the keys, not on the store's numbering."""
+    m, n, t = len(keys), len(cost), rows.shape[0]
+    fixed: dict[int, int] = {}
+    order: list[int] = []
+    preference = (m - np.argsort(np.argsort(keys, kind="stable"), kind="stable")).astype(np.float64)  # m for the first key
+    for _ in range(m - 1):
+        left = [a for a in range(m) if a not in order]
+        z = {a: n + i for i, a in enumerate(left)}
+        # z_a <= x(a above b) for every other agent b left: x_ab - z_a >= 0 (a < b), -x_ba - z_a >= -1 (a > b)
+        pairs_left = [(a, b) for a in left for b in left if a != b]
+        k = len(pairs_left)
+        entries = [(i, int(var[min(a, b), max(a, b)]), 1.0 if a < b else -1.0) for i, (a, b) in enumerate(pairs_left)]
+        entries += [(i, z[a], -1.0) for i, (a, _) in enumerate(pairs_left)]
+        r, c, v = zip(*entries)
+        above = sp.csc_array((v, (r, c)), shape=(k, n + len(left)))
+        lower_above = np.array([0.0 if a < b else -1.0 for a, b in pairs_left])
+        one = np.zeros(n + len(left))
+        one[list(z.values())] = 1.0
+        optimal = np.r_[cost, np.zeros(len(left))]
+        matrix = sp.vstack([sp.hstack([rows, sp.csc_array((t, len(left)))]), above,
+                            sp.csc_array(one[None, :]), sp.csc_array(optimal[None, :])], format="csc")
+        objective = np.r_[np.zeros(n), -preference[left]]
+        x = _solve("kemeny canonical order", objective, matrix,
+                   np.r_[np.zeros(t), lower_above, 1.0, -np.inf], np.r_[np.ones(t), np.full(k, np.inf), 1.0, best + 0.5],
+                   fixed=fixed)
+        if x is None:
+            raise ConvergenceError("kemeny: no optimal order is left for the canonical choice (HiGHS disagreed with itself)")
+        top = next(a for a in left if x[z[a]] == 1)
+        order.append(top)
+        for b in left:
+            if b != top:
+                fixed[int(var[min(top, b), max(top, b)])] = 1 if top < b else 0
+    order.extend(a for a in range(m) if a not in order)
+    return np.array(order, dtype=np.int64)
+
+
+@method("kemeny", needs=("pairwise", "agent_keys"), rules={"algorithm": one_of("mip", "enumerate")})
+def kemeny(pairs: PairwiseCounts, agent_keys: np.ndarray, *, algorithm: str = "mip") -> Ratings:
+    """Kemeny-Young: the order of maximum pairwise agreement, exact (HiGHS MIP)."""
+    if pairs.n == 0:
+        raise RatingError("kemeny: no agents to rate")
+    wins, margins = dense_counts(pairs, "kemeny")
+    solve = _mip if algorithm == "mip" else _enumerate
+    order, unique, sizes = [], True, []
+    for part in components(margins):
+        local, alone = solve(margins[np.ix_(part, part)], agent_keys[part])
+        order.extend(part[local].tolist())
+        unique &= alone
+        sizes.append(len(part))
+    order = np.array(order, dtype=np.int64)
+    groups = [[i] for i in order.tolist()]
+    return ranked(pairs.agents, groups, kemeny_scores(wins, order),
+                  info={**condorcet_info(pairs), **order_info(pairs.agents, groups),
+                        "kemeny_value": kemeny_value(wins, order), "kemeny_unique": bool(unique),
+                        "component_sizes": sizes})

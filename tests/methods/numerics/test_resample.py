@@ -1,0 +1,160 @@
+"""Poisson redraws by guide-table inversion: the right distribution, reproducible, and the fallback."""
+
+import numpy as np
+import pytest
+from scipy.stats import poisson
+
+from pipeline.methods.numerics import resample
+from pipeline.methods.numerics.resample import PoissonTable, interval_columns, poisson_draws, rank_upper_bounds, ranks_by_round
+from pipeline.methods.ratings import competition_ranks
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.5, 3.0, 7.25, 400.0])
+def test_draws_follow_the_poisson_law(weight):
+    draws = poisson_draws(np.array([weight, weight]), 40_000, np.random.default_rng(0)).ravel()
+    values, seen = np.unique(draws, return_counts=True)
+    expected = poisson.pmf(values, weight) * len(draws)
+    frequent = expected > 50  # a chi-square-style check on the frequent values: within 5 standard deviations
+    assert np.all(np.abs(seen[frequent] - expected[frequent]) < 5 * np.sqrt(expected[frequent]))
+    assert draws.mean() == pytest.approx(weight, abs=5 * np.sqrt(max(weight, 1e-9) / len(draws)) + 1e-12)
+
+
+def test_same_seed_same_draws_and_the_fallback_is_poisson_too(monkeypatch):
+    weights = np.array([1.0, 2.0, 30.0, 0.0])
+    first = poisson_draws(weights, 100, np.random.default_rng(5))
+    assert first.tobytes() == poisson_draws(weights, 100, np.random.default_rng(5)).tobytes()
+    assert first.shape == (100, 4) and np.all(first[:, 3] == 0)
+    monkeypatch.setattr(resample, "TABLE_MAX", 1)
+    fallback = poisson_draws(weights, 100, np.random.default_rng(5))
+    assert fallback.tobytes() == np.random.default_rng(5).poisson(weights, size=(100, 4)).astype(np.float64).tobytes()
+
+
+@pytest.mark.parametrize("table_max", [resample.TABLE_MAX, 1])  # the guide tables, and the fallback to Generator.poisson
+def test_rounds_drawn_in_blocks_into_a_buffer_are_the_rounds_drawn_at_once(monkeypatch, table_max):
+    monkeypatch.setattr(resample, "TABLE_MAX", table_max)
+    weights = np.random.default_rng(2).integers(0, 5, 500) * 1.5
+    table = PoissonTable.of(weights)
+    at_once = table.draws(23, np.random.default_rng(7))
+    rng, buffer, blocks = np.random.default_rng(7), np.full((5, 500), np.nan), []
+    for lo in range(0, 23, 5):
+        blocks.append(table.draws(min(5, 23 - lo), rng, buffer[: min(5, 23 - lo)]).copy())
+    assert np.concatenate(blocks).tobytes() == at_once.tobytes()
+
+
+def test_no_weights_draw_rows_of_nothing_and_leave_the_stream_as_it_was():
+    rng = np.random.default_rng(3)
+    assert poisson_draws(np.array([]), 4, rng).shape == (4, 0)
+    assert rng.random() == np.random.default_rng(3).random()
+
+
+def test_each_draw_inverts_the_cdf_at_its_own_uniform_also_among_cells_of_weight_zero():
+    """Every cell consumes one uniform, weight 0 or not, and its draw is the Poisson quantile of that
+    uniform: skipping the look-ups of weight-0 cells changes no draw of the others."""
+    rng = np.random.default_rng(1)
+    weights = rng.integers(0, 4, 3_000) * rng.choice([1.0, 0.5, 7.25], 3_000)  # about a quarter of weight 0
+    draws = poisson_draws(weights, 20, np.random.default_rng(9))
+    u = np.random.default_rng(9).random((20, len(weights)))
+    below = poisson.cdf(draws - 1, weights)
+    assert np.all(draws[:, weights == 0] == 0)
+    assert np.all((below <= u) & (u < poisson.cdf(draws, weights)))
+
+
+def numpy_guide_table_draws(weights: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """The guide-table inversion written over arrays in numpy (as it was before it was compiled): the oracle
+    the compiled search must equal bit for bit."""
+    distinct, group = np.unique(weights, return_inverse=True)
+    reach = 10 * np.sqrt(distinct) + 20
+    low = np.floor(np.maximum(distinct - reach, 0.0))
+    width = int(np.ceil((distinct + reach - low).max(initial=0.0))) + 1
+    cdf = poisson.cdf(low[:, None] + np.arange(width), distinct[:, None])
+    cdf[:, -1] = 2.0
+    guide = np.concatenate([np.searchsorted(row, np.arange(width) / width, side="right") for row in cdf]) + np.repeat(
+        np.arange(len(distinct)) * width, width)
+    cdf = cdf.ravel()
+    u = rng.random((size, len(weights)))
+    pos = guide[group * width + (u * width).astype(np.int64)]
+    while (pending := cdf[pos] <= u).any():
+        pos[pending] += 1
+    return np.where(weights > 0, low[group] + pos - group * width, 0.0)
+
+
+@pytest.mark.parametrize("weights", [
+    np.zeros(7),
+    np.array([0.0, 1e-300, 5e-324, 1e-12, 0.5, 1.0]),  # tiny weights: every draw 0 but the rare one
+    np.array([1e6, 3.0, 0.0, 2.5e5]),  # huge: a table of 20,041 entries per distinct weight
+    np.r_[np.arange(1, 600) * 0.25, 0.0],  # many distinct values, just under TABLE_MAX entries
+    np.random.default_rng(2).integers(0, 6, 5_000) * np.random.default_rng(3).choice([1.0, 0.5, 7.25, 40.0], 5_000),
+])
+def test_the_compiled_search_draws_what_the_numpy_search_drew(weights):
+    for size in (1, 3, 40):
+        compiled = poisson_draws(weights, size, np.random.default_rng(size))
+        assert compiled.shape == (size, len(weights)) and compiled.dtype == np.float64
+        assert compiled.tobytes() == numpy_guide_table_draws(weights, size, np.random.default_rng(size)).tobytes()
+
+
+def test_weights_past_the_table_fall_back_to_the_generator():
+    weights = np.r_[np.arange(1, 60) * 1e6, 0.0]  # 59 tables of ~150,000 entries: over TABLE_MAX
+    draws = poisson_draws(weights, 5, np.random.default_rng(8))
+    assert draws.tobytes() == np.random.default_rng(8).poisson(weights, size=(5, len(weights))).astype(np.float64).tobytes()
+
+
+def test_rank_upper_bounds_count_the_intervals_wholly_above():
+    rng = np.random.default_rng(3)
+    low = np.round(rng.normal(0, 5, 300))  # ties between bounds, and a bound equal to another's
+    high = low + np.round(rng.uniform(0, 8, 300))
+    low[[4, 9]], high[[9, 17]] = np.nan, np.nan
+    low[20], high[21] = -np.inf, np.inf
+    brute = 1 + (low[None, :] > high[:, None]).sum(axis=1)  # the definition, agents x agents
+    assert rank_upper_bounds(low, high).tolist() == brute.tolist()
+    assert rank_upper_bounds(np.array([]), np.array([])).tolist() == []
+
+
+def test_bounds_and_round_scores_within_the_tolerance_count_as_equal():
+    rng = np.random.default_rng(5)
+    low = 1000 + rng.choice([-3e-9, 0.0, 2e-9, 0.5, 2.0], 200)  # equal up to a solver's last digits, or apart
+    high = low + rng.choice([0.0, 1e-9, 1.0], 200)
+    brute = 1 + (low[None, :] > high[:, None] + 1e-3).sum(axis=1)
+    assert rank_upper_bounds(low, high, 1e-3).tolist() == brute.tolist()
+    assert rank_upper_bounds(low, high).tolist() == (1 + (low[None, :] > high[:, None]).sum(axis=1)).tolist()
+    scores = 1000 + rng.choice([-3e-9, 0.0, 2e-9, 0.5, 2.0], (4, 50))
+    ranks = ranks_by_round(scores, 1e-3)
+    assert ranks.tolist() == (1 + (scores[:, None, :] > scores[:, :, None] + 1e-3).sum(axis=2)).tolist()
+    for round_scores, round_ranks in zip(scores, ranks):  # the near-equal scores of a round share its rank
+        assert len(np.unique(round_ranks[round_scores < 1000.1])) == 1
+
+
+def test_interval_columns_take_the_same_percentiles_with_and_without_missing_rounds():
+    rng = np.random.default_rng(4)
+    scores = np.round(rng.normal(1000, 50, (203, 40)), 3)
+    ranks = ranks_by_round(scores)
+    rank = competition_ranks(scores.mean(axis=0))
+    missing = scores.copy()
+    missing[0, 0] = np.nan  # an agent absent from one round
+    finite = interval_columns(scores, ranks, rank)  # no NaN: numpy's percentile over all agents at once
+    agent_by_agent = np.nanpercentile(missing, (2.5, 97.5), axis=0)
+    with_missing = interval_columns(missing, ranks, rank)
+    for low_or_high, column in enumerate(("ci_low", "ci_high")):
+        assert finite[column].tobytes() == np.nanpercentile(scores, (2.5, 97.5), axis=0)[low_or_high].tobytes()
+        assert with_missing[column].tobytes() == agent_by_agent[low_or_high].tobytes()
+    assert np.isnan(interval_columns(np.full((3, 2), np.nan), np.full((3, 2), 1.0), np.array([1, 1]))["ci_low"]).all()
+
+
+def test_ranks_by_round_are_each_rounds_competition_ranks():
+    scores = np.array([[3.0, 1.0, 3.0, 2.0], [np.nan] * 4, [0.0, 0.0, 0.0, 5.0]])
+    ranks = ranks_by_round(scores)
+    assert ranks[0].tolist() == [1, 4, 1, 3] and ranks[2].tolist() == [2, 2, 2, 1]
+    assert np.isnan(ranks[1]).all()
+
+
+def test_ranks_by_round_equal_competition_ranks_with_ties_infinities_signed_zeros_and_missing_scores():
+    rng = np.random.default_rng(12)
+    scores = np.round(rng.normal(0, 3, (60, 500)))  # many ties
+    scores[1, :7] = [np.inf, -np.inf, np.inf, -0.0, 0.0, -0.0, 5e-324]
+    scores[2, 3] = np.nan  # one score missing: competition_ranks decides where it goes
+    scores[3] = np.nan
+    ranks = ranks_by_round(scores)
+    for r in (0, 1, 2, 4, 59):
+        with np.errstate(invalid="ignore"):  # the oracle's differences of equal infinities
+            assert ranks[r].tolist() == competition_ranks(scores[r]).astype(float).tolist()
+    assert np.isnan(ranks[3]).all() and ranks.dtype == np.float64
+    assert ranks_by_round(np.empty((2, 0))).shape == (2, 0)

@@ -1,0 +1,109 @@
+"""Kemeny-Young: the MIP against enumeration, uniqueness, the Condorcet decomposition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pipeline import methods
+from pipeline.methods.convergence import RatingError
+from pipeline.methods.voting.kemeny import ENUMERATE_MAX, components
+from pipeline.stats.counts import PairwiseCounts, Statistics
+from pipeline.stats.in_memory import profile
+from tests.voting_profiles import mixed_profiles, strict_ballots
+
+
+def test_mip_equals_enumeration():
+    for ballots in mixed_profiles(2, 25, most=6):
+        stats = profile(ballots)[0]
+        mip, enum = methods.run("kemeny", stats), methods.run("kemeny:algorithm=enumerate", stats)
+        assert mip.info["kemeny_value"] == enum.info["kemeny_value"]
+        assert mip.info["kemeny_unique"] == enum.info["kemeny_unique"]
+        np.testing.assert_array_equal(mip.rank, enum.rank)  # the same canonical order when several are optimal
+
+
+def test_cycle_is_not_unique(condorcet_cycle):
+    # Rock-paper-scissors: the three rotations a>b>c, b>c>a, c>a>b all have value 2 + 2 + 1 = 5.
+    r = methods.run("kemeny", condorcet_cycle[0])
+    assert r.info["kemeny_value"] == 5 and r.info["kemeny_unique"] is False
+    assert r.info["component_sizes"] == [3]
+
+
+def test_decomposition():
+    # d loses every pair: {a, b, c} is one component above {d}; order inside by the cycle.
+    stats, _ = profile(["a>b>c>d", "b>c>a>d", "c>a>b>d", "a>b>c>d"])
+    assert [c.tolist() for c in components(stats.pairwise.margins)] == [[0, 1, 2], [3]]
+    r = methods.run("kemeny", stats)
+    assert r.info["kemeny_unique"] is True  # a>b>c now has value 3 + 3 + 2 more than the rotations
+    np.testing.assert_array_equal(r.rank, [1, 2, 3, 4])
+
+
+def test_larger_mip_beats_every_swap():
+    # m = 12 is beyond enumeration; a proven optimum cannot be improved by any adjacent swap.
+    rng = np.random.default_rng(3)
+    stats = profile(strict_ballots(rng, 12, 15))[0]
+    r = methods.run("kemeny", stats)
+    order = np.argsort(r.rank)
+    wins = stats.pairwise.wins
+    assert all(wins[order[i], order[i + 1]] >= wins[order[i + 1], order[i]] for i in range(11))
+    # The ten rotations of a..j form a single component of ten agents, too many to enumerate.
+    letters = "abcdefghij"[: ENUMERATE_MAX + 1]
+    rotations = profile([">".join(letters[i:] + letters[:i]) for i in range(len(letters))])[0]
+    with pytest.raises(ValueError, match="enumeration"):
+        methods.run("kemeny:algorithm=enumerate", rotations)
+
+
+def _relabelled(stats: Statistics, permutation: np.ndarray, keys: np.ndarray | None) -> Statistics:
+    """The same ballots with local agent i stored as agent permutation[i] (another store numbering)."""
+    inverse = np.argsort(permutation)
+    wins = stats.pairwise.wins[np.ix_(inverse, inverse)]
+    ties = stats.pairwise.ties[np.ix_(inverse, inverse)]
+    n = len(permutation)
+    return Statistics("ballots", np.arange(n), np.ones(n, dtype=np.int64),
+                      pairwise=PairwiseCounts(np.arange(n), wins, ties), agent_keys=keys)
+
+
+def test_several_optima_give_the_canonical_order_whatever_the_store_ids():
+    # Rock-paper-scissors: a>b>c, b>c>a and c>a>b are all optimal. With keys from the names the
+    # answer is a>b>c however the store numbered the agents; with store-id keys it follows the ids.
+    stats, names = profile(["a>b>c", "b>c>a", "c>a>b"])
+    r = methods.run("kemeny", stats)
+    assert r.rank.tolist() == [1, 2, 3] and r.info["kemeny_unique"] is False
+    reverse = np.array([2, 1, 0])  # a is stored as 2, b as 1, c as 0
+    named = methods.run("kemeny", _relabelled(stats, reverse, keys=reverse))
+    assert named.rank[reverse].tolist() == [1, 2, 3]
+    by_id = methods.run("kemeny", _relabelled(stats, reverse, keys=None))
+    assert by_id.rank[reverse].tolist() == [2, 3, 1]  # c (id 0) first: c>a>b
+
+
+def test_canonical_order_is_the_smallest_optimal_one_on_random_profiles():
+    # Against enumeration (which takes the first optimum in key order) on relabelled profiles.
+    rng = np.random.default_rng(12)
+    compared = 0
+    for ballots in mixed_profiles(4, 30, most=6):
+        stats = profile(ballots)[0]
+        permutation = rng.permutation(stats.pairwise.n)
+        for keys in (None, rng.permutation(stats.pairwise.n)):
+            moved = _relabelled(stats, permutation, keys)
+            mip, enum = methods.run("kemeny", moved), methods.run("kemeny:algorithm=enumerate", moved)
+            np.testing.assert_array_equal(mip.rank, enum.rank)
+            compared += not mip.info["kemeny_unique"]
+    assert compared >= 10
+
+
+@pytest.mark.parametrize("wins", [np.zeros((4, 4)), np.zeros((1, 1)), np.ones((3, 3)) - np.eye(3)])
+def test_degenerate_data(wins):
+    # No comparisons, one agent, or only even splits: every order is optimal, and the canonical
+    # one is the key order (here the store order).
+    n = len(wins)
+    stats = Statistics("ballots", np.arange(n), np.ones(n, dtype=np.int64),
+                       pairwise=PairwiseCounts(np.arange(n), wins, np.zeros((n, n))))
+    r = methods.run("kemeny", stats)
+    assert r.rank.tolist() == list(range(1, n + 1)) and r.info["kemeny_unique"] is (n == 1)
+
+
+def test_no_agents_is_refused_in_one_line():
+    stats = Statistics("ballots", np.arange(0), np.ones(0, dtype=np.int64),
+                       pairwise=PairwiseCounts(np.arange(0), np.zeros((0, 0)), np.zeros((0, 0))))
+    with pytest.raises(RatingError, match="kemeny: no agents to rate"):
+        methods.run("kemeny", stats)

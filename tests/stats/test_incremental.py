@@ -1,0 +1,99 @@
+"""Every statistic incremental: after new files (bringing new agents, judges and prompts), a rating
+through the cache reads only the new files' units and gives the same bytes as one from scratch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline.board import Board, rate, reduce
+from pipeline.stats import EXTRAS
+from pipeline.stats import reduce as reduce_module
+from pipeline.store import Store
+from tests.conftest import SAMPLES
+from tests.stats.test_cache import assert_identical
+
+BATTLE_METHODS = ("elo", "m-elo", "copeland", "deviation", "am-elo")
+
+
+def write_battles(path: Path, rng: np.random.Generator, rows: int, agents: int, judges: int, prompts: int, day: int) -> None:
+    lines = ["battle_id,model_a,model_b,winner,judge,prompt,timestamp"]
+    for i in range(rows):
+        a, b = rng.choice(agents, 2, replace=False)
+        winner = ("model_a", "model_b", "tie")[rng.integers(3)]
+        lines.append(f"{path.stem}-{i},m{a},m{b},{winner},j{rng.integers(judges)},p{rng.integers(prompts)},"
+                     f"2024-01-{day:02d}T00:00:{i % 60:02d}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def ratings_bytes(store: Store, board: Board, use_cache: bool) -> tuple[object, dict[str, bytes]]:
+    stats = reduce(store, board, use_cache=use_cache)
+    rated = rate(stats, board.methods)
+    assert not rated.refused, rated.refused
+    return stats, {r.spec: r.agents.tobytes() + r.score.tobytes() + r.rank.tobytes() for r in rated.ratings}
+
+
+def read_units(monkeypatch) -> list[str]:
+    """The sources of the units read from Parquet (not from the cache) from now on."""
+    sources: list[str] = []
+    original = reduce_module.reduce_unit
+
+    def recording(unit, *args):
+        sources.append(unit.source)
+        return original(unit, *args)
+
+    monkeypatch.setattr(reduce_module, "reduce_unit", recording)
+    return sources
+
+
+def check_incremental(tmp_path: Path, monkeypatch, board: Board, old: list[Path], new: list[Path]) -> None:
+    store = Store(tmp_path / "store")
+    store.ingest(old, board.kind)
+    agents_before = len(store.dictionary("agents"))
+    ratings_bytes(store, board, use_cache=True)  # fills the cache
+    reports = store.ingest(new, board.kind)
+    assert all(r.status == "ingested" for r in reports), reports
+    assert len(store.dictionary("agents")) > agents_before  # the id space grew: cached partials are re-embedded
+    sources = read_units(monkeypatch)
+    incremental, incremental_ratings = ratings_bytes(store, board, use_cache=True)
+    assert set(sources) == {r.sha256 for r in reports}  # only the new files were read
+    monkeypatch.undo()
+    fresh, fresh_ratings = ratings_bytes(Store(store.root), board, use_cache=False)
+    assert_identical(fresh, incremental)
+    assert incremental_ratings == fresh_ratings
+
+
+def test_battle_boards_read_only_new_files_and_match_a_rating_from_scratch(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    files = []
+    for day, (agents, judges, prompts) in enumerate([(5, 2, 3), (5, 2, 3), (7, 3, 4)], start=1):
+        files.append(tmp_path / f"battles{day}.csv")
+        write_battles(files[-1], rng, 60, agents, judges, prompts, day)
+    board = Board("arena", "battles", (), BATTLE_METHODS)
+    check_incremental(tmp_path, monkeypatch, board, files[:2], files[2:])
+
+
+def test_council_board_reads_only_new_files_and_matches_a_rating_from_scratch(tmp_path, monkeypatch):
+    lines = (SAMPLES / "council/reviews.jsonl").read_text(encoding="utf-8").splitlines()
+    old = tmp_path / "reviews1.jsonl"
+    old.write_text("\n".join(lines[: len(lines) // 2]) + "\n")
+    target = json.loads(lines[len(lines) * 3 // 4])["query_id"]  # a valid query of the later half (the sample ends with bad lines)
+    newcomer = []  # the later reviews, and a model the store has not seen answering a query of its own
+    for line in lines[len(lines) // 2:]:
+        review = json.loads(line)
+        if review["query_id"] == target:
+            review = json.loads(line.replace("atlas-70b", "zephyr-3b"))
+            review["query_id"] += "-new"
+        newcomer.append(json.dumps(review))
+    new = tmp_path / "reviews2.jsonl"
+    new.write_text("\n".join(newcomer) + "\n")
+    board = Board("council", "reviews", (), ("council-borda",))
+    check_incremental(tmp_path, monkeypatch, board, [old], [new])
+
+
+@pytest.mark.parametrize("name", sorted(EXTRAS))
+def test_every_registered_extra_declares_how_it_moves_into_a_larger_id_space(name):
+    assert EXTRAS[name].resize is not None

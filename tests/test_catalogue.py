@@ -1,0 +1,31 @@
+"""`vase methods` and `vase kinds` list a stored catalogue of the registry (pipeline/catalogue.py):
+it must be the live registry's, and listing it must not import the numerical stack."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pipeline import catalogue
+
+
+def test_the_catalogue_is_the_live_registrys():
+    # In a process of its own: a test that registers an example method must not make it differ.
+    live = subprocess.run([sys.executable, "-m", "pipeline.catalogue", "--print"], capture_output=True, text=True,
+                          check=True, timeout=300).stdout
+    assert live == catalogue.CATALOGUE.read_text(encoding="utf-8"), \
+        "pipeline/catalogue.json differs from the registry: run `python -m pipeline.catalogue` to write it again"
+
+
+@pytest.mark.parametrize("command", ["methods", "kinds"])
+def test_listing_imports_none_of_the_numerical_stack(command):
+    # `vase kinds` took 6-12 s and `vase methods` 5-11 s: listing imported every method module.
+    probe = (f"import sys\nsys.argv = ['vase', {command!r}]\nfrom flows.cli import app\ntry:\n    app()\nexcept SystemExit:\n    pass\n"
+             "print(' '.join(sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=120)
+    heavy = {"numpy", "scipy", "polars", "pyarrow", "dask", "distributed", "prefect", "numba", "matplotlib",
+             "pipeline.methods", "pipeline.board", "pipeline.logs"}
+    assert set(done.stderr.split()) & heavy == set()
+    assert "affinity-cce" in done.stdout if command == "methods" else "battles" in done.stdout
