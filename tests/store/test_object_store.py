@@ -6,6 +6,7 @@ and leaves every object of the store as it was (their ETags compared)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -20,7 +21,8 @@ from typer.testing import CliRunner
 from pipeline.cli import app
 from pipeline.store import Store
 from pipeline.store.commit import ObjectCommit
-from pipeline.store.objects import LEASE, ObjectStore, StoreBusy
+from pipeline.store import store as store_module
+from pipeline.store.objects import LEASE, ObjectStore, StoreBusy, manifest_text
 from tests.conftest import SAMPLES
 from tests.infra.processes import free_port
 from tests.s3server import s3  # noqa: F401 (the fixture)
@@ -264,3 +266,51 @@ def test_the_partial_cache_of_a_store_on_s3_spares_reading_its_partitions_again(
         s3.client().put_object(Bucket=aws, Key=key, Body=b"not parquet")
     again = reduce_store(Store(url), "battles", use_cache=True)
     assert again.pairwise.dense().wins.tobytes() == first.pairwise.dense().wins.tobytes()
+
+
+def write_battles(path: Path, agents: tuple[str, str], count: int = 2) -> Path:
+    path.write_text("".join(json.dumps({"battle_id": f"{path.stem}-{i}", "model_a": agents[0], "model_b": agents[1],
+                                        "winner": "model_a"}) + "\n" for i in range(count)))
+    return path
+
+
+def test_an_ingest_of_many_files_commits_checkpoints_and_a_lost_one_leaves_the_one_before_whole(aws, s3, tmp_path, monkeypatch):  # noqa: F811
+    # Each file brings agents of its own, so every checkpoint commits a changed dictionary.
+    logs = [str(write_battles(tmp_path / f"battles-{i}.jsonl", (f"a{i}", f"b{i}"))) for i in range(5)]
+    monkeypatch.setattr(store_module, "COMMIT_EVERY", 2)
+    url = f"s3://{aws}/store"
+    create = ObjectStore.create_manifest
+
+    def lost_at_the_second_checkpoint(objects, sequence, data):
+        if sequence == 2:
+            raise StoreBusy(f"{objects.url}: another writer committed manifest 2 first")
+        create(objects, sequence, data)
+
+    monkeypatch.setattr(ObjectStore, "create_manifest", lost_at_the_second_checkpoint)
+    with pytest.raises(StoreBusy):
+        Store(url).ingest(logs, "battles")
+    monkeypatch.setattr(ObjectStore, "create_manifest", create)
+    store = Store(url)
+    assert sorted(r.source for r in store.manifest.files.values()) == logs[:2]  # the first checkpoint holds
+    assert sorted(store.dictionary("agents").names) == ["a0", "a1", "b0", "b1"]  # and its dictionary, not removed with the lost one's
+    assert [r.status for r in store.ingest(logs, "battles")] == ["skipped"] * 2 + ["ingested"] * 3
+    assert sorted(Path(k).name for k in s3.objects(aws) if "/manifests/" in k) == ["0000000002.json", "0000000003.json"]
+    assert sorted(store.dictionary("agents").names) == sorted(f"{side}{i}" for i in range(5) for side in "ab")
+
+
+def test_a_manifest_on_s3_naming_a_path_outside_the_store_is_refused_in_one_line(aws, s3, tmp_path):  # noqa: F811
+    url = f"s3://{aws}/store"
+    Store(url).ingest([str(write_battles(tmp_path / "first.jsonl", ("x", "y")))], "battles")
+    key = f"store/manifests/{1:010d}.json"
+    data = json.loads(s3.client().get_object(Bucket=aws, Key=key)["Body"].read())
+    data.pop("sha256")
+    data["files"][0]["partitions"][0]["path"] = "battles/../../elsewhere/outside.parquet"
+    body = manifest_text(data | {"sha256": hashlib.sha256(manifest_text(data).encode()).hexdigest()})  # its checksum recomputed
+    s3.client().put_object(Bucket=aws, Key=key, Body=body.encode())
+    before = s3.objects(aws)
+    more = str(write_battles(tmp_path / "more.jsonl", ("x", "z")))
+    for command in (["ingest", more, "--kind", "battles", "--store", url], ["rate", "--kind", "battles", "-m", "elo", "--store", url, "--out", "out"]):
+        line = one_line_error(runner.invoke(app, command))
+        assert line.startswith(f"error: {url}/manifests/0000000001.json: ") and "'battles/../../elsewhere/outside.parquet'" in line, line
+        assert "outside the store" in line
+    assert s3.objects(aws) == before
