@@ -16,23 +16,30 @@ from prefect import flow, get_run_logger
 from flows import tasks
 from flows.ratings import rate_board
 from pipeline.board import check_quarantined, load_boards
-from pipeline.paths import inside
+from pipeline.paths import inside, is_url
 from pipeline.progress import progress_bar
 from pipeline.report import HISTORY_FILE, append_history, write_report
 from pipeline.report.runs import new_run_id, promote, record_failures, staging_folder
 from pipeline.runtime import FLOW_SCHEDULER, dask_client
 from pipeline.store import Store
+from pipeline.store.location import address
 
 
 @flow(name="nightly")
-def nightly(config: str, out: str, scheduler: str | None = None, workers: int = 2) -> str:
-    """Boards come from the YAML `config`; stores live in `<out>/stores`, runs in `<out>/runs`."""
+def nightly(config: str, out: str, scheduler: str | None = None, workers: int = 2, stores: str | None = None,
+            publish: str | None = None, publish_link: str | None = None) -> str:
+    """Boards come from the YAML `config`; runs go to `<out>/runs`, stores to `<stores>/<board>`
+    (default `<out>/stores`; a URL puts them in object storage, where Dask workers without a
+    shared disk read them). Given `publish` (a URL or folder), the run is also copied there
+    (`pipeline.report.remote`) and linked from a Prefect link artifact, at `publish_link` (the
+    https address at which `publish` is served) if given, with the top of each board as a table
+    artifact."""
     log = get_run_logger()
     root = Path(out)
     boards = load_boards(config)
     run_id = new_run_id()
     with staging_folder(root, run_id) as staging:  # a run that fails leaves the previous `latest` as it was
-        failures = rate_boards(boards, root, staging, scheduler, workers)
+        failures = rate_boards(boards, root, staging, scheduler, workers, stores)
         if boards and len(failures) == len(boards):
             raise RuntimeError(f"every board failed: {'; '.join(f'{name}: {why}' for name, why in failures.items())}")
         record_failures(staging, failures)
@@ -40,12 +47,22 @@ def nightly(config: str, out: str, scheduler: str | None = None, workers: int = 
         final = promote(root, staging, run_id)
     append_history(root / HISTORY_FILE, final, run_id)
     log.info("published %s", final)
+    if publish:
+        tasks.publish_remote(final, publish, run_id, publish_link)
     if failures:
         raise RuntimeError(f"published {final} without {len(failures)} failed board(s): {', '.join(failures)}")
     return str(final)
 
 
-def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, workers: int) -> dict[str, str]:
+def board_store(root: Path, stores: str | None, name: str) -> str:
+    """A board's store: `<stores>/<name>` (a URL, or a folder), by default `<out>/stores/<name>`."""
+    if stores is None:
+        return str(inside(root, "stores", name))
+    return address(stores, name) if is_url(stores) else str(inside(stores, name))
+
+
+def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, workers: int,
+                stores: str | None = None) -> dict[str, str]:
     """Ingest and rate each board into `staging`; the boards that failed, with a one-line reason."""
     log = get_run_logger()
     failures: dict[str, str] = {}
@@ -53,7 +70,7 @@ def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, 
         for i, board in enumerate(boards, start=1):
             advance(0, board.name)
             try:
-                rate_one(board, i, len(boards), root, staging, client)
+                rate_one(board, i, len(boards), board_store(root, stores, board.name), staging, client)
             except Exception as exc:  # noqa: BLE001 (one board never stops the others)
                 failures[board.name] = f"{type(exc).__name__}: {next(iter(str(exc).splitlines()), '')}"
                 log.error("[%d/%d] %s failed: %s", i, len(boards), board.name, failures[board.name])
@@ -62,9 +79,8 @@ def rate_boards(boards: list, root: Path, staging: Path, scheduler: str | None, 
     return failures
 
 
-def rate_one(board, i: int, count: int, root: Path, staging: Path, client) -> None:
+def rate_one(board, i: int, count: int, store: str, staging: Path, client) -> None:
     log = get_run_logger()
-    store = str(inside(root, "stores", board.name))
     reports = tasks.ingest(store, board)
     new = [r for r in reports if r.status == "ingested"]
     log.info("[%d/%d] %s: %d new of %d files, %d rows accepted, %d quarantined", i, count, board.name,

@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import yaml
 
 import pipeline.games  # noqa: F401  (registers the nfg kind)
@@ -59,7 +58,7 @@ from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import unique_specs
 from pipeline.methods.standing import MIN_RECORDS, PROVISIONAL, Standing, check_standing
-from pipeline.paths import CATEGORY_PREFIX, UnsafePath, category_folder, check_board_name, inside
+from pipeline.paths import CATEGORY_PREFIX, UnsafePath, category_folder, check_board_name, inside, is_url
 from pipeline.progress import progress_shown, stage
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
 from pipeline.report.provenance import REPEATED_LINE
@@ -70,6 +69,7 @@ from pipeline.stats.extras import kind_statistics
 from pipeline.stats.game_data import PromptCounts
 from pipeline.store import IngestReport, Store, is_store
 from pipeline.store.files import atomic_write, sha256_file
+from pipeline.store.location import log_files, read_table
 
 log = logging.getLogger(__name__)
 
@@ -187,7 +187,7 @@ def load_boards(path: str | Path) -> list[Board]:
         limit = entry.get("max_quarantined", MAX_QUARANTINED)
         if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 <= limit <= 1:
             raise ValueError(f"{where}: max_quarantined: expected a share between 0 and 1, got {limit!r}")
-        boards.append(Board(name, entry["kind"], tuple(str((path.parent / s).resolve()) for s in sources), methods,
+        boards.append(Board(name, entry["kind"], tuple(s if is_url(s) else str((path.parent / s).resolve()) for s in sources), methods,
                             entry.get("title", ""), by=entry.get("by"), min_records=entry.get("min_records", MIN_RECORDS),
                             order=entry.get("order", "score"), mapping=mapping, max_quarantined=float(limit)))
     if len({b.name for b in boards}) != len(boards):
@@ -238,14 +238,18 @@ def text_list(value: object, where: str) -> tuple[str, ...]:
     return tuple(items)
 
 
-def source_files(board: Board) -> list[Path]:
+def source_files(board: Board) -> list[Path | str]:
     """The files a board's sources name: files as given, folders scanned recursively (in sorted
     order, not through links to folders) for the files of the board's kind, except inside a vase
     store: a store kept beside its logs would otherwise take in its own partitions, dictionaries
-    and quarantine as logs, again on every run."""
+    and quarantine as logs, again on every run. A URL names objects the same way (`log_files`)."""
     suffixes = log_kind(board.kind).suffixes
-    files: list[Path] = []
-    for source in map(Path, board.sources):
+    files: list[Path | str] = []
+    for given in board.sources:
+        if is_url(given):
+            files += log_files(given, suffixes)
+            continue
+        source = Path(given)
         if source.is_dir():
             found = []
             for folder, subfolders, names in os.walk(source):
@@ -274,7 +278,7 @@ def check_quarantined(store: Store, board: Board, reports: list[IngestReport]) -
     reasons: dict[str, int] = {}
     for report in read:
         if report.quarantine:
-            for reason in pq.read_table(store.root / report.quarantine, columns=["reason"]).column("reason").to_pylist():
+            for reason in read_table(store.locate(report.quarantine), columns=["reason"]).column("reason").to_pylist():
                 if not reason.startswith("duplicate ") or " (first in " not in reason:
                     reason = re.sub(REPEATED_LINE, "", reason)  # one reason, whatever line it repeats
                     reasons[reason] = reasons.get(reason, 0) + 1
@@ -303,7 +307,7 @@ def ingest(store: Store, board: Board) -> list[IngestReport]:
     with stage("ingest", len(files)) as advance:
         for start in range(0, len(files), size):
             batch = files[start:start + size]
-            advance(0, batch[0].name)
+            advance(0, Path(str(batch[0])).name)
             reports += store.ingest(batch, board.kind, board.mapping)
             advance(len(batch))
     return reports
@@ -437,7 +441,7 @@ def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: di
     behind = inputs(store, board)
     if temporary_store:
         behind = keep_quarantine(store, behind, out if category is None else out.parent)
-    record = RunRecord(board.kind, [str(s) for s in board.methods], str(store.root) if stored and not temporary_store else "",
+    record = RunRecord(board.kind, [str(s) for s in board.methods], store.url if stored and not temporary_store else "",
                        behind, parameters=parameters, timings=timings, errors=rated.messages(names),
                        categories=categories.record() if categories is not None else {})
     title = board.title or board.name
@@ -530,7 +534,7 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
     except ValueError as exc:
         said = str(exc)
         if temporary_store:  # never a store the user did not ask for
-            said = said.replace(f"the store at {store.root} holds no {board.kind}", f"no {board.kind} to rate")
+            said = said.replace(f"the store at {store.url} holds no {board.kind}", f"no {board.kind} to rate")
         if reports and not any(r.rows_accepted for r in reports):  # say why this run's files gave nothing
             raise ValueError(f"{said}: " + "; ".join(
                 r.error or f"{r.source}: {r.status}, {r.rows_accepted} of {r.rows_in} rows accepted"

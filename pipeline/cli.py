@@ -87,8 +87,9 @@ class OneLineErrors(TyperGroup):
                 if ctx.params.get("debug"):
                     raise
                 from pipeline.store import DamagedStore, StoreDiskFull  # loaded already if it was raised
+                from pipeline.store.location import StorageError
 
-                said = isinstance(exc, (DamagedStore, StoreDiskFull, SchedulerError))  # their message is the whole story
+                said = isinstance(exc, (DamagedStore, StoreDiskFull, SchedulerError, StorageError))  # their message is the whole story
                 error_line("error", str(exc) if said else f"{type(exc).__name__}: {exc} (--debug shows the traceback)")
                 raise typer.Exit(1) from None
 
@@ -170,16 +171,39 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def check_sources(sources: Sequence[Path]) -> None:
-    """Every file or folder given must exist before any work starts (exit 2)."""
-    if missing := [str(s) for s in sources if not s.exists()]:
-        raise fail(f"no such file or folder: {', '.join(missing)}", 2)
+def check_sources(sources: Sequence[str]) -> None:
+    """Every file or folder given must exist before any work starts (exit 2); a URL (object
+    storage) is listed when it is read, and one that cannot be is refused then, in one line."""
+    from pipeline.paths import is_url
+
+    if missing := [s for s in sources if not is_url(s) and not Path(s).exists()]:
+        raise fail(f"no such file or folder: {', '.join(map(str, map(Path, missing)))}", 2)
 
 
-def check_store(store: Path) -> None:
+def log_addresses(sources: Sequence[str]) -> tuple[str, ...]:
+    """Log sources as a board keeps them: URLs as given, local paths normalised (`Path`)."""
+    from pipeline.paths import is_url
+
+    return tuple(s if is_url(s) else str(Path(s)) for s in sources)
+
+
+def store_address(value: str | None) -> str | None:
+    """A `--store` as given: a URL (`s3://bucket/prefix`, `gs://`, `az://`) stays text, never a local
+    path (`Path` would make `s3:/bucket` of it: a folder named `s3:`); a local one must not be a file."""
+    from pipeline.paths import is_url
+
+    if value is not None and not is_url(value) and Path(value).is_file():
+        raise typer.BadParameter(f"'{value}' is a file; a store is a folder or an object-storage URL", param_hint="--store")
+    return value
+
+
+def check_store(store: str) -> None:
     """A store read and not written to must be one before any work starts (exit 2)."""
-    if not (store / "manifest.json").exists():
-        raise fail(f"{store} is not a store (no manifest.json); ingest logs into it first", 2)
+    from pipeline.store import Store
+
+    opened = Store(store)
+    if not opened.exists():
+        raise fail(f"{store} is not a store (no {'manifests/' if opened.objects else 'manifest.json'}); ingest logs into it first", 2)
 
 
 def check_out(out: Path, force: bool) -> None:
@@ -300,9 +324,9 @@ def top_agents_table(records: list[dict], top: int = TOP) -> Table:
 
 @app.command()
 def ingest(
-    sources: Annotated[list[Path], typer.Argument(help="log files or folders")],
+    sources: Annotated[list[str], typer.Argument(help="log files or folders, or object-storage URLs")],
     kind: KindOption,
-    store: Annotated[Path, typer.Option("--store", file_okay=False, help="store folder (created if missing)")],
+    store: Annotated[str, typer.Option("--store", callback=store_address, help="store folder or URL (created if missing)")],
     columns: mapped.Columns = "", values: mapped.Values = None, constants: mapped.Constants = "", names: mapped.Names = "",
     where: mapped.Where = None, seats: mapped.Seats = "", preset: mapped.Preset = "",
     max_quarantined: mapped.MaxQuarantined = mapped.MAX_QUARANTINED,
@@ -316,7 +340,7 @@ def ingest(
 
     mapping = mapped.mapping_of(columns, values, constants, names, where, seats, preset)
     try:
-        board = Board("ingest", kind, tuple(map(str, sources)), (), mapping=mapping, max_quarantined=max_quarantined)
+        board = Board("ingest", kind, log_addresses(sources), (), mapping=mapping, max_quarantined=max_quarantined)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
     mapped.check_board_files(board)
@@ -338,8 +362,9 @@ def rate(
     kind: KindOption,
     method: MethodsOption,
     out: Annotated[Path, typer.Option("--out", file_okay=False, help="output folder")],
-    sources: Annotated[Optional[list[Path]], typer.Argument(help="log files or folders (ingested first)")] = None,
-    store: Annotated[Optional[Path], typer.Option("--store", file_okay=False, help="store folder; a temporary one if omitted")] = None,
+    sources: Annotated[Optional[list[str]], typer.Argument(help="log files or folders, or URLs (ingested first)")] = None,
+    store: Annotated[Optional[str], typer.Option("--store", callback=store_address,
+                                                 help="store folder or URL; a temporary one if omitted")] = None,
     scheduler: SchedulerOption = None,
     workers: Annotated[int, typer.Option(min=0, help="local Dask worker processes when no scheduler is given (0: local threads)")] = 0,
     title: Annotated[str, typer.Option(help="leaderboard title")] = "",
@@ -391,7 +416,7 @@ def rate(
     except ValueError as exc:  # an unknown method or parameter, or a method that does not rate this kind
         raise typer.BadParameter(str(exc), param_hint="--method") from None
     try:
-        board = Board(title or out.name, kind, tuple(map(str, sources or ())), specs, title, merged, by, min_records, order,
+        board = Board(title or out.name, kind, log_addresses(sources or ()), specs, title, merged, by, min_records, order,
                       mapping, max_quarantined)
     except ValueError as exc:  # a method that does not rate this kind, or a mapping that does not fit it
         raise typer.BadParameter(str(exc)) from None
@@ -459,7 +484,7 @@ def backtest_table(summary: list[dict], reference: str) -> Table:
 
 @app.command()
 def backtest(
-    store: Annotated[Path, typer.Option("--store", file_okay=False, help="store folder holding the logs")],
+    store: Annotated[str, typer.Option("--store", callback=store_address, help="store folder or URL holding the logs")],
     kind: KindOption,
     method: MethodsOption,
     out: Annotated[Path, typer.Option("--out", file_okay=False, help="output folder")],
@@ -477,7 +502,6 @@ def backtest(
 ) -> None:
     """Which method best predicts held-out games: rate training splits, score test games by Kendall tau."""
     check_kind(kind, stored=True)
-    check_sources([store])
     check_store(store)
     check_out(out, force)
     import time

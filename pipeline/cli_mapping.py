@@ -56,8 +56,11 @@ def check_board_files(board: Board) -> None:
     from pipeline.board import source_files
     from pipeline.logs import MappingError, log_kind
 
+    if not board.mapping:
+        return
+    local = [f for f in source_files(board) if isinstance(f, Path)]  # objects in storage are checked as they are ingested
     try:
-        board.mapping.check_files(source_files(board), log_kind(board.kind))
+        board.mapping.check_files(local, log_kind(board.kind))
     except MappingError as exc:
         raise typer.BadParameter(str(exc)) from None
 

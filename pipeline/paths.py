@@ -18,6 +18,13 @@ SLUG = re.compile(r"[a-z0-9][a-z0-9._-]*")
 CATEGORY_PREFIX = "category="  # a per-category board's folder, inside its board's (`pipeline.report.folders`)
 CATEGORY_SLUG_CHARS = 48
 HASHED = re.compile(r"-[0-9a-f]{10}$")
+URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")  # s3://bucket/key, gs://, az://: object storage, never a local path
+
+
+def is_url(address: str | Path) -> bool:
+    """Whether a store, log or output address names object storage (`scheme://...`) rather than a
+    local path. A `Path` never is: `Path("s3://b/k")` has already lost a slash, so URLs stay text."""
+    return isinstance(address, str) and URL.match(address) is not None
 
 
 class UnsafePath(ValueError):

@@ -95,7 +95,7 @@ def publish_backtest(store: Store, config: BacktestConfig, results: pa.Table, ou
     if config.merged:
         parameters["methods_merged"] = config.merged
     title = f"backtest: {config.kind}, {config.scheme} splits"
-    record = RunRecord(config.kind, config.labels, str(store.root), list(inputs), parameters=parameters, timings=timings, title=title)
+    record = RunRecord(config.kind, config.labels, store.url, list(inputs), parameters=parameters, timings=timings, title=title)
     with replacing_run(Path(out)):  # an earlier run's files in `out` are not left beside this one's
         written = write_backtest(out, results, summary, record, title, reference)
     return written + [write_report(out)]

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pipeline.arrays import SOURCE
 from pipeline.logs import log_kind
@@ -24,6 +23,7 @@ from pipeline.logs.orders import WeakOrders
 from pipeline.stats.extras import extra_columns
 from pipeline.store import IngestReport, Store
 from pipeline.store.files import reading_store_file
+from pipeline.store.location import read_schema, read_table
 
 NO_TIME = np.iinfo(np.int64).min
 
@@ -71,15 +71,15 @@ def load_units(store: Store, kind: str, statistics: frozenset[str] = frozenset()
     manifest = store.manifest  # read once: files that an ingest commits meanwhile are neither in the log nor in its inputs
     parts = store.partitions(kind, manifest)
     if not parts:
-        raise ValueError(f"the store at {store.root} holds no {kind}")
+        raise ValueError(f"the store at {store.url} holds no {kind}")
     unit = [chosen.unit_column] if chosen.unit_column else []
     columns = list(dict.fromkeys([*chosen.columns, *unit, *extra_columns(kind, statistics), TIMESTAMP]))
     tables = []
     for i, part in enumerate(parts):  # a game lies in one partition file: the same id in two files is two games
-        path = store.path(part)
+        path = store.locate(part)
         with reading_store_file(path):
-            names = pq.read_schema(path).names
-            table = pq.read_table(path, columns=[c for c in columns if c in names])
+            names = read_schema(path).names
+            table = read_table(path, columns=[c for c in columns if c in names])
         tables.append(table.append_column(SOURCE, pa.array(np.full(table.num_rows, i, np.int32))))
     table = pa.concat_tables(tables, promote_options="default").combine_chunks()  # one chunk: a split filters it 50 times
     row_unit, orders = chosen.unit_orders(table)

@@ -12,12 +12,14 @@ Every Dask worker writes here, so whoever can write into the store can plant fil
 partial is data only. It is an `.npz` of plain arrays (`Partial.to_arrays`), read with
 `allow_pickle=False`, holding its full key and a SHA-256 of its arrays. A file that does not
 load, belongs to another key or fails its checksum (truncated, tampered, of an older format)
-is ignored and the unit recomputed; `.pkl` files of earlier versions are never opened.
+is ignored and the unit recomputed; `.pkl` files of earlier versions are never opened. In a store
+in object storage the cache is objects under `<store>/cache/`, each put whole in one request.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import zipfile
@@ -25,10 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.paths import below
+from pipeline.paths import below, is_url
 from pipeline.stats.encoding import Arrays
 from pipeline.stats.partials import Partial
 from pipeline.store.files import atomic_write
+from pipeline.store.location import address, read_object, write_object
 
 FORMAT = 5  # 3: .npz of arrays with a checksum (1 and 2 were pickles: never read); 4: sequence partials hold ingest
 # positions; 5: sequence partials are compact runs (int32 agents, columns of default values left out)
@@ -38,17 +41,19 @@ KEY, CHECKSUM = "cache.key", "cache.sha256"
 log = logging.getLogger(__name__)
 
 
-def cache_key(root: Path, kind: str, want: frozenset[str], dense: bool, unit) -> str:
+def cache_key(root: str, kind: str, want: frozenset[str], dense: bool, unit) -> str:
     """The SHA-256 of what a unit's partial depends on (its files are immutable once written)."""
-    files = [str(Path(p).relative_to(root.resolve())) for p in unit.paths]
+    files = [p.removeprefix(f"{root}/") if is_url(root) else str(Path(p).relative_to(Path(root).resolve())) for p in unit.paths]
     subset = [unit.category] if unit.category is not None else []  # keys of whole units are as before
     key = json.dumps([FORMAT, kind, sorted(want), dense, unit.source, files, unit.row_groups, *subset])
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def cache_path(root: Path, kind: str, key: str) -> Path:
-    """Where the partial of `key` lives; refused if a folder or file on the way is a symbolic link."""
-    return below(root, f"cache/{kind}/{key[:32]}{SUFFIX}")
+def cache_path(root: str, kind: str, key: str) -> Path | str:
+    """Where the partial of `key` lives (a store in object storage: its URL); refused if a folder
+    or file on the way is a symbolic link."""
+    relative = f"cache/{kind}/{key[:32]}{SUFFIX}"
+    return address(root, relative) if is_url(root) else below(root, relative)
 
 
 def checksum(arrays: Arrays) -> str:
@@ -65,12 +70,19 @@ def text(array: np.ndarray) -> str:
     return bytes(array.astype(np.uint8)).decode("ascii")
 
 
-def load(path: Path, key: str, n: int) -> Partial | None:
+def load(path: Path | str, key: str, n: int) -> Partial | None:
     """The cached partial of `key` in an id space of size n; None if absent, not valid or not re-embeddable."""
-    if not path.exists():
+    if is_url(path):
+        try:
+            source = io.BytesIO(read_object(path))
+        except FileNotFoundError:
+            return None
+    elif path.exists():
+        source = path
+    else:
         return None
     try:
-        with np.load(path, allow_pickle=False) as stored:
+        with np.load(source, allow_pickle=False) as stored:
             arrays = {name: stored[name] for name in stored.files}
         found, recorded = text(arrays.pop(KEY)), text(arrays.pop(CHECKSUM))
         if found != key:
@@ -97,4 +109,9 @@ def store(path: Path, key: str, partial: Partial) -> None:
         with tmp.open("wb") as handle:
             np.savez(handle, **arrays)
 
-    atomic_write(path, write)
+    if is_url(path):  # one PUT: an object appears whole (two workers writing one key write the same bytes)
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        write_object(path, buffer.getvalue())
+    else:
+        atomic_write(path, write)

@@ -11,17 +11,17 @@ from collections import Counter
 
 import dask
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pipeline.logs import log_kind
 from pipeline.stats.reduce import Unit, plan_units, tree_sum
 from pipeline.store import Store
+from pipeline.store.location import parquet_file
 
 
 def unit_category_counts(unit: Unit, column: str) -> Counter:
     counts: Counter = Counter()
     for path in unit.paths:
-        file = pq.ParquetFile(path)
+        file = parquet_file(path)
         if column not in file.schema_arrow.names:  # written before its kind had a category column
             counts[None] += file.metadata.num_rows
             continue

@@ -14,7 +14,6 @@ import operator
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import dask
 import numpy as np
@@ -34,6 +33,7 @@ from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, comparison_partia
 from pipeline.stats.sequence import return_freed_memory
 from pipeline.store import Store
 from pipeline.store.files import reading_store_file
+from pipeline.store.location import parquet_file, read_table
 
 
 UNITS_PER_BATCH = 4  # at most, per task: a batch's partial is held by its worker until the client has it, and
@@ -61,10 +61,10 @@ def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK, catego
         batch: list[str] = []
         rows = 0
         for part in sorted(report.partitions, key=lambda p: p.path):
-            path = str(store.path(part).resolve())
+            path = store.locate(part)
             if part.rows > target_rows and split_rows:
                 with reading_store_file(path):
-                    groups = pq.ParquetFile(path).metadata.num_row_groups
+                    groups = parquet_file(path).metadata.num_row_groups
                 step = max(1, groups * target_rows // part.rows)
                 units += [Unit(sha, (path,), tuple(range(g, min(g + step, groups))), category) for g in range(0, groups, step)]
                 continue
@@ -95,7 +95,7 @@ def _read(unit: Unit, kind: str, statistics: frozenset[str]) -> pa.Table:
     tables = []
     for i, path in enumerate(unit.paths):
         with reading_store_file(path):  # a damaged partition is named
-            file = pq.ParquetFile(path)
+            file = parquet_file(path)
             stored = _stored(file, columns, fallbacks)
             if unit.category is not None:
                 table = category_rows(path, kind, stored, unit.category, unit.row_groups)
@@ -115,11 +115,11 @@ def category_rows(path: str, kind: str, columns: list[str], category: str, row_g
     name = log_kind(kind).category
     if name is None:
         raise ValueError(f"{kind} logs have no category column")
-    file = pq.ParquetFile(path)
+    file = parquet_file(path)
     if name not in file.schema_arrow.names:
         return file.schema_arrow.empty_table().select(columns)
     if row_groups is None:
-        return pq.read_table(path, columns=columns, filters=pc.field(name) == category)
+        return read_table(path, columns=columns, filters=pc.field(name) == category)
     table = file.read_row_groups(list(row_groups), columns=list(dict.fromkeys([*columns, name])))
     return table.filter(pc.field(name) == category).select(columns)
 
@@ -141,8 +141,8 @@ def reduce_unit(unit: Unit, kind: str, n: int, statistics: frozenset[str], dense
 
 def cached_reduce_unit(root: str, unit: Unit, kind: str, n: int, statistics: frozenset[str], dense: bool) -> Partial:
     """`reduce_unit`, through the store's cache of partials."""
-    key = cache.cache_key(Path(root), kind, statistics, dense, unit)
-    path = cache.cache_path(Path(root), kind, key)
+    key = cache.cache_key(root, kind, statistics, dense, unit)
+    path = cache.cache_path(root, kind, key)
     partial = cache.load(path, key, n)
     if partial is None:
         partial = reduce_unit(unit, kind, n, statistics, dense)
@@ -192,11 +192,11 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     statistics = check_statistics(kind, statistics)
     units = plan_units(store, kind, min(target_rows, log_kind(kind).rows_per_task), category)
     if not units:
-        raise ValueError(f"the store at {store.root} holds no {kind}")
+        raise ValueError(f"the store at {store.url} holds no {kind}")
     agents = store.dictionary("agents")
     n = len(agents)
     dense = n <= DENSE_MAX_AGENTS if dense is None else dense
-    root = str(store.root.resolve()) if use_cache else None
+    root = (store.url if store.objects else store.locate(".")) if use_cache else None
     slots = sum(client.nthreads().values()) if client is not None else (os.cpu_count() or 1)
     count = max(min(len(units), 2 * slots), -(-len(units) // UNITS_PER_BATCH))
     batches = [list(b) for b in np.array_split(np.array(units, dtype=object), count)]

@@ -11,10 +11,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pipeline.arrays import sort_positions
+from pipeline.paths import is_url
 from pipeline.store.files import reading_store_file, write_parquet
+from pipeline.store.location import read_table
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string())])
 
@@ -30,11 +31,12 @@ class IdMap:
         return len(self.names)
 
     @classmethod
-    def load(cls, path: Path) -> IdMap:
-        if not path.exists():
+    def load(cls, path: Path | str) -> IdMap:
+        """The dictionary at a local path (empty if missing), or at a URL (`pipeline.store.location`)."""
+        if not is_url(path) and not Path(path).exists():
             return cls()
         with reading_store_file(path):
-            table = pq.read_table(path)
+            table = read_table(str(path))
             ids = table.column("id").to_numpy()
             if not np.array_equal(ids, np.arange(len(ids))):
                 raise ValueError("ids are not dense 0..n-1")

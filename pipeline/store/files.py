@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.paths import open_lock_file
+from pipeline.store.location import StorageError
 
 ROW_GROUP_ROWS = 250_000  # big files can be split into units of work by row group
 TEMPORARY = re.compile(r"^\..+\.tmp-[0-9a-f]{32}$")  # the only names `remove_temporary` deletes
@@ -49,7 +50,7 @@ def reading_store_file(path: Path | str) -> Iterator[None]:
     """Turn an error while reading one of the store's own files into `DamagedStore` naming it."""
     try:
         yield
-    except DamagedStore:
+    except (DamagedStore, StorageError):  # said already: the store's or the object store's own words
         raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else next(iter(str(exc).splitlines()), "")
@@ -60,11 +61,12 @@ def reading_store_file(path: Path | str) -> Iterator[None]:
 
 class StoreDiskFull(OSError):
     """The disk (or the quota) of the store is full: said as such, naming the store, never as a
-    fault of the log being read (every write of an ingest goes to the store)."""
+    fault of the log being read (every write of an ingest goes to the store, or, for a store in
+    object storage, to the ingest's local scratch folder: `disk` and `remedy` say so)."""
 
-    def __init__(self, root: Path | str, error: OSError):
-        super().__init__(f"{root}: the store's disk is full ({_first_line(error)}); free space there, or move the store, "
-                         "and ingest again: this ingest committed nothing")
+    def __init__(self, root: Path | str, error: OSError, disk: str = "the store's disk", remedy: str = "move the store"):
+        super().__init__(f"{root}: {disk} is full ({_first_line(error)}); free space there, or {remedy}, "
+                         "and ingest again: what it read since its last commit was not committed")
         self.errno = errno.ENOSPC
 
 

@@ -32,11 +32,11 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow.parquet as pq
 
 from pipeline.logs import log_kind
 from pipeline.logs.identity import HASHER, NOT_FOUND, Run, SeenIds, key_hashes, key_text, merge, where
 from pipeline.store.files import reading_store_file, temporary_path
+from pipeline.store.location import read_table
 
 FOLDER = "ids"
 SPILL = 1 << 20  # ids of one file kept in memory before its runs go to disk
@@ -193,11 +193,13 @@ def load_index(root: Path, kind: str, entry: dict | None) -> KindIndex | None:
 
 
 def rebuild(root: Path, kind: str, reports: list, dictionary: Callable[[str], list[str]],
-            files: list[str] = ()) -> KindIndex:
+            files: list[str] = (), locate: Callable[[str], str] | None = None) -> KindIndex:
     """The index of a kind from its stored partitions (reports: the kind's ingested files, oldest
     first). Ids a reader made up (`<file name>:<line>`) are left out; lines are unknown (0).
     `files`: the ordinals of the index being replaced, kept (the rows' ingest positions hold
-    them), so that files ingested later still get higher ordinals."""
+    them), so that files ingested later still get higher ordinals. `locate`: a partition's
+    address (`Store.locate`; by default under `root`)."""
+    locate = locate or (lambda relative: str(root / relative))
     chosen = log_kind(kind)
     index = KindIndex(root, kind, list(files))
     known = {short: ordinal for ordinal, short in enumerate(files)}
@@ -209,8 +211,8 @@ def rebuild(root: Path, kind: str, reports: list, dictionary: Callable[[str], li
             continue
         frames = []
         for part in report.partitions:
-            with reading_store_file(root / part.path):
-                frame = pl.from_arrow(pq.read_table(root / part.path, columns=list(chosen.record_id)))
+            with reading_store_file(locate(part.path)):
+                frame = pl.from_arrow(read_table(locate(part.path), columns=list(chosen.record_id)))
             for column, names in decode.items():
                 frame = frame.with_columns(pl.Series(names, dtype=pl.String).gather(frame.get_column(column)).alias(column))
             frames.append(frame)

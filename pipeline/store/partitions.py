@@ -102,9 +102,10 @@ class PartitionWriter:
     """The partition files of one source file (`short` = its hash's first 16 hex digits)."""
 
     def __init__(self, root: Path, kind: str, short: str, dated: bool, timestamp: str = "timestamp",
-                 distinct: tuple[str, ...] = ()):
+                 distinct: tuple[str, ...] = (), tag: str = ""):
         self.root, self.kind, self.short, self.dated, self.timestamp = root, kind, short, dated, timestamp
         self.distinct = distinct  # columns whose values are all different: no dictionary
+        self.tag = tag  # ends every file name: the writer's token in object storage (`pipeline.store.objects`)
         self.schema: pa.Schema | None = None
         self._partitions: dict[int, _Partition] = {}
         self._open: OrderedDict[int, pq.ParquetWriter] = OrderedDict()
@@ -168,7 +169,7 @@ class PartitionWriter:
     def _next_file(self, key: int, part: _Partition) -> Written:
         stem = "part" if key == UNDATED else self.short
         name = stem if not part.files else f"{stem}-{len(part.files)}"
-        path = f"{self.kind}/{part.name}/{name}.parquet"
+        path = f"{self.kind}/{part.name}/{name}{self.tag}.parquet"
         return Written(path, temporary_path(below(self.root, path)), 0)
 
     def _open_file(self, temporary: Path) -> pq.ParquetWriter:
@@ -199,8 +200,8 @@ class PartitionWriter:
 class QuarantineWriter:
     """The quarantined rows of one source file, streamed to `quarantine/<kind>/<sha>.parquet`."""
 
-    def __init__(self, root: Path, kind: str, short: str):
-        self.path = f"quarantine/{kind}/{short}.parquet"
+    def __init__(self, root: Path, kind: str, short: str, tag: str = ""):
+        self.path = f"quarantine/{kind}/{short}{tag}.parquet"
         self.temporary = temporary_path(below(root, self.path))
         self._writer: pq.ParquetWriter | None = None
         self.rows = 0

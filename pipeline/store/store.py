@@ -18,7 +18,10 @@ visible, and re-running it rewrites the same names (temporary files of a killed 
 partition files of a commit killed before its manifest, which no manifest lists, are deleted by the
 next one). An ingest of many files commits every `COMMIT_EVERY` files, so a killed ingest of a big
 folder keeps what it committed and the next run goes on from there. A file whose content hash (and
-mapping) is in the manifest is skipped, whatever its name.
+mapping) is in the manifest is skipped, whatever its name. That is a local folder's commit; a store
+in object storage (a URL) is ingested the same way and committed by a lease, uniquely named objects
+and a manifest created only if absent, each checkpoint a manifest of its own (`pipeline.store.commit`,
+`pipeline.store.objects`), and read through the same `Store` (`locate`, `pipeline.store.location`).
 
 Exactly once across files: a record whose id (`LogKind.record_id`) is in the index, from an
 earlier file or earlier in the same one, is quarantined as a duplicate naming where it was first
@@ -47,8 +50,6 @@ import datetime as dt
 import hashlib
 import json
 import logging
-import os
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -57,27 +58,28 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.logs import KINDS, FileStart, Mapping, UnreadableFile, log_kind, read_batches
+from pipeline.logs import FileStart, Mapping, UnreadableFile, log_kind, read_batches
 from pipeline.logs.records import LINE_SUFFIXES, check_regular_file
-from pipeline.logs.identity import INGEST_POSITION, drop_seen, ingest_positions
+from pipeline.logs.identity import HASHER, INGEST_POSITION, drop_seen, ingest_positions
 from pipeline.logs.kinds import DICTIONARIES, TIMESTAMP, LogKind
 from pipeline.logs.names import NAME_DICTIONARIES, LookAlikes
 from pipeline.overlap import Behind, read_ahead
-from pipeline.paths import UnsafePath, below
+from pipeline.paths import UnsafePath, is_url
 from pipeline.store.dictionary import IdMap
-from pipeline.store.files import (DamagedStore, StoreDiskFull, digest_file, disk_full, exclusive_lock, reading_store_file,
-                                  remove_temporary, sync_files, write_json)
-from pipeline.store.index import FOLDER, FileIds, KindIndex, garbage, load_index, rebuild
+from pipeline.store.commit import MANIFEST, FolderCommit, ObjectCommit, dictionary_path
+from pipeline.store.files import DamagedStore, StoreDiskFull, digest_file, disk_full, reading_store_file, write_json
+from pipeline.store.index import FileIds, KindIndex, load_index, rebuild
+from pipeline.store.location import StorageError, address, fetched
+from pipeline.store.objects import ObjectStore
 from pipeline.store.partitions import PartitionWriter, QuarantineWriter, Written
 from pipeline.terminal import visible
 
-MANIFEST = "manifest.json"
 COMMIT_EVERY = 1_000  # files ingested between two commits of one ingest (each commit saves the whole manifest)
 log = logging.getLogger(__name__)
 
 
 def is_store(folder: Path) -> bool:
-    """Whether `folder` holds a vase store (a manifest and its dictionaries)."""
+    """Whether a local `folder` holds a vase store (a manifest and its dictionaries)."""
     return (folder / MANIFEST).is_file() and (folder / "dictionaries").is_dir()
 
 
@@ -124,26 +126,37 @@ class IngestReport:
 class Manifest:
     files: dict[str, IngestReport] = field(default_factory=dict)  # by key (`IngestReport.key`)
     ids: dict[str, dict] = field(default_factory=dict)  # per kind: its id index (`pipeline.store.index`)
+    dictionaries: dict[str, str] = field(default_factory=dict)  # in object storage: each dictionary's object
 
     @classmethod
     def load(cls, path: Path) -> Manifest:
         if not path.exists():
             return cls()
         with reading_store_file(path):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            manifest = cls({r.key: r for r in map(IngestReport.from_json, data["files"])}, dict(data.get("ids", {})))
-            for listed in manifest.listed_paths():
-                check_inside_store(listed)
-            return manifest
+            return cls.from_data(json.loads(path.read_text(encoding="utf-8")))
+
+    @classmethod
+    def from_data(cls, data: dict) -> Manifest:
+        """A manifest from its JSON (empty for `{}`, a store nothing was committed to); ValueError
+        if it lists a path outside the store (`check_inside_store`)."""
+        manifest = cls({r.key: r for r in map(IngestReport.from_json, data.get("files", []))}, dict(data.get("ids", {})),
+                       dict(data.get("dictionaries", {})))
+        for listed in manifest.listed_paths():
+            check_inside_store(listed)
+        return manifest
 
     def listed_paths(self) -> list[str]:
-        """Every file of the store the manifest names: partitions, quarantines and id runs (relative to the root)."""
+        """Every file of the store the manifest names, relative to its root: partitions, quarantines,
+        id runs and (in object storage) dictionaries."""
         files = [p.path for r in self.files.values() for p in r.partitions] + [r.quarantine for r in self.files.values() if r.quarantine]
-        return files + [run["path"] for entry in self.ids.values() for run in entry["runs"]]
+        return files + [run["path"] for entry in self.ids.values() for run in entry["runs"]] + list(self.dictionaries.values())
+
+    def data(self) -> dict:
+        data = {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.key)], "ids": self.ids}
+        return data | ({"dictionaries": self.dictionaries} if self.dictionaries else {})
 
     def save(self, path: Path) -> None:
-        write_json(path, {"format": 1, "files": [asdict(r) for r in sorted(self.files.values(), key=lambda r: r.key)],
-                          "ids": self.ids})
+        write_json(path, self.data())
 
 
 def check_inside_store(path: str) -> None:
@@ -228,17 +241,37 @@ def distinct_columns(kind: LogKind) -> tuple[str, ...]:
 
 
 class Store:
-    """A folder of partitioned Parquet logs with a manifest and id dictionaries."""
+    """Partitioned Parquet logs with a manifest and id dictionaries, in a local folder or in object
+    storage (a URL: `pipeline.store.location`); both are read the same way and written by the same
+    ingest, and differ only in how a commit is made (`pipeline.store.commit`)."""
 
     def __init__(self, root: str | Path):
-        self.root = Path(root)
+        self.url = str(root).rstrip("/") if is_url(root) else str(Path(root))  # a URL, or a local path as given
+        self.objects = ObjectStore(self.url) if is_url(root) else None
+        self._root = None if self.objects else Path(root)
+
+    @property
+    def root(self) -> Path:
+        """The folder of a local store (a store in object storage has none: `url`, `locate`)."""
+        if self._root is None:
+            raise StorageError(f"{self.url}: a store in object storage has no local folder")
+        return self._root
+
+    def exists(self) -> bool:
+        """Whether a manifest was committed (anything was ever ingested)."""
+        return bool(self.objects.sequences()) if self.objects else (self.root / MANIFEST).exists()
 
     @property
     def manifest(self) -> Manifest:
+        if self.objects:
+            return self._object_manifest(*self.objects.newest())
         return Manifest.load(self.root / MANIFEST)
 
-    def dictionary(self, name: str = "agents") -> IdMap:
-        return IdMap.load(self.root / "dictionaries" / f"{name}.parquet")
+    def dictionary(self, name: str = "agents", manifest: Manifest | None = None) -> IdMap:
+        if self.objects:
+            listed = (manifest or self.manifest).dictionaries.get(name)
+            return IdMap.load(self.locate(listed)) if listed else IdMap()
+        return IdMap.load(self.root / dictionary_path(name))
 
     def partitions(self, kind: str, manifest: Manifest | None = None) -> list[Partition]:
         """The committed partition files of one kind, in a fixed order (as `manifest` lists them, if given)."""
@@ -252,8 +285,24 @@ class Store:
     def path(self, partition: Partition) -> Path:
         return self.root / partition.path
 
+    def locate(self, relative: Partition | str) -> str:
+        """The address a reader (a Dask worker too) opens a store file by: a local absolute path, or a URL."""
+        relative = relative.path if isinstance(relative, Partition) else relative
+        return address(self.url, relative) if self.objects else str((self.root / relative).resolve())
+
     def kinds(self) -> list[str]:
         return sorted({r.kind for r in self.manifest.files.values() if r.partitions})
+
+    def _writing(self) -> FolderCommit | ObjectCommit:
+        if self.objects:
+            return ObjectCommit(self.objects)
+        return FolderCommit(self.root)
+
+    def _object_manifest(self, sequence: int, data: dict) -> Manifest:
+        """Manifest `sequence` of a store in object storage; `DamagedStore` naming it if it lists a
+        path outside the store (its checksum holds for a hand edit that recomputed it)."""
+        with reading_store_file(self.objects.manifest_url(sequence)):
+            return Manifest.from_data(data)
 
     def ingest(self, sources: list[str | Path], kind: str, mapping: Mapping | None = None) -> list[IngestReport]:
         """Ingest files not yet in the store (read through `mapping`, if given: an input is the
@@ -261,46 +310,43 @@ class Store:
         that cannot be read is refused (status `unreadable`, one line in `error`) and recorded in
         the manifest, so that it is not read again until its content changes; the other files go on."""
         chosen = log_kind(kind)
-        with exclusive_lock(self.root / ".lock"):
-            self._remove_temporary()
-            manifest = self.manifest
-            self._remove_unlisted_partitions(manifest)
-            maps = {name: self.dictionary(name) for name in DICTIONARIES}
-            index = self._id_index(chosen, manifest, maps) if chosen.record_id else None
+        with self._writing() as writing:
+            manifest = self._object_manifest(writing.sequence, writing.data) if self.objects else self.manifest
+            writing.begin(manifest)
+            maps = {name: writing.dictionary(name, manifest) for name in DICTIONARIES}
+            index = self._id_index(writing, chosen, manifest, maps) if chosen.record_id else None
             pending: list[Written] = []
             looks = {name: LookAlikes(maps[name].names) for name in NAME_DICTIONARIES}
             names = {r.key[:16]: Path(r.source).name for r in manifest.files.values()}  # for duplicates' reasons
             versions = LineVersions.of(manifest)
             reports = []
             changed = 0  # files ingested or newly refused since the last commit
-            try:
-                for src in sources:
-                    report = self._ingest_one(Path(src), chosen, manifest, maps, index, pending, looks, names, versions,
+            for src in sources:
+                writing.keep_alive()
+                report = self._ingest_fetched(writing, src, chosen, manifest, maps, index, pending, looks, names, versions,
                                               mapping)
-                    reports.append(report)
-                    names.setdefault(report.key[:16], Path(src).name)
-                    changed += bool(report.sha256 and manifest.files.get(report.key) is report)
-                    if changed >= COMMIT_EVERY:  # a checkpoint: an ingest of a big folder that is killed keeps these
-                        self._commit(manifest, maps, kind, index, pending)
-                        pending.clear()
-                        changed = 0
-            except StoreDiskFull:
-                self._remove_temporary()  # the space the files read since the last commit held
-                raise
+                reports.append(report)
+                names.setdefault(report.key[:16], Path(str(src)).name)
+                changed += bool(report.sha256 and manifest.files.get(report.key) is report)
+                if changed >= COMMIT_EVERY:  # a checkpoint: an ingest of a big folder that is killed keeps these
+                    writing.commit(manifest, maps, kind, index, pending)
+                    pending.clear()
+                    changed = 0
             if changed:
-                self._commit(manifest, maps, kind, index, pending)
+                writing.commit(manifest, maps, kind, index, pending)
+            else:
+                writing.finish(manifest)
             return reports
 
-    def _remove_temporary(self) -> None:
-        remove_temporary([self.root / k for k in KINDS] + [self.root / "quarantine", self.root / FOLDER],
-                         shallow=[self.root, self.root / "dictionaries"])
-
-    def _id_index(self, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap]) -> KindIndex:
+    def _id_index(self, writing: FolderCommit | ObjectCommit, kind: LogKind, manifest: Manifest,
+                  maps: dict[str, IdMap]) -> KindIndex:
         """The kind's id index as committed, or rebuilt from its partitions (missing, damaged, or
         built by another hasher)."""
         entry = manifest.ids.get(kind.name)
         try:
-            index = load_index(self.root, kind.name, entry)
+            if entry and entry.get("hasher") == HASHER:
+                writing.fetch([run["path"] for run in entry["runs"]])
+            index = load_index(writing.root, kind.name, entry)
         except DamagedStore as error:  # derived data: rebuilt as if it were missing
             log.warning("%s: cannot be read (%s); rebuilding the %s id index from the stored partitions",
                         error.path, error.reason, kind.name)
@@ -308,61 +354,31 @@ class Store:
         if index is None:
             stored = sorted((r for r in manifest.files.values() if r.kind == kind.name and r.status == "ingested"),
                             key=lambda r: (r.ingested_at or "", r.key))
-            index = rebuild(self.root, kind.name, stored, lambda name: maps[name].names, (entry or {}).get("files", []))
+            index = rebuild(writing.root, kind.name, stored, lambda name: maps[name].names, (entry or {}).get("files", []),
+                            locate=self.locate)
         return index
 
-    def _commit(self, manifest: Manifest, maps: dict[str, IdMap], kind: str, index: KindIndex | None,
-                pending: list[Written]) -> None:
-        """Partitions into place, then the id index, the dictionaries and last the manifest. If any
-        step fails (a full disk), the files it put in place that no manifest lists are removed
-        again, so that they do not hold the space a retry needs."""
+    def _ingest_fetched(self, writing: FolderCommit | ObjectCommit, source: str | Path, kind: LogKind, manifest: Manifest,
+                        *rest) -> IngestReport:
+        """`_ingest_one` of a local file, or of an object downloaded first; the report (and the
+        manifest) name the object's URL."""
+        if not is_url(source):
+            return self._ingest_one(writing, Path(source), kind, manifest, *rest)
         try:
-            sync_files(w.temporary for w in pending)
-            for written in pending:
-                os.replace(written.temporary, below(self.root, written.path))
-            if index is not None:
-                entry, runs = index.commit()
-                sync_files(runs)
-                manifest.ids[kind] = entry
-            for name, idmap in maps.items():
-                idmap.save(below(self.root, f"dictionaries/{name}.parquet"))
-            manifest.save(below(self.root, MANIFEST))
-        except BaseException as error:
-            for written in pending:  # new names (a file whose content is listed is never read again)
-                written.temporary.unlink(missing_ok=True)
-                (self.root / written.path).unlink(missing_ok=True)
-            self._remove_unlisted_runs(self.manifest)
-            if disk_full(error):
-                raise StoreDiskFull(self.root, error) from error
+            with fetched(source) as local:
+                report = self._ingest_one(writing, local, kind, manifest, *rest)
+        except StoreDiskFull:  # the disk written to, not the object read
             raise
-        self._remove_unlisted_runs(manifest)
+        except (OSError, StorageError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else next(iter(str(exc).splitlines()), "")
+            return IngestReport(str(source), kind.name, "", "unreadable", error=f"{source}: {reason.removeprefix(f'{source}: ')}")
+        named = dataclasses.replace(report, source=str(source),
+                                    error=report.error.replace(str(local), str(source)) if report.error else None)
+        if manifest.files.get(report.key) is report:
+            manifest.files[report.key] = named
+        return named
 
-    def _remove_unlisted_partitions(self, manifest: Manifest) -> None:
-        """Delete the partition and quarantine files that no manifest lists, and the folders they
-        leave empty: a commit killed (SIGKILL, power) between putting them in place and saving its
-        manifest leaves them, invisible to readers, holding their space until the same file is
-        ingested again, which a log that grew meanwhile never is. Symbolic links are left alone (and
-        folders behind them unread): writing through one is refused (`paths.below`), loudly."""
-        listed = {p.path for r in manifest.files.values() for p in r.partitions}
-        listed |= {r.quarantine for r in manifest.files.values() if r.quarantine}
-        removed = 0
-        for folder in [self.root / k for k in KINDS] + [self.root / "quarantine"]:
-            for path in sorted(folder.rglob("*.parquet")) if folder.is_dir() and not folder.is_symlink() else ():
-                if path.relative_to(self.root).as_posix() not in listed and not path.is_symlink() and path.is_file():
-                    path.unlink()
-                    removed += 1
-                    if not any(path.parent.iterdir()):
-                        path.parent.rmdir()
-        if removed:
-            log.warning("%s: removed %d partition file(s) that no manifest lists (left by an interrupted ingest)",
-                        self.root, removed)
-
-    def _remove_unlisted_runs(self, manifest: Manifest) -> None:
-        listed = {run["path"] for entry in manifest.ids.values() for run in entry["runs"]}
-        for path in garbage(self.root, listed):
-            path.unlink(missing_ok=True)
-
-    def _ingest_one(self, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
+    def _ingest_one(self, writing: FolderCommit | ObjectCommit, source: Path, kind: LogKind, manifest: Manifest, maps: dict[str, IdMap],
                     index: KindIndex | None, pending: list[Written], looks: dict[str, LookAlikes],
                     names: dict[str, str], versions: LineVersions, mapping: Mapping | None = None) -> IngestReport:
         record = mapping.record() if mapping else None
@@ -383,9 +399,9 @@ class Store:
         start = FileStart(grown[0].size, grown[0].lines) if grown else None
         sizes = {name: len(idmap) for name, idmap in maps.items()}
         file_ids = FileIds(index, index.ordinal(key[:16])) if index is not None else None
-        writer = PartitionWriter(self.root, kind.name, key[:16], kind.dated, TIMESTAMP,
-                                 distinct=distinct_columns(kind))
-        quarantine = QuarantineWriter(self.root, kind.name, key[:16])
+        writer = PartitionWriter(writing.root, kind.name, key[:16], kind.dated, TIMESTAMP,
+                                 distinct=distinct_columns(kind), tag=writing.tag)
+        quarantine = QuarantineWriter(writing.root, kind.name, key[:16], writing.tag)
         behind = Behind(writer.add)  # partitions written while the next batches are read and encoded
         try:
             rows_in = rows_accepted = 0
@@ -417,8 +433,8 @@ class Store:
                 maps[name].truncate(size)
             if isinstance(exc, UnsafePath):  # the store's fault, not the file's: nothing more is written
                 raise
-            if disk_full(exc):  # every write goes to the store: its disk is full, whatever file was being read
-                raise StoreDiskFull(self.root, exc) from exc
+            if disk_full(exc):  # every write goes to the store (or its scratch folder): that disk is full, whatever file was read
+                raise writing.out_of_space(exc) from exc
             report = IngestReport(str(source), kind.name, digest.sha256, "unreadable", error=_refusal(source, exc), ingested_at=_now(),
                                   mapping=record)
             if isinstance(exc, UnreadableFile):  # the data's fault: not read again until it changes
