@@ -179,7 +179,8 @@ class ObjectStore:
                     raise StoreBusy(f"{self.url}: another writer ({held['owner']}) holds the store's lease until {until}; "
                                     "try again when it is done") from None
                 log.warning("%s: the lease of %s expired; taking it over", self.url, (held or {}).get("owner", "a writer"))
-                self.fs.rm_file(self.key(LEASE)) if held is not None else None
+                if held is not None:
+                    self.fs.rm_file(self.key(LEASE))
                 try:
                     self.fs.pipe_file(self.key(LEASE), self._lease_body(), mode="create")
                 except FileExistsError:
