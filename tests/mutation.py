@@ -64,6 +64,9 @@ def scratch_copy(name: str, target: Target) -> Path:
         'also_copy = ["data-samples", "benchmarks", "experiments", "Makefile", "README.md", "docs"]',
         f"pytest_add_cli_args_test_selection = {json.dumps(list(target.tests))}",
         'pytest_add_cli_args = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist"]',
+        # Forked from a server that only collected the tests: a worker forked from the process that ran them
+        # inherits the thread pools of pyarrow and the store's read-ahead, and can hang on their locks.
+        'process_isolation = "forkserver"',
         "",
     ])
     (folder / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text() + settings)
