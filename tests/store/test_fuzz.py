@@ -65,7 +65,23 @@ def tampered_reports(monkeypatch, tamper: Callable[[list[IngestReport]], list[In
 def test_the_honest_store_passes_the_harness(tmp_path, honest_files):
     summary = check(honest_files, tmp_path / "stores")
     assert summary.failures() == [], summary.line()
-    assert (summary.ingested, summary.skipped, summary.refused) == (2, 1, 1)
+    assert (summary.files, summary.ingested, summary.skipped, summary.refused) == (len(honest_files), 2, 1, 1)
+
+
+def test_a_store_that_raises_is_a_crash_naming_its_files_and_the_next_store_still_runs(tmp_path, monkeypatch, honest_files):
+    def raising(self, sources, kind):
+        raise RuntimeError("planted")
+
+    monkeypatch.setattr(Store, "ingest", raising)
+    summary = check(honest_files, tmp_path / "stores", per_store=2)
+    assert summary.crashes == [f"battles files {honest_files[0].path.name}..: RuntimeError: planted",
+                               f"battles files {honest_files[2].path.name}..: RuntimeError: planted"]
+
+
+def test_a_store_that_loses_a_report_is_caught(tmp_path, monkeypatch, honest_files):
+    tampered_reports(monkeypatch, lambda reports: reports[:-1])
+    with pytest.raises(ValueError, match="zip"):
+        check(honest_files, tmp_path / "stores")
 
 
 def test_a_dropped_row_is_a_silent_drop(tmp_path, monkeypatch, honest_files):
