@@ -9,7 +9,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 
-.PHONY: demo test system-packages bench server deploy worker clean
+.PHONY: demo test system-packages mutation bench server deploy worker clean
 
 # The nightly deployment on a local Prefect server (README, "Deployment").
 PREFECT_PORT ?= 4200
@@ -43,6 +43,13 @@ system-packages:
 	  $$as_root $(APT_GET) update -qq && $$as_root $(APT_GET) install -y -qq $$missing; \
 	fi
 
+# Mutation testing (docs/testing.md): mutmut over the modules whose claims matter most, each with the
+# tests that guard it, in scratch copies under .mutation/. Long (tens of minutes a module on 2 cores);
+# not part of `make test` or CI. MUTATION="paths scoring" picks targets (tests/mutation.py lists them).
+MUTATION ?=
+mutation: $(VENV)/.installed
+	$(PY) -m tests.mutation $(MUTATION)
+
 server: $(VENV)/.installed
 	$(VENV)/bin/prefect server start --host 127.0.0.1 --port $(PREFECT_PORT)
 
@@ -58,4 +65,4 @@ bench: $(VENV)/.installed
 	for b in benchmarks/bench_*.py; do $(PY) -m benchmarks.$$(basename $$b .py) || exit 1; done
 
 clean:
-	rm -rf $(VENV) .prefect vase-demo
+	rm -rf $(VENV) .prefect vase-demo .mutation

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import pytest
 import yaml
 
 from pipeline.board import load_boards
-from pipeline.paths import CATEGORY_PREFIX, SLUG, UnsafePath, below, category_folder, check_board_name, inside
+from pipeline.paths import CATEGORY_PREFIX, CATEGORY_SLUG_CHARS, SLUG, UnsafePath, below, category_folder, check_board_name, inside
 from pipeline.report.runs import staging_folder
 from pipeline.store import Store
 from tests.conftest import SAMPLES
@@ -66,7 +67,7 @@ def test_a_symlinked_runs_folder_is_never_staged_into(tmp_path):
 def test_below_refuses_links_and_dot_dot_under_the_root(tmp_path):
     assert below(tmp_path, "battles/date=2024-01-01/x.parquet") == tmp_path / "battles/date=2024-01-01/x.parquet"
     for relative in ["../x", "battles/../../x", "/etc/passwd"]:
-        with pytest.raises(UnsafePath):
+        with pytest.raises(UnsafePath, match="may not be absolute or contain '..'"):
             below(tmp_path, relative)
 
 
@@ -156,3 +157,25 @@ def test_category_folders_are_safe_distinct_and_depend_on_the_category_alone():
     assert category_folder("coding") == "category=coding" and category_folder("hard-prompts") == "category=hard-prompts"
     assert category_folder("Hard Prompts").startswith("category=hard-prompts-")
     assert [category_folder(c) for c in reversed(HOSTILE_CATEGORIES)] == folders[::-1]  # no dependence on the others
+
+
+def test_the_board_name_refusal_says_what_a_name_may_be():
+    with pytest.raises(UnsafePath) as error:
+        check_board_name("Upper", "x.yaml")
+    assert str(error.value) == ("x.yaml: board 'Upper': a board name must match [a-z0-9][a-z0-9._-]* without '..' "
+                                "(it names the board's folders under out/)")
+
+
+def hashed(category: str) -> str:
+    """The 10 hex digits of the SHA-256 of a category's exact text, lone surrogates included."""
+    return hashlib.sha256(category.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+
+
+def test_a_category_folder_keeps_a_slug_up_to_its_limit_then_cuts_and_hashes():
+    longest = "k" * CATEGORY_SLUG_CHARS
+    assert category_folder(longest) == CATEGORY_PREFIX + longest
+    assert category_folder(longest + "k") == f"{CATEGORY_PREFIX}{longest}-{hashed(longest + 'k')}"
+    cut_at_a_separator = "a" * (CATEGORY_SLUG_CHARS - 1) + " b"  # the cut slug would end in "-"
+    assert category_folder(cut_at_a_separator) == f"{CATEGORY_PREFIX}{'a' * (CATEGORY_SLUG_CHARS - 1)}-{hashed(cut_at_a_separator)}"
+    surrogate = "x\udcff"  # text read with surrogateescape
+    assert category_folder(surrogate) == f"{CATEGORY_PREFIX}x-{hashed(surrogate)}"

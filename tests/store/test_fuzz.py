@@ -13,6 +13,7 @@ import pytest
 
 import pipeline.store.store as store_module
 from pipeline.store.fuzz import FAMILIES, FORMATS, KINDS, Fuzzed, check, generate
+from pipeline.store.files import sha256_file
 from pipeline.store.store import IngestReport, Store
 
 PART = 2_500
@@ -46,15 +47,26 @@ def battles_file(folder: Path, name: str, ids: range) -> Fuzzed:
 
 @pytest.fixture
 def honest_files(tmp_path) -> list[Fuzzed]:
-    """Two files of the same size but other bytes, a true copy of the first, and a refused file."""
+    """Two files of the same size but other bytes, a true copy of the first, a refused file, the first
+    grown by two rows, a file with a row to quarantine, and another refused file."""
     one = battles_file(tmp_path, "one.csv", range(10, 13))
     two = battles_file(tmp_path, "two.csv", range(20, 23))
     copy = Fuzzed(tmp_path / "copy.csv", "battles", "valid", one.records)
     copy.path.write_bytes(one.path.read_bytes())
     broken = Fuzzed(tmp_path / "broken.parquet", "battles", "cut", None)
     broken.path.write_bytes(b"PAR1 cut short")
+    grown = Fuzzed(tmp_path / "grown.csv", "battles", "valid", one.records + 2)
+    grown.path.write_bytes(one.path.read_bytes() + b"b13,alpha,beta,model_a\nb14,alpha,beta,model_b\n")
+    bad = Fuzzed(tmp_path / "bad.csv", "battles", "values", 2)
+    bad.path.write_text("battle_id,model_a,model_b,winner\nb30,alpha,beta,model_a\nb31,alpha,beta,nobody\n")
+    cut = Fuzzed(tmp_path / "cut.json", "battles", "cut", None)
+    cut.path.write_bytes(b'[{"model_a": ')
     assert one.path.stat().st_size == two.path.stat().st_size and one.path.read_bytes() != two.path.read_bytes()
-    return [one, two, copy, broken]
+    return [one, two, copy, broken, grown, bad, cut]
+
+
+REFUSED = (3, 6)  # broken.parquet and cut.json
+INGESTED = (0, 1, 4, 5)
 
 
 def tampered_reports(monkeypatch, tamper: Callable[[list[IngestReport]], list[IngestReport]]) -> None:
@@ -65,7 +77,33 @@ def tampered_reports(monkeypatch, tamper: Callable[[list[IngestReport]], list[In
 def test_the_honest_store_passes_the_harness(tmp_path, honest_files):
     summary = check(honest_files, tmp_path / "stores")
     assert summary.failures() == [], summary.line()
-    assert (summary.ingested, summary.skipped, summary.refused) == (2, 1, 1)
+    assert (summary.files, summary.ingested, summary.skipped, summary.refused) == (len(honest_files), 4, 1, 2)
+    # Rows read: one and two whole, grown's two rows after one's, bad's two; bad's unknown winner quarantined.
+    assert (summary.rows_in, summary.accepted, summary.quarantined) == (3 + 3 + 2 + 2, 3 + 3 + 2 + 1, 1)
+
+
+def test_a_store_that_raises_is_a_crash_naming_its_files_and_the_next_store_still_runs(tmp_path, monkeypatch, honest_files):
+    def raising(self, sources, kind):
+        raise RuntimeError("planted")
+
+    monkeypatch.setattr(Store, "ingest", raising)
+    summary = check(honest_files, tmp_path / "stores", per_store=2)
+    assert summary.crashes == [f"battles files {f.path.name}..: RuntimeError: planted" for f in honest_files[::2]]
+
+
+def test_a_refusal_by_the_safety_net_is_a_crash(tmp_path, monkeypatch, honest_files):
+    def bug(report: IngestReport) -> IngestReport:
+        return dataclasses.replace(report, error=f"{report.source}: a bug of vase (KeyError: 'x'); please report it")
+
+    tampered_reports(monkeypatch, lambda reports: [bug(r) if r.status == "unreadable" else r for r in reports])
+    summary = check(honest_files, tmp_path / "stores")
+    assert summary.crashes == [f"{honest_files[i].path}: a bug of vase (KeyError: 'x'); please report it" for i in REFUSED]
+
+
+def test_a_store_that_loses_a_report_is_caught(tmp_path, monkeypatch, honest_files):
+    tampered_reports(monkeypatch, lambda reports: reports[:-1])
+    with pytest.raises(ValueError, match="zip"):
+        check(honest_files, tmp_path / "stores")
 
 
 def test_a_dropped_row_is_a_silent_drop(tmp_path, monkeypatch, honest_files):
@@ -78,7 +116,7 @@ def test_a_dropped_row_is_a_silent_drop(tmp_path, monkeypatch, honest_files):
 
     monkeypatch.setattr(store_module, "read_batches", dropping)
     summary = check(honest_files, tmp_path / "stores")
-    assert [s.split(":")[0] for s in summary.silent_drops] == [str(f.path) for f in honest_files[:2]]
+    assert [s.split(":")[0] for s in summary.silent_drops] == [str(honest_files[i].path) for i in INGESTED]
     assert summary.accounting == []
 
 
@@ -118,7 +156,9 @@ def test_a_file_reported_under_another_files_hash_is_caught(tmp_path, monkeypatc
     tampered_reports(monkeypatch, lambda reports: [reports[0], dataclasses.replace(reports[1], sha256=reports[0].sha256),
                                                    *reports[2:]])
     summary = check(honest_files, tmp_path / "stores")
-    assert [s.split(":")[0] for s in summary.false_skips] == [str(honest_files[1].path)]
+    two = honest_files[1]
+    assert summary.false_skips == [f"{two.path}: reported as ingested under the hash {sha256_file(honest_files[0].path)[:16]}, "
+                                   f"its bytes hash to {sha256_file(two.path)[:16]}"]
 
 
 def test_a_false_continuation_is_caught(tmp_path, monkeypatch, honest_files):
@@ -135,4 +175,13 @@ def test_a_refusal_that_does_not_name_its_file_is_caught(tmp_path, monkeypatch, 
 
     tampered_reports(monkeypatch, lambda reports: [unnamed(r) for r in reports])
     summary = check(honest_files, tmp_path / "stores")
-    assert [s.split(":")[0] for s in summary.unnamed] == [str(honest_files[3].path)]
+    assert [s.split(":")[0] for s in summary.unnamed] == [str(honest_files[i].path) for i in REFUSED]
+
+
+def test_a_refusal_on_two_lines_is_caught(tmp_path, monkeypatch, honest_files):
+    def two_lines(report: IngestReport) -> IngestReport:
+        return dataclasses.replace(report, error=f"{report.error}\nTraceback (most recent call last):") if report.error else report
+
+    tampered_reports(monkeypatch, lambda reports: [two_lines(r) for r in reports])
+    summary = check(honest_files, tmp_path / "stores")
+    assert [s.split(":")[0] for s in summary.unnamed] == [str(honest_files[i].path) for i in REFUSED]

@@ -1,0 +1,121 @@
+"""Mutation testing (`make mutation`, docs/testing.md): mutmut plants small bugs in a module one at
+a time and runs the tests that guard it; a mutant that no test kills is a claim without a guard.
+
+Each target runs in a scratch copy of the project's tracked files, `.mutation/<target>/`, with a
+`[tool.mutmut]` section of its own (mutmut reads its settings from the pyproject.toml of the
+folder it runs in, and keeps its mutants and results there, so a second run only tries what
+changed). At the end a line per target gives its score: killed / (killed + survived + timeouts),
+mutants that no selected test reaches counted as survivors.
+
+    make mutation                                # every target
+    make mutation MUTATION="paths fuzz"          # some
+    .venv/bin/python -m tests.mutation paths --survivors   # a finished run's survivors, with diffs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRATCH = ROOT / ".mutation"
+
+
+@dataclass(frozen=True)
+class Target:
+    mutate: tuple[str, ...]  # mutmut's only_mutate globs
+    tests: tuple[str, ...]  # the pytest arguments that select the tests guarding them
+
+
+TARGETS = {
+    "paths": Target(("pipeline/paths.py",), ("tests/test_paths.py",)),
+    "fuzz": Target(("pipeline/store/fuzz.py",), ("tests/store/test_fuzz.py", "-k", "not no_crash")),
+    "scoring": Target(("pipeline/methods/voting/scoring.py",), ("tests/methods/voting",)),
+    "triage": Target(("pipeline/logs/triage.py",), ("tests/logs",)),
+    "resample": Target(("pipeline/methods/numerics/resample.py", "pipeline/methods/uncertainty.py"),
+                       ("tests/methods/numerics", "tests/methods/test_uncertainty.py")),
+    "store": Target(("pipeline/store/*",), ("tests/store", "-k", "not no_crash")),
+    "report": Target(("pipeline/report/*",), ("tests/report", "-m", "not slow")),
+    "infra": Target(("infra/*",), ("tests/infra/test_manifests.py",)),
+}
+
+
+def scratch_copy(name: str, target: Target) -> Path:
+    """The tracked files of the work tree (as they are now) in .mutation/<name>/, with mutmut's settings."""
+    folder = SCRATCH / name
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, check=True, capture_output=True).stdout.decode().split("\0")
+    for relative in filter(None, files):
+        source, copy = ROOT / relative, folder / relative
+        if source.is_file() and (not copy.exists() or copy.read_bytes() != source.read_bytes()):
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy)
+    settings = "\n".join([
+        "", "[tool.mutmut]",
+        'source_paths = ["pipeline", "flows", "infra"]',
+        f"only_mutate = {json.dumps(list(target.mutate))}",
+        'also_copy = ["data-samples", "benchmarks", "experiments", "Makefile", "README.md", "docs"]',
+        f"pytest_add_cli_args_test_selection = {json.dumps(list(target.tests))}",
+        'pytest_add_cli_args = ["-q", "-p", "no:cacheprovider", "-p", "no:xdist"]',
+        # Forked from a server that only collected the tests: a worker forked from the process that ran them
+        # inherits the thread pools of pyarrow and the store's read-ahead, and can hang on their locks.
+        'process_isolation = "forkserver"',
+        "",
+    ])
+    (folder / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text() + settings)
+    return folder
+
+
+def statuses(folder: Path) -> dict[str, str]:
+    """Each mutant's status, from the results mutmut keeps beside its mutants."""
+    from mutmut.stats import status_by_exit_code
+
+    found = {}
+    for meta in sorted((folder / "mutants").rglob("*.meta")):
+        for mutant, code in json.loads(meta.read_text())["exit_code_by_key"].items():
+            found[mutant] = status_by_exit_code[code]
+    return found
+
+
+def score(found: dict[str, str]) -> tuple[float, Counter]:
+    counts = Counter(found.values())
+    tried = counts["killed"] + counts["timeout"] + counts["survived"] + counts["no tests"]
+    return (counts["killed"] + counts["timeout"]) / tried if tried else float("nan"), counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("targets", nargs="*", default=list(TARGETS), help=f"of: {', '.join(TARGETS)}")
+    parser.add_argument("--children", type=int, default=2, help="mutants tried at once (default 2)")
+    parser.add_argument("--survivors", action="store_true", help="show the survivors of a finished run instead")
+    args = parser.parse_args()
+    unknown = set(args.targets) - set(TARGETS)
+    if unknown:
+        parser.error(f"unknown target(s) {', '.join(sorted(unknown))}; expected some of {', '.join(TARGETS)}")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the scratch copy's code, not another checkout's
+    lines = []
+    for name in args.targets:
+        folder = scratch_copy(name, TARGETS[name]) if not args.survivors else SCRATCH / name
+        mutmut = [sys.executable, "-m", "mutmut"]
+        if args.survivors:
+            for mutant, status in statuses(folder).items():
+                if status not in ("killed", "timeout"):
+                    subprocess.run([*mutmut, "show", mutant], cwd=folder, env=env, check=False)
+            continue
+        start = time.perf_counter()
+        subprocess.run([*mutmut, "run", "--max-children", str(args.children)], cwd=folder, env=env, check=False)
+        ratio, counts = score(statuses(folder))
+        lines.append(f"{name}: {ratio:.1%} killed ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}) "
+                     f"in {time.perf_counter() - start:.0f} s")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
