@@ -53,11 +53,21 @@ def biased_shapley():
 
 @pytest.fixture(scope="session")
 def dask_cluster():
-    """One real LocalCluster per test process, as the flows start it: two single-threaded workers."""
+    """One real LocalCluster per test process, as the flows start it: two single-threaded workers.
+    Its TLS credentials are in Dask's configuration for the session, so that the tests can hand its
+    address to the command line and the flows, as a team hands them a cluster's."""
+    import dask
+
     from pipeline.runtime import local_cluster
 
-    with local_cluster(2) as cluster:
+    with local_cluster(2) as cluster, dask.config.set(client_configuration(cluster.security)):
         yield cluster
+
+
+def client_configuration(security) -> dict[str, str]:
+    """The Dask configuration of a client holding `security`'s CA and client certificate (file paths or PEM texts)."""
+    return {"distributed.comm.tls.ca-file": security.tls_ca_file, "distributed.comm.tls.client.cert": security.tls_client_cert,
+            "distributed.comm.tls.client.key": security.tls_client_key}
 
 
 @pytest.fixture
