@@ -52,16 +52,22 @@ def biased_shapley():
 
 
 @pytest.fixture(scope="session")
-def dask_cluster():
-    """One real LocalCluster per test process, as the flows start it: two single-threaded workers.
-    Its TLS credentials are in Dask's configuration for the session, so that the tests can hand its
-    address to the command line and the flows, as a team hands them a cluster's."""
-    import dask
-
+def session_cluster():
+    """One real LocalCluster per test process, as the flows start it: two single-threaded workers."""
     from pipeline.runtime import local_cluster
 
-    with local_cluster(2) as cluster, dask.config.set(client_configuration(cluster.security)):
+    with local_cluster(2) as cluster:
         yield cluster
+
+
+@pytest.fixture
+def dask_cluster(session_cluster):
+    """The session's LocalCluster, its TLS credentials in Dask's configuration during the test, so that
+    the test can hand its address to the command line and the flows, as a team hands them a cluster's."""
+    import dask
+
+    with dask.config.set(client_configuration(session_cluster.security)):
+        yield session_cluster
 
 
 def client_configuration(security) -> dict[str, str]:
