@@ -72,8 +72,8 @@ def server(tmp_path_factory, postgres):
 
 @pytest.fixture(scope="module")
 def worker(server, git_repository, dask_tls):
-    url, _ = git_repository
-    env = {"VASE_HOME": str(ROOT), "VASE_GIT_REPOSITORY": url, "DASK_CONFIG": dask_tls.env["DASK_CONFIG"],
+    url, commit = git_repository
+    env = {"VASE_HOME": str(ROOT), "VASE_GIT_REPOSITORY": url, "VASE_GIT_COMMIT": commit, "DASK_CONFIG": dask_tls.env["DASK_CONFIG"],
            "VASE_DASK_SCHEDULER": dask_tls.address}
     with deployed_with_worker(server, ["infra/prefect.yaml", "infra/prefect-git.yaml"], env) as log:
         yield log
