@@ -287,6 +287,29 @@ def test_kubernetes_pods_stay_off_the_host_network_and_nothing_is_exposed_outsid
         assert overrides == [] and not any("tcp://" in str(a) for a in container["args"]), role
 
 
+def option(command: list, name: str) -> str | None:
+    """The value after `name` in a container's command, or None."""
+    command = list(map(str, command))
+    return command[command.index(name) + 1] if name in command else None
+
+
+def test_the_dask_dashboards_are_not_published_and_listen_on_loopback_in_compose():
+    """The dashboards have no authentication: in compose each listens on its container's loopback (not even the
+    compose network reaches it) and nothing publishes it; in Kubernetes no Ingress or external Service exposes it,
+    only the operator's namespace may reach its port, and a person uses `kubectl port-forward`."""
+    services = interpolate(load("compose.yaml"), {"VASE_SECRETS": "/secrets"})["services"]
+    for name in ("dask-scheduler", "dask-worker"):
+        address = option(services[name]["command"], "--dashboard-address")
+        assert address and address.startswith("127.0.0.1:"), (name, address)  # `dask worker`'s default: every interface
+        assert "ports" not in services[name], name
+    assert not {d["kind"] for d in manifests()} & {"Ingress", "Route", "Gateway", "HTTPRoute"}
+    dashboard = [rule for rule in next(d for d in manifests() if d["metadata"]["name"] == "vase-dask-scheduler")["spec"]["ingress"]
+                 if 8787 in [p["port"] for p in rule["ports"]]]
+    assert dashboard == [{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "dask-operator"}}}],
+                          "ports": [{"protocol": "TCP", "port": 8787}]}]
+    assert "kubectl -n vase port-forward svc/vase-scheduler 8787:8787" in (INFRA / "k8s" / "daskcluster.yaml").read_text()
+
+
 def test_deployment_file_names_real_entrypoints():
     config = load("prefect.yaml")
     for deployment in config["deployments"]:
