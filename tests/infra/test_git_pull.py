@@ -6,24 +6,15 @@ in one line instead of cloning the newest."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 from infra.credentials import INFRA
+from tests.infra.processes import git
 
 pytestmark = pytest.mark.slow  # Prefect's steps start a temporary Prefect server
-
-IDENTITY = {"GIT_AUTHOR_NAME": "vase tests", "GIT_AUTHOR_EMAIL": "tests@vase.invalid",
-            "GIT_COMMITTER_NAME": "vase tests", "GIT_COMMITTER_EMAIL": "tests@vase.invalid"}
-
-
-def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", "-c", "commit.gpgsign=false", *args], cwd=cwd, env=os.environ | IDENTITY, check=True,
-                          capture_output=True, text=True, timeout=60).stdout.strip()
 
 
 @pytest.fixture
