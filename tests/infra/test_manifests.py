@@ -197,6 +197,47 @@ def test_entrypoint_stops_on_a_secret_file_it_cannot_read(tmp_path):
     assert done.stderr.strip() == f"entrypoint: PREFECT_SERVER_DATABASE_PASSWORD_FILE names {tmp_path / 'missing'}, which cannot be read"
 
 
+REMOTE_URL = "postgresql+asyncpg://prefect:pw@db.example.org:5432/prefect"
+
+
+@pytest.mark.parametrize("database", [
+    {"PREFECT_SERVER_DATABASE_HOST": "db.example.org"},
+    {"PREFECT_SERVER_DATABASE_HOST": "10.0.0.5", "PREFECT_SERVER_DATABASE_SQLALCHEMY_CONNECT_ARGS_TLS_ENABLED": "false"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": REMOTE_URL},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": REMOTE_URL + "?ssl=disable"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": "postgresql+asyncpg://prefect:pw@[2001:db8::1]:5432/prefect"},
+])
+def test_entrypoint_refuses_a_database_beyond_this_host_without_tls(database):
+    done = entrypoint(database, "echo", "started")
+    assert done.returncode == 1 and "started" not in done.stdout, done.stdout
+    assert len(done.stderr.splitlines()) == 1 and "is not on this host and the connection has no TLS" in done.stderr
+
+
+@pytest.mark.parametrize("database", [
+    {"PREFECT_SERVER_DATABASE_HOST": "db.example.org", "PREFECT_SERVER_DATABASE_SQLALCHEMY_CONNECT_ARGS_TLS_ENABLED": "true"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": REMOTE_URL + "?ssl=verify-full"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": REMOTE_URL + "?application_name=vase&sslmode=require"},
+    {"PREFECT_SERVER_DATABASE_HOST": "127.0.0.1"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": "postgresql+asyncpg://prefect:pw@[::1]:5432/prefect"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": "sqlite+aiosqlite:////data/prefect.db"},
+    {"PREFECT_SERVER_DATABASE_HOST": "postgres", "VASE_DATABASE_ON_THIS_HOST": "true"},  # compose
+    {},
+])
+def test_entrypoint_starts_with_tls_or_a_database_on_this_host(database):
+    done = entrypoint(database, "echo", "started")
+    assert done.returncode == 0 and done.stdout.strip() == "started", done.stderr
+
+
+def test_compose_database_stays_on_this_host_and_says_so():
+    """compose's declaration that its database is on this host is true: the `postgres` service, published nowhere."""
+    services = interpolate(load("compose.yaml"), {"VASE_SECRETS": "/secrets"})["services"]
+    server = services["prefect-server"]["environment"]
+    assert server["VASE_DATABASE_ON_THIS_HOST"] == "true" and server["PREFECT_SERVER_DATABASE_HOST"] == "postgres"
+    assert "ports" not in services["postgres"] and "network_mode" not in services["postgres"]
+    assert not [name for name, service in services.items() if "VASE_DATABASE_ON_THIS_HOST" in service.get("environment", {})
+                and name != "prefect-server"]
+
+
 # -- kubernetes ------------------------------------------------------------------------------
 
 def manifests() -> list[dict]:
