@@ -11,9 +11,10 @@
                                DASK_CONFIG=DIR/dask for processes run outside the containers
 
 Existing files are kept (a missing certificate is issued from the existing CA), so running it
-again is safe. Certificates use ECDSA P-256 and are good for both ends of a connection (a worker
-both serves and connects); Dask checks that a peer's certificate comes from the CA, not host
-names, so the names given with --host are only informative. Folders are created private (0700);
+again is safe. Certificates use ECDSA P-256; the scheduler's and the workers' are good for both ends
+of a connection (each serves and connects), the client's for the connecting end only. Dask checks
+that a peer's certificate comes from the CA, not host names, so the names given with --host are
+only informative. Folders are created private (0700);
 the files in them but the CA key are readable (0644) so that the containers' user can read the
 copies compose mounts, while nobody else on the host can reach them.
 """
@@ -34,6 +35,14 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 INFRA = Path(__file__).resolve().parent
 ROLES = ("scheduler", "worker", "client")
+# Which end of a TLS connection each role's certificate may be, checked by OpenSSL on the other end
+# (the purpose of a peer's certificate): the scheduler serves and connects to workers, a worker
+# serves and connects, a client only connects, so a client's key cannot pose as a scheduler or a
+# worker. Dask cannot tell a worker's key from a client's or a scheduler's by anything else: see
+# docs/architecture.md, "Dask certificates per role".
+ROLE_USAGES = {"scheduler": [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH],
+               "worker": [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH],
+               "client": [ExtendedKeyUsageOID.CLIENT_AUTH]}
 HOSTS = ("localhost", "127.0.0.1", "dask-scheduler", "vase-scheduler", "vase-scheduler.vase.svc.cluster.local")
 
 
@@ -62,7 +71,7 @@ def issue_ca(days: int = 3650) -> tuple[ec.EllipticCurvePrivateKey, x509.Certifi
 
 def issue(ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, role: str, hosts: tuple[str, ...] = HOSTS,
           days: int = 365) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    """A certificate for `role`, signed by the CA, for TLS servers and clients alike."""
+    """A certificate for `role`, signed by the CA, for the ends of a connection that role takes (`ROLE_USAGES`)."""
     key = ec.generate_private_key(ec.SECP256R1())
     now = dt.datetime.now(dt.UTC)
     names: list[x509.GeneralName] = []
@@ -78,7 +87,7 @@ def issue(ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, role: s
             .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False, key_encipherment=False,
                                          data_encipherment=False, key_agreement=False, key_cert_sign=False, crl_sign=False,
                                          encipher_only=False, decipher_only=False), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage(ROLE_USAGES[role]), critical=True)
             .add_extension(x509.SubjectAlternativeName(names), critical=False)
             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
             .sign(ca_key, hashes.SHA256()))

@@ -9,8 +9,13 @@ methods that fan out (bootstrap rounds, shuffled orders) are handed explicitly:
 An address that cannot be used raises `SchedulerError`: one line naming it and its origin.
 
 A LocalCluster listens on loopback only: scheduler, workers, nannies and every dashboard on
-127.0.0.1 (Dask's ":0" would bind the dashboards on all interfaces). Its workers run with one
-BLAS thread (methods pin it anyway, see `pipeline.methods.numerics.threads`) and without the nanny's
+127.0.0.1 (Dask's ":0" would bind the dashboards on all interfaces). It speaks TLS with mutual
+authentication under credentials made for it alone (`distributed.Security.temporary()`: a key and
+certificate in this process's memory, handed to its workers as they spawn): loopback is shared by
+every user and process of the machine, and whoever reaches a Dask scheduler can make its workers
+run any code, so another process, plain `tcp://` or TLS without that key, is refused (TLS 1.3, as
+infra/dask/tls.yaml asks of a team's cluster). Its workers run with one BLAS thread (methods pin
+it anyway, see `pipeline.methods.numerics.threads`) and without the nanny's
 `MALLOC_TRIM_THRESHOLD_`: setting glibc's trim threshold at all turns off its adaptive mmap
 threshold, so every large numpy array becomes a fresh mmap paid in page faults, which made a
 Diplomacy-scale backtest 1.3x slower (`infra/dask/workers.yaml` does the same for external
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import logging
 import os
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -118,9 +124,11 @@ def dask_setup(worker: object) -> None:
 
 @contextmanager
 def local_cluster(workers: int = 2) -> Iterator[object]:
-    """A LocalCluster of `workers` single-threaded worker processes, listening on loopback only."""
+    """A LocalCluster of `workers` single-threaded worker processes, listening on loopback only, over TLS with
+    credentials of its own (`cluster.security`: a client needs them, `Client(cluster)` takes them)."""
     import dask
     from distributed import LocalCluster
+    from distributed.security import Security
 
     # A nanny writes its variables into this process's environment before spawning, so an earlier
     # cluster's may still be here for our workers to inherit.
@@ -129,10 +137,11 @@ def local_cluster(workers: int = 2) -> Iterator[object]:
     if dask_log_level() > logging.INFO:
         settings["distributed.worker.preload"] = [__name__]  # `dask_setup`
     nanny_log, slow_exits = logging.getLogger("distributed.nanny"), DroppedMessages(*SLOW_EXIT_KILLS)
+    security = Security.temporary(tls_min_version=ssl.TLSVersion.TLSv1_3)
     try:
         with dask.config.set(settings), LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
-            worker_dashboard_address=f"{LOOPBACK}:0", silence_logs=dask_log_level(),
+            n_workers=workers, threads_per_worker=1, processes=True, host=f"tls://{LOOPBACK}", security=security,
+            dashboard_address=f"{LOOPBACK}:0", worker_dashboard_address=f"{LOOPBACK}:0", silence_logs=dask_log_level(),
         ) as cluster:
             yield cluster
             if dask_log_level() > logging.INFO:

@@ -60,12 +60,28 @@ def biased_shapley():
 
 
 @pytest.fixture(scope="session")
-def dask_cluster():
+def session_cluster():
     """One real LocalCluster per test process, as the flows start it: two single-threaded workers."""
     from pipeline.runtime import local_cluster
 
     with local_cluster(2) as cluster:
         yield cluster
+
+
+@pytest.fixture
+def dask_cluster(session_cluster):
+    """The session's LocalCluster, its TLS credentials in Dask's configuration during the test, so that
+    the test can hand its address to the command line and the flows, as a team hands them a cluster's."""
+    import dask
+
+    with dask.config.set(client_configuration(session_cluster.security)):
+        yield session_cluster
+
+
+def client_configuration(security) -> dict[str, str]:
+    """The Dask configuration of a client holding `security`'s CA and client certificate (file paths or PEM texts)."""
+    return {"distributed.comm.tls.ca-file": security.tls_ca_file, "distributed.comm.tls.client.cert": security.tls_client_cert,
+            "distributed.comm.tls.client.key": security.tls_client_key}
 
 
 @pytest.fixture

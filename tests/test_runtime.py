@@ -59,6 +59,53 @@ def test_a_local_cluster_listens_on_loopback_only(monkeypatch):
     assert all("127.0.0.1" in a for a in addresses), addresses
 
 
+# Another process of the machine tries the cluster: a Client on ADDRESS with the certificates of
+# CREDENTIALS (a folder of ca.pem, cert.pem, key.pem; "none": none), submits a task, prints the verdict.
+INTRUDER = """
+import sys
+from distributed import Client
+from distributed.security import Security
+
+address, credentials, timeout = sys.argv[1:]
+security = Security(require_encryption=False) if credentials == "none" else Security(
+    tls_ca_file=f"{credentials}/ca.pem", tls_client_cert=f"{credentials}/cert.pem", tls_client_key=f"{credentials}/key.pem")
+try:
+    with Client(address, security=security, timeout=timeout) as client:
+        print("accepted", client.submit(sum, [1, 2]).result())
+except Exception as exc:
+    print("refused", type(exc).__name__)
+"""
+
+
+def write_credentials(folder, security):
+    folder.mkdir()
+    for name, pem in (("ca.pem", security.tls_ca_file), ("cert.pem", security.tls_client_cert), ("key.pem", security.tls_client_key)):
+        (folder / name).write_text(pem)
+    return folder
+
+
+def test_a_local_cluster_refuses_every_other_process(tmp_path):
+    """`vase rate --workers 2`'s cluster over loopback, shared with every process of the machine: plain TCP and TLS
+    with other credentials are refused; the same process with the cluster's own credentials computes (the refusals
+    are not a slow machine's)."""
+    import subprocess
+    import sys
+
+    from distributed.security import Security
+
+    def attempt(address: str, credentials: str, timeout: str = "5s") -> str:
+        return subprocess.run([sys.executable, "-c", INTRUDER, address, credentials, timeout], capture_output=True, text=True,
+                              timeout=180).stdout.strip()
+
+    with dask_client(None, workers=2) as client:
+        address = client.scheduler.address
+        plain = attempt(address.replace("tls://", "tcp://"), "none")
+        other = attempt(address, str(write_credentials(tmp_path / "theirs", Security.temporary())))
+        assert plain.startswith("refused") and other.startswith("refused"), (plain, other)
+        assert attempt(address, str(write_credentials(tmp_path / "ours", client.security)), "60s") == "accepted 3"
+    assert address.startswith("tls://127.0.0.1:")
+
+
 def test_vase_rate_on_a_local_cluster_gives_the_bytes_of_local_threads(tmp_path):
     from pipeline.cli import app
 

@@ -74,3 +74,13 @@ def listening_addresses(pid: int) -> set[tuple[str, int]]:
 
 
 LOOPBACK = {"127.0.0.1", "::1"}
+
+
+def git(*args: str, **options) -> str:
+    """A git command of the tests (a fixed identity, no signing), its output; it must succeed."""
+    identity = {"GIT_AUTHOR_NAME": "vase tests", "GIT_AUTHOR_EMAIL": "tests@vase.invalid",
+                "GIT_COMMITTER_NAME": "vase tests", "GIT_COMMITTER_EMAIL": "tests@vase.invalid"}
+    options["env"] = os.environ | identity | options.get("env", {})
+    done = subprocess.run(["git", "-c", "commit.gpgsign=false", *args], capture_output=True, text=True, timeout=120, **options)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()

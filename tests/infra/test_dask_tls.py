@@ -13,8 +13,10 @@ from pathlib import Path
 
 import dask
 import pytest
-from distributed.comm import connect
+from distributed.comm import connect, listen
 from distributed.security import Security
+
+from infra.credentials import ROLES, write_tls
 
 from pipeline.stats import CORE_STATISTICS, reduce_store
 from pipeline.store import Store
@@ -154,3 +156,49 @@ def test_the_scheduler_and_workers_listen_on_loopback_only(dask_tls):
     for pid in dask_tls.pids:
         addresses = listening_addresses(pid)
         assert addresses and {host for host, _ in addresses} <= LOOPBACK, addresses
+
+
+def role_security(tls: Path, serving_as: str) -> Security:
+    """Every role's certificate from `tls`, but the listening end presents `serving_as`'s."""
+    roles = {f"tls_{role}_{part}": str(tls / f"{role}{suffix}") for role in ROLES for part, suffix in (("cert", ".pem"), ("key", "-key.pem"))}
+    return Security(tls_ca_file=str(tls / "ca.pem"), require_encryption=True, **roles | {
+        "tls_scheduler_cert": str(tls / f"{serving_as}.pem"), "tls_scheduler_key": str(tls / f"{serving_as}-key.pem")})
+
+
+def serve_and_connect(tls: Path, serving_as: str, connecting_as: str) -> str:
+    """A Dask listener on loopback presenting `serving_as`'s certificate, and a connection to it as `connecting_as`:
+    what the listener said, or the connection's error."""
+
+    async def exchange() -> str:
+        async def greet(comm) -> None:
+            await comm.write("hello")
+            await comm.close()
+
+        security = role_security(tls, serving_as)
+        listener = listen("tls://127.0.0.1:0", greet, **security.get_listen_args("scheduler"))
+        await listener.start()
+        try:
+            comm = await connect(listener.contact_address, timeout=30, **security.get_connection_args(connecting_as))
+            said = await comm.read()
+            await comm.close()
+            return said
+        except OSError as exc:
+            return f"refused: {exc}"
+        finally:
+            listener.stop()
+
+    return asyncio.run(exchange())
+
+
+def test_a_client_key_cannot_serve_as_a_scheduler_or_a_worker(tmp_path):
+    """Dask certificates per role (infra/credentials.py, ROLE_USAGES): the client's certificate is good for the
+    connecting end only, so a worker or a client refuses a "scheduler" (or "worker") that presents it; the
+    scheduler's and a worker's serve, and the client's connects."""
+    write_tls(tmp_path)
+    tls = tmp_path / "tls"
+    for serving_as in ("scheduler", "worker"):
+        for connecting_as in ("worker", "client"):
+            assert serve_and_connect(tls, serving_as, connecting_as) == "hello", (serving_as, connecting_as)
+    for connecting_as in ("worker", "client"):
+        refused = serve_and_connect(tls, "client", connecting_as)
+        assert refused.startswith("refused: TLS certificate does not match"), (connecting_as, refused)

@@ -197,6 +197,47 @@ def test_entrypoint_stops_on_a_secret_file_it_cannot_read(tmp_path):
     assert done.stderr.strip() == f"entrypoint: PREFECT_SERVER_DATABASE_PASSWORD_FILE names {tmp_path / 'missing'}, which cannot be read"
 
 
+REMOTE_URL = "postgresql+asyncpg://prefect:pw@db.example.org:5432/prefect"
+
+
+@pytest.mark.parametrize("database", [
+    {"PREFECT_SERVER_DATABASE_HOST": "db.example.org"},
+    {"PREFECT_SERVER_DATABASE_HOST": "10.0.0.5", "PREFECT_SERVER_DATABASE_SQLALCHEMY_CONNECT_ARGS_TLS_ENABLED": "false"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": REMOTE_URL},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": REMOTE_URL + "?ssl=disable"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": "postgresql+asyncpg://prefect:pw@[2001:db8::1]:5432/prefect"},
+])
+def test_entrypoint_refuses_a_database_beyond_this_host_without_tls(database):
+    done = entrypoint(database, "echo", "started")
+    assert done.returncode == 1 and "started" not in done.stdout, done.stdout
+    assert len(done.stderr.splitlines()) == 1 and "is not on this host and the connection has no TLS" in done.stderr
+
+
+@pytest.mark.parametrize("database", [
+    {"PREFECT_SERVER_DATABASE_HOST": "db.example.org", "PREFECT_SERVER_DATABASE_SQLALCHEMY_CONNECT_ARGS_TLS_ENABLED": "true"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": REMOTE_URL + "?ssl=verify-full"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": REMOTE_URL + "?application_name=vase&sslmode=require"},
+    {"PREFECT_SERVER_DATABASE_HOST": "127.0.0.1"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": "postgresql+asyncpg://prefect:pw@[::1]:5432/prefect"},
+    {"PREFECT_SERVER_DATABASE_CONNECTION_URL": "sqlite+aiosqlite:////data/prefect.db"},
+    {"PREFECT_SERVER_DATABASE_HOST": "postgres", "VASE_DATABASE_ON_THIS_HOST": "true"},  # compose
+    {},
+])
+def test_entrypoint_starts_with_tls_or_a_database_on_this_host(database):
+    done = entrypoint(database, "echo", "started")
+    assert done.returncode == 0 and done.stdout.strip() == "started", done.stderr
+
+
+def test_compose_database_stays_on_this_host_and_says_so():
+    """compose's declaration that its database is on this host is true: the `postgres` service, published nowhere."""
+    services = interpolate(load("compose.yaml"), {"VASE_SECRETS": "/secrets"})["services"]
+    server = services["prefect-server"]["environment"]
+    assert server["VASE_DATABASE_ON_THIS_HOST"] == "true" and server["PREFECT_SERVER_DATABASE_HOST"] == "postgres"
+    assert "ports" not in services["postgres"] and "network_mode" not in services["postgres"]
+    assert not [name for name, service in services.items() if "VASE_DATABASE_ON_THIS_HOST" in service.get("environment", {})
+                and name != "prefect-server"]
+
+
 # -- kubernetes ------------------------------------------------------------------------------
 
 def manifests() -> list[dict]:
@@ -285,6 +326,29 @@ def test_kubernetes_pods_stay_off_the_host_network_and_nothing_is_exposed_outsid
         [container] = cluster[role]["spec"]["containers"]
         overrides = [e["name"] for e in container["env"] if e["name"].startswith("DASK_DISTRIBUTED__COMM")]
         assert overrides == [] and not any("tcp://" in str(a) for a in container["args"]), role
+
+
+def option(command: list, name: str) -> str | None:
+    """The value after `name` in a container's command, or None."""
+    command = list(map(str, command))
+    return command[command.index(name) + 1] if name in command else None
+
+
+def test_the_dask_dashboards_are_not_published_and_listen_on_loopback_in_compose():
+    """The dashboards have no authentication: in compose each listens on its container's loopback (not even the
+    compose network reaches it) and nothing publishes it; in Kubernetes no Ingress or external Service exposes it,
+    only the operator's namespace may reach its port, and a person uses `kubectl port-forward`."""
+    services = interpolate(load("compose.yaml"), {"VASE_SECRETS": "/secrets"})["services"]
+    for name in ("dask-scheduler", "dask-worker"):
+        address = option(services[name]["command"], "--dashboard-address")
+        assert address and address.startswith("127.0.0.1:"), (name, address)  # `dask worker`'s default: every interface
+        assert "ports" not in services[name], name
+    assert not {d["kind"] for d in manifests()} & {"Ingress", "Route", "Gateway", "HTTPRoute"}
+    dashboard = [rule for rule in next(d for d in manifests() if d["metadata"]["name"] == "vase-dask-scheduler")["spec"]["ingress"]
+                 if 8787 in [p["port"] for p in rule["ports"]]]
+    assert dashboard == [{"from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "dask-operator"}}}],
+                          "ports": [{"protocol": "TCP", "port": 8787}]}]
+    assert "kubectl -n vase port-forward svc/vase-scheduler 8787:8787" in (INFRA / "k8s" / "daskcluster.yaml").read_text()
 
 
 def test_deployment_file_names_real_entrypoints():

@@ -22,7 +22,7 @@ import yaml
 from infra.postgres import Cluster, binaries
 from tests.conftest import ROOT, SAMPLES
 from tests.infra.prefect_server import check_cron_schedule, deployed_with_worker, prefect_server, request
-from tests.infra.processes import LOOPBACK, listening_addresses
+from tests.infra.processes import LOOPBACK, git, listening_addresses
 
 pytestmark = pytest.mark.slow
 
@@ -37,15 +37,6 @@ def postgres():
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
-
-
-def git(*args: str, **options) -> str:
-    identity = {"GIT_AUTHOR_NAME": "vase tests", "GIT_AUTHOR_EMAIL": "tests@vase.invalid",
-                "GIT_COMMITTER_NAME": "vase tests", "GIT_COMMITTER_EMAIL": "tests@vase.invalid"}
-    options["env"] = os.environ | identity | options.get("env", {})
-    done = subprocess.run(["git", "-c", "commit.gpgsign=false", *args], capture_output=True, text=True, timeout=120, **options)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +63,8 @@ def server(tmp_path_factory, postgres):
 
 @pytest.fixture(scope="module")
 def worker(server, git_repository, dask_tls):
-    url, _ = git_repository
-    env = {"VASE_HOME": str(ROOT), "VASE_GIT_REPOSITORY": url, "DASK_CONFIG": dask_tls.env["DASK_CONFIG"],
+    url, commit = git_repository
+    env = {"VASE_HOME": str(ROOT), "VASE_GIT_REPOSITORY": url, "VASE_GIT_COMMIT": commit, "DASK_CONFIG": dask_tls.env["DASK_CONFIG"],
            "VASE_DASK_SCHEDULER": dask_tls.address}
     with deployed_with_worker(server, ["infra/prefect.yaml", "infra/prefect-git.yaml"], env) as log:
         yield log
