@@ -11,7 +11,7 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 
 .PHONY: demo test system-packages mutation bench server deploy worker clean
 
-# The nightly deployment on a local Prefect server (README, "Deployment").
+# The nightly deployment on a local Prefect server (docs/guide.md, "Deployment").
 PREFECT_PORT ?= 4200
 LOCAL_API := http://127.0.0.1:$(PREFECT_PORT)/api
 

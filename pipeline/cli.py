@@ -1,4 +1,4 @@
-"""The `vase` command (README, "Command line").
+"""The `vase` command (docs/guide.md, "Command line").
 
 `ingest`, `rate`, `backtest`, `methods`, `kinds`, `report` and `history` use the library directly
 and need no Prefect server. `demo`, which runs the nightly Prefect flow, is added by `flows.cli`

@@ -33,8 +33,8 @@ DATASETS = shared_datasets()
 
 
 def guide_commands() -> list[list[str]]:
-    """The `vase rate` lines of the guide, as arguments."""
-    lines = [line for line in GUIDE.read_text(encoding="utf-8").splitlines() if line.startswith("vase rate ")]
+    """The `vase rate` lines of the guide that read a shared data set, as arguments."""
+    lines = [line for line in GUIDE.read_text(encoding="utf-8").splitlines() if line.startswith("vase rate ") and PREFIX in line]
     return [shlex.split(line)[2:] for line in lines]
 
 

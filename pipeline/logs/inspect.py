@@ -27,7 +27,7 @@ from pipeline.logs.records import TABULAR_SUFFIXES, RawRecords, UnreadableFile, 
 SAMPLE_ROWS = 2_000
 SHOWN_VALUES = 3
 NEEDS = {"battles": ("model_a", "model_b", "winner"), "games": ("game_id", "player", "score or place"),
-         "scores": ("task", "agent", "score"), "ballots": ("ranking",), "reviews": ("see README, Council scoring",)}
+         "scores": ("task", "agent", "score"), "ballots": ("ranking",), "reviews": ("see docs/guide.md, Council scoring",)}
 METHODS = {"battles": ("elo", "m-elo:prior=0.01"), "games": ("borda", "elo"), "scores": ("borda", "copeland"),
            "ballots": ("borda", "copeland"), "reviews": ("council-borda",)}
 # Names of the columns that hold a side of a battle, best first (names before ids).

@@ -34,7 +34,7 @@ from tests.conftest import CONTRACT_KINDS, CONTRACT_NAMES, WEIGHT_COLUMN, all_st
 FAST = {"m-elo": "m-elo:bootstrap=30", "elo": "elo:shuffles=4", "council-borda": "council-borda:compare=copeland",
         "affinity-ne": "affinity-ne:max_iter=5000"}
 NOT_SCALE_FREE = {
-    "elo": "a step is k times the weight (README, Elo family)",
+    "elo": "a step is k times the weight (docs/guide.md, Elo family)",
     "am-elo": "its priors count in votes of weight 1 (pipeline/methods/bradley_terry/am_elo.py)",
     "alpha-rank": "a task weight is a number of copies of the task, and alpha-Rank is not invariant to copies of a strategy",
 }

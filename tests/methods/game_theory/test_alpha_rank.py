@@ -259,7 +259,7 @@ def test_bad_parameters_and_too_large_games_are_refused():
 
 
 def test_the_infinite_alpha_chain_is_a_spec_and_nan_is_not():
-    # README: `alpha-rank:alpha=inf` is the infinite-α chain; the registry refused every non-finite number.
+    # docs/guide.md: `alpha-rank:alpha=inf` is the infinite-α chain; the registry refused every non-finite number.
     from pipeline.methods.registry import Spec, apply
 
     scores = np.array([[0.9, 0.8, 0.7], [0.5, 0.6, 0.2], [0.1, 0.3, 0.4]])

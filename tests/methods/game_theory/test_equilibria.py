@@ -57,7 +57,7 @@ def test_a_game_with_one_strategy_each(spec, expected):
 
 @pytest.mark.parametrize("spec", [s for s in GAME_METHODS if s not in ZERO_SUM_ONLY])
 def test_battles_without_prompts_use_the_agent_agent_game(spec):
-    # README: battles without prompts give agent-agent under game=auto. Agents 0 > 1 > 2, and 3
+    # docs/guide.md: battles without prompts give agent-agent under game=auto. Agents 0 > 1 > 2, and 3
     # met nobody (its margins are 0: a disconnected agent is rated, not refused).
     counts = _battles([(-1, 0, 1, 3.0, 0.0), (-1, 1, 2, 2.0, 1.0), (-1, 2, 1, 0.0, 1.0), (-1, 0, 2, 1.0, 0.0)], 4)
     assert choose_game(counts, "auto", "minmax", {"scores": "agent-agent-task", "battles": "model-model-prompt"}).info[
