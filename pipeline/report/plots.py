@@ -139,7 +139,7 @@ def matrix_plot(labels: Sequence[str], values: np.ndarray, *, title: str = "", c
                      right=1.3, top=0.45 * bool(title) + 0.15, bottom=0.87 * margin + (0.3 if xlabel else 0))
         ax = fig.add_subplot()
         shown = np.ma.masked_invalid(np.asarray(values, dtype=np.float64))
-        colours = matplotlib.colormaps[cmap] if isinstance(cmap, str) else LinearSegmentedColormap.from_list("win-rate", cmap)
+        colours = matplotlib.colormaps[cmap] if isinstance(cmap, str) else LinearSegmentedColormap.from_list("colours", cmap)
         colours = colours.with_extremes(bad=MISSING)
         image = ax.imshow(shown, cmap=colours, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="equal")
         ax.set_xticks(np.arange(n), ticks, rotation=60, ha="right", rotation_mode="anchor")
