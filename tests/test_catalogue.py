@@ -36,8 +36,9 @@ def test_rating_imports_heavy_modules_only_when_it_needs_them():
     # Fixed costs of every `vase rate`: importing the board imported scipy.stats (~0.5 s, more
     # under load) for the Poisson table of bootstraps and the Kendall tau of method agreement, and
     # numba (~0.5 s) through the package loops that imported its compiled modules eagerly, and
-    # matplotlib (~1 s) for the report's figures, which `vase ingest` never draws.
-    on_first_use = ["scipy.stats", "numba", "distributed", "prefect", "matplotlib"]
+    # matplotlib (~1 s) for the report's figures, which `vase ingest` never draws (scipy.optimize: one
+    # reference path of maximal lotteries).
+    on_first_use = ["scipy.stats", "scipy.optimize", "numba", "distributed", "prefect", "matplotlib"]
     probe = f"import sys, pipeline.board\nprint(' '.join(m for m in {on_first_use!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=300)
     assert done.stdout.split() == []
