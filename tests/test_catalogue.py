@@ -42,3 +42,16 @@ def test_rating_imports_heavy_modules_only_when_it_needs_them():
     probe = f"import sys, pipeline.board\nprint(' '.join(m for m in {on_first_use!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=300)
     assert done.stdout.split() == []
+
+
+def test_a_small_rate_imports_neither_numba_nor_distributed(tmp_path):
+    # A 10-row `vase rate` paid ~1 s for numba (sorting its ids) and ~1 s for distributed (dask
+    # resolving the scheduler named "threads"), though it runs neither a compiled pass nor a cluster.
+    log = tmp_path / "ten.csv"
+    log.write_text("model_a,model_b,winner\n" + "".join(f"m{i % 4},m{(i + 1) % 4},model_a\n" for i in range(10)))
+    argv = ["vase", "rate", str(log), "--kind", "battles", "-m", "borda", "--out", str(tmp_path / "out")]
+    probe = (f"import sys\nsys.argv = {argv!r}\nfrom flows.cli import app\ntry:\n    app()\nexcept SystemExit:\n    pass\n"
+             "print('imported:', *(m for m in ('numba', 'distributed', 'prefect') if m in sys.modules), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True, timeout=300)
+    assert (tmp_path / "out" / "ratings.parquet").exists()
+    assert done.stderr.splitlines()[-1] == "imported:"
