@@ -54,6 +54,7 @@ INGEST_POSITION = "ingest_position"  # the stored column of `where` (int64): fil
 MAX_RUN = 1 << 22  # ids: 25 runs for 1e8 ids
 FILTER_BITS_PER_ID = 10  # at least: 1.3% of new ids pass the filter (measured; 0.04% at 20 bits, just after a rebuild)
 MIN_FILTER_IDS = 1 << 16
+SMALL_BATCH = 1 << 16  # ids numpy sorts in a few milliseconds
 KEY_SEPARATOR = "\x1f"
 
 
@@ -129,11 +130,19 @@ def line_of(where_: int) -> int:
 def sort_order(values: np.ndarray) -> np.ndarray | None:
     """The stable order that sorts hashes `values`, or None if they are sorted already (a check
     costs a hundredth of a sort)."""
-    from pipeline.sorted_merge import hash_order  # numba is imported on first use only
-
     if len(values) < 2 or not np.any(values[1:] < values[:-1]):
         return None
-    return hash_order(values)
+    return id_order(values)
+
+
+def id_order(keys: np.ndarray) -> np.ndarray:
+    """`pipeline.sorted_merge.hash_order` (the stable order of hashes `keys`), by numpy's stable sort
+    for a small batch: the same order, without importing numba (~1 s) for a small file."""
+    if len(keys) < SMALL_BATCH:
+        return np.argsort(np.asarray(keys, np.uint64), kind="stable")
+    from pipeline.sorted_merge import hash_order as compiled_order  # numba is imported on first use only
+
+    return compiled_order(keys)
 
 
 @dataclass
@@ -280,7 +289,6 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
     for all of them."""
     if not columns or not result.rows_accepted:
         return result
-    from pipeline.sorted_merge import hash_order  # numba is imported on first use only, not for kinds without ids
     lines = result.lines
     if unit_rows:  # one entry per distinct id, at its first line
         uh, ul, first, entries = distinct_ids(result.table, columns)
@@ -288,7 +296,7 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
     else:
         uh, ul = key_hashes(key_text(result.table, columns))
         ulines, entries = lines, None
-    order = hash_order(uh)  # sorted once: each run's search and the new run then need no sort
+    order = id_order(uh)  # sorted once: each run's search and the new run then need no sort
     sh, sl = uh[order], ul[order]
     found_sorted = seen.find(sh, sl)
     new = found_sorted == NOT_FOUND

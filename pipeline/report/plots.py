@@ -11,11 +11,12 @@ import io
 import math
 import warnings
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import matplotlib
 import numpy as np
-from matplotlib.colors import LinearSegmentedColormap
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ACCENT = "#2f5d9e"
 GOOD, BAD, NEUTRAL, REFERENCE = "#2e7d32", "#c62828", "#2f5d9e", "#222222"
@@ -43,7 +44,7 @@ STYLE = {
     "legend.frameon": False,
 }
 # Win rates: red below one half, white at one half, blue above (colour-blind safe ends).
-WIN_RATE = LinearSegmentedColormap.from_list("win-rate", ["#b2182b", "#f4a582", "#f7f7f7", "#92c5de", "#2166ac"])
+WIN_RATE = ("#b2182b", "#f4a582", "#f7f7f7", "#92c5de", "#2166ac")
 
 
 def short(label: str, limit: int = LABEL_CHARS) -> str:
@@ -51,6 +52,8 @@ def short(label: str, limit: int = LABEL_CHARS) -> str:
 
 
 def svg(fig: Figure) -> str:
+    import matplotlib  # imported on first use only: ~1 s that only drawing needs
+
     buffer = io.StringIO()
     keys = ("svg.hashsalt", "svg.fonttype", "text.parse_math")
     with matplotlib.rc_context({key: STYLE[key] for key in keys}), warnings.catch_warnings():
@@ -69,6 +72,9 @@ def text_width(labels: Sequence[str], size: float = STYLE["font.size"]) -> float
 def figure(width: float, height: float, *, left: float, right: float = 0.25, top: float = 0.35, bottom: float = 0.5) -> Figure:
     """A figure whose axes leave these margins (inches). Margins are set, not computed by a layout
     engine: measuring every label's extent was most of a report's time."""
+    import matplotlib  # imported on first use only: ~1 s that only drawing needs
+    from matplotlib.figure import Figure
+
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(width, height))
         fig.subplots_adjust(left=left / width, right=1 - right / width, top=1 - top / height, bottom=bottom / height)
@@ -83,6 +89,8 @@ def interval_plot(labels: Sequence[str], values: Sequence[float | None], low: Se
                   high: Sequence[float | None] | None = None, *, xlabel: str, title: str = "",
                   colours: Sequence[str] | None = None, zero_line: bool = False) -> str:
     """One row per label (first on top): a dot at the value, whiskers from low to high where given."""
+    import matplotlib  # imported on first use only: ~1 s that only drawing needs
+
     with matplotlib.rc_context(STYLE):
         n = len(labels)
         ticks = [short(str(label)) for label in labels]
@@ -114,8 +122,12 @@ def interval_plot(labels: Sequence[str], values: Sequence[float | None], low: Se
 
 
 def matrix_plot(labels: Sequence[str], values: np.ndarray, *, title: str = "", colourbar: str, vmin: float, vmax: float,
-                cmap=WIN_RATE, annotate: bool | None = None, xlabel: str = "", ylabel: str = "") -> str:
-    """A square heat map of `values` (NaN cells grey), rows and columns in the order of `labels`."""
+                cmap: str | Sequence[str] = WIN_RATE, annotate: bool | None = None, xlabel: str = "", ylabel: str = "") -> str:
+    """A square heat map of `values` (NaN cells grey), rows and columns in the order of `labels`;
+    `cmap` names a matplotlib colour map or lists the colours of one."""
+    import matplotlib  # imported on first use only: ~1 s that only drawing needs
+    from matplotlib.colors import LinearSegmentedColormap
+
     with matplotlib.rc_context(STYLE):
         n = len(labels)
         ticks = [short(str(label), 26) for label in labels]
@@ -127,7 +139,7 @@ def matrix_plot(labels: Sequence[str], values: np.ndarray, *, title: str = "", c
                      right=1.3, top=0.45 * bool(title) + 0.15, bottom=0.87 * margin + (0.3 if xlabel else 0))
         ax = fig.add_subplot()
         shown = np.ma.masked_invalid(np.asarray(values, dtype=np.float64))
-        colours = matplotlib.colormaps[cmap] if isinstance(cmap, str) else cmap
+        colours = matplotlib.colormaps[cmap] if isinstance(cmap, str) else LinearSegmentedColormap.from_list("colours", cmap)
         colours = colours.with_extremes(bad=MISSING)
         image = ax.imshow(shown, cmap=colours, vmin=vmin, vmax=vmax, interpolation="nearest", aspect="equal")
         ax.set_xticks(np.arange(n), ticks, rotation=60, ha="right", rotation_mode="anchor")
@@ -154,6 +166,8 @@ def matrix_plot(labels: Sequence[str], values: np.ndarray, *, title: str = "", c
 
 def lines_plot(x_labels: Sequence[str], series: dict[str, Sequence[float | None]], *, ylabel: str, title: str = "") -> str:
     """One line per series over the runs (x), with a legend on the right."""
+    import matplotlib  # imported on first use only: ~1 s that only drawing needs
+
     with matplotlib.rc_context(STYLE):
         legend = text_width([short(name, 28) for name in series], 8) + 0.6
         fig = figure(5.6 + legend, 3.6, left=0.8, right=legend, top=0.4 if title else 0.15, bottom=0.95)
@@ -176,6 +190,8 @@ def lines_plot(x_labels: Sequence[str], series: dict[str, Sequence[float | None]
 def scatter_panels(reference: str, x: Sequence[float], panels: dict[str, Sequence[float]], *, label: str) -> str:
     """One small scatter per method: its error against the reference's, per split, with the diagonal;
     points below the diagonal are splits where the method did better."""
+    import matplotlib  # imported on first use only: ~1 s that only drawing needs
+
     with matplotlib.rc_context(STYLE):
         columns = min(3, max(1, len(panels)))
         rows = max(1, math.ceil(len(panels) / columns))

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import dask
+import dask.threaded  # passed as the scheduler: its name, "threads", would make dask import distributed (~1 s)
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -206,7 +206,7 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     with stage("reduce units", len(units)) as advance:
         if client is None:
             with local_tasks_advance(advance, units_of):
-                return dask.delayed(finalize)(kind, tree_sum(reduced), statistics, names).compute(scheduler="threads")
+                return dask.delayed(finalize)(kind, tree_sum(reduced), statistics, names).compute(scheduler=dask.threaded.get)
         return finalize(kind, gathered_sum(client, reduced, lambda key: advance(units_of[key])), statistics, names)
 
 

@@ -231,3 +231,11 @@ def test_ids_of_content_count_identical_records_across_the_batches_of_a_file():
     second = contents.assign(batch(["tie", "model_a"]), ("battle_id",)).table.column("battle_id").to_pylist()
     a, tie = first[0], first[1]
     assert a.startswith("content:") and first == [a, tie, a + "#2"] and second == [tie + "#2", a + "#3"]
+
+
+@pytest.mark.parametrize("n", [identity.SMALL_BATCH - 1, identity.SMALL_BATCH])
+def test_id_order_is_the_stable_argsort_on_both_sides_of_the_small_batch(n):
+    # numpy sorts a small batch (no numba import for a small file), numba's pass a larger one:
+    # either way the order is the stable sort's, ties (repeated ids) in row order.
+    keys = np.random.default_rng(n).integers(0, n // 3, n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    assert np.array_equal(identity.id_order(keys), np.argsort(keys, kind="stable"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import dask
+import dask.threaded  # passed as the scheduler: its name, "threads", would make dask import distributed (~1 s)
 import numpy as np
 
 from pipeline.methods.numerics.threads import one_blas_thread
@@ -47,7 +47,7 @@ def fan_out(work: Callable[[object, int, np.random.Generator], np.ndarray], payl
         shared = dask.delayed(payload, traverse=False)
         tasks = [dask.delayed(_run)(work, shared, size, child) for size, child in zip(sizes, children)]
         with local_tasks_advance(advance, {task.key: size for task, size in zip(tasks, sizes)}):
-            return np.concatenate(dask.compute(*tasks, scheduler="threads"), axis=0)
+            return np.concatenate(dask.compute(*tasks, scheduler=dask.threaded.get), axis=0)
 
 
 def _run(work: Callable, payload: object, size: int, child: np.random.SeedSequence) -> np.ndarray:

@@ -47,7 +47,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import null_space
-from scipy.optimize import minimize
 from scipy.sparse.csgraph import connected_components
 
 from pipeline.methods.convergence import ConvergenceError, RatingError
@@ -171,6 +170,8 @@ def _max_entropy(square: Matrix, equal: Matrix, cross: Matrix, algorithm: str,
 
 def _max_entropy_plain(cross: np.ndarray, bases: list, size: int) -> tuple[np.ndarray, float, str]:
     """Reference: SLSQP over the null space of M_SS^T; q, its feasibility violation, SLSQP's message."""
+    from scipy.optimize import minimize  # imported on first use only: the reference path alone needs scipy.optimize
+
     basis = np.zeros((size, sum(b.shape[1] for _, b in bases)))
     column = 0
     for members, block in bases:
