@@ -313,7 +313,7 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     (a mask in the agent order of `cells`), ranks are counted among those agents (`interval_columns`).
     """
     if algorithm not in ("chord", "newton", ONE_STEP):
-        raise ValueError(f"bootstrap algorithm must be chord, newton or onestep, not {algorithm!r}")
+        raise ValueError(f"bootstrap algorithm must be chord or newton (exact), or onestep, not {algorithm!r}")
     if algorithm == ONE_STEP and options["davidson"]:
         raise ValueError("m-elo: refit=onestep needs ties=half and no covariates")
     path, chord = "plain" if algorithm != ONE_STEP else ONE_STEP, None
