@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from benchmarks.bench_m_elo_sparse import share_within_a_tenth
 from pipeline.methods.bradley_terry.core import Cells, elo_points, fit
 from pipeline.methods.bradley_terry.m_elo import bootstrap_intervals
 from pipeline.methods.bradley_terry.m_elo import m_elo as m_elo_method
@@ -50,17 +51,9 @@ def both(cells: Cells) -> tuple[dict, dict]:
     return exact, one_step
 
 
-def share_within(exact: dict, one_step: dict, share: float = 0.1) -> float:
-    """The share of agents whose two one-step endpoints are each within `share` of the exact interval's width."""
-    width = exact["ci_high"] - exact["ci_low"]
-    gap = np.maximum(np.abs(one_step["ci_low"] - exact["ci_low"]), np.abs(one_step["ci_high"] - exact["ci_high"]))
-    measured = np.isfinite(width)
-    return float(np.mean(gap[measured] <= share * width[measured]))
-
-
 def test_one_step_endpoints_are_within_a_tenth_of_the_exact_width_on_a_long_tail():
     exact, one_step = both(long_tail(400, 5000, seed=1)[0])
-    assert share_within(exact, one_step) >= 0.99
+    assert share_within_a_tenth(exact, one_step) >= 0.99
     measured = np.isfinite(exact["ci_low"])  # players drawn into no match have no interval
     assert measured.sum() > 200
     assert np.all(one_step["ci_high"][measured] > one_step["ci_low"][measured])  # a step not taken: every round at the full fit
@@ -71,7 +64,7 @@ def test_one_step_endpoints_are_within_a_tenth_of_the_exact_width_on_wta():
     cells = wta_slice("2021-01-01")  # four seasons: a bounded slice, still long-tailed
     assert cells.n > 500
     exact, one_step = both(cells)
-    assert share_within(exact, one_step) >= 0.99
+    assert share_within_a_tenth(exact, one_step) >= 0.99
 
 
 def test_one_step_coverage_of_the_true_skills_is_within_two_points_of_the_exact_bootstrap():
