@@ -86,5 +86,6 @@ def test_refit_is_checked_and_needs_half_ties():
     with pytest.raises(ValueError, match="refit"):
         Spec.parse("m-elo:refit=twostep")
     pairs = PairwiseCounts(np.arange(2), np.array([[0.0, 3.0], [2.0, 0.0]]), np.array([[0.0, 1.0], [1.0, 0.0]]))
-    with pytest.raises(ValueError, match="refit=onestep needs ties=half"):
-        m_elo_method(pairs, np.arange(2), ties="davidson", refit="onestep", bootstrap=10)
+    for options in ({"ties": "davidson"}, {"covariates": "len"}):  # refused before any fit
+        with pytest.raises(ValueError, match="refit=onestep needs ties=half and no covariates"):
+            m_elo_method(pairs, np.arange(2), refit="onestep", bootstrap=10, **options)
