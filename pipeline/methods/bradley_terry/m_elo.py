@@ -48,6 +48,14 @@ steps and stopping rules as a plain fit, warm-started by a few nonlinear Jacobi 
 system solved by conjugate gradients preconditioned by symmetric Gauss-Seidel on the round's own
 Hessian [Eis81], started from a coarse guess over blocks of the agents [Nic87]).
 
+One-step bootstrap (`refit=onestep`; the default `refit=exact` is the above): each round takes the
+same draws and, from the full-data estimate, the same nonlinear Jacobi sweeps as a compiled Newton round,
+then ONE Newton step on its own gradient and Hessian, no line search (`newton.one_step`; the one-step
+bootstrap of [And02], whose error against the round's exact fit is of the order of the next Newton step),
+its system solved to a relative residual of `ONE_STEP_RTOL`. Ties=half only. Validated against the exact
+bootstrap on the same draws (docs/design-notes.md): the endpoints within 10% of the exact interval's width
+for at least 99% of the agents.
+
 Style control (`covariates=len,md`, battles whose files give those features): ratings and
 coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.bradley_terry.style_control`.
 
@@ -79,6 +87,10 @@ TIES = ("half", "davidson")
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
 ROUND_TOL = 1e-3  # natural units (0.17 Elo points): a bootstrap round stops at steps this short (see the docstring)
 ROUND_BLOCK = 1 << 22  # cells x rounds taken together from the draws (32 MB per array)
+REFITS = ("exact", "onestep")  # refit=: each round fitted to convergence, or one Newton step from the full-data fit
+ONE_STEP = "onestep"
+ONE_STEP_RTOL = ROUND_TOL  # relative residual of a one-step round's Newton system: the step errs by about this share,
+#                            far below its own distance from the round's exact fit (validated: docs/design-notes.md)
 CHORD_SHARE = 1e-2  # the chord method stops at steps of CHORD_SHARE * tol: its error is then below that
 CHORD_SPREAD = 5.0  # the chord's worst error factor per step: this many relative standard deviations of a
 #                     resampled agent's total weight (Poisson: 1 / sqrt(weight)); at 1/2 or more it is not tried
@@ -101,7 +113,7 @@ class Resample:
     cells: Cells
     full: Fit
     options: dict
-    path: str  # "chord" (`_chord_rounds`), "rounds" (`_newton_rounds`) or "plain" (`_fit_round` per round)
+    path: str  # "chord" (`_chord_rounds`), "rounds" or ONE_STEP (`_newton_rounds`) or "plain" (`_fit_round` per round)
     chord: tuple[np.ndarray, np.ndarray] | None  # `chord_operator` on the chord path
     banded: Banded  # the agents renumbered for Newton per round (and the chord's fallback), with the Hessian's pattern
     table: PoissonTable  # of the cells' x wins, then y wins, then ties: built once for every chunk
@@ -141,7 +153,7 @@ def _bootstrap_chunk(job: Resample, size: int, rng: np.random.Generator) -> np.n
     count: the same uniforms in the same order as drawing the chunk at once (rounds row by row), and
     at Diplomacy scale 93 MB instead of a fresh 776 MB a chunk of 50 rounds, whose first touch cost
     more than the draws."""
-    fit_block = {"plain": _plain_rounds, "chord": _chord_rounds, "rounds": _newton_rounds}[job.path]
+    fit_block = {"plain": _plain_rounds, "chord": _chord_rounds, "rounds": _newton_rounds, ONE_STEP: _newton_rounds}[job.path]
     width = max(1, ROUND_BLOCK // max(1, len(job.cells.x)))
     buffer = np.empty((min(width, size), 3 * len(job.cells.x)))
     touches = abs(incidence(job.cells))  # agent x cell: 1 where the agent is in the cell
@@ -230,7 +242,7 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
     round's diagonal) it needs more iterations than Gauss-Seidel on the round's own Hessian. Rounds
     whose line search fails or that run out of iterations are counted unconverged, as in `_fit_round`.
     """
-    from pipeline.methods.bradley_terry.newton import Round, effective_wins, newton  # numba is imported on first use only
+    from pipeline.methods.bradley_terry.newton import Round, effective_wins, newton, one_step  # numba is imported on first use only
 
     cells, options, banded = job.cells, job.options, job.banded
     out = np.full((x_wins.shape[1], cells.n + 1), np.nan)
@@ -238,8 +250,9 @@ def _newton_rounds(job: Resample, x_wins: np.ndarray, y_wins: np.ndarray, ties: 
     for k in np.flatnonzero(out[:, -1] == FITTED):
         wx, wy = effective_wins(x_wins[:, k], y_wins[:, k], ties[:, k], banded.cells)  # a round's cells in `Banded` order
         beta = job.full.beta[banded.order]
-        if newton(Round(banded.x, banded.y, banded.adjacency, wx, wy, options["prior"]), beta, options["tol"],
-                  options["max_iter"]).fitted:
+        round_ = Round(banded.x, banded.y, banded.adjacency, wx, wy, options["prior"])
+        if (one_step(round_, beta, ONE_STEP_RTOL) if job.path == ONE_STEP
+                else newton(round_, beta, options["tol"], options["max_iter"]).fitted):
             out[k, banded.order] = beta - beta.mean() if options["prior"] == 0 else beta
         else:
             out[k, -1] = UNCONVERGED
@@ -290,6 +303,7 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     """95% percentile intervals and interval-respecting ranks from `rounds` Poisson resamples, in the
     agent order of `cells`.
 
+    `algorithm="onestep"` takes one Newton step per round (`refit=onestep`, ties=half; see the module docstring).
     `algorithm="chord"` fits the rounds of a chunk together where ties=half: by the chord method
     (`_chord_rounds`) where a model of the cost says so (`chord_is_cheaper`), else by compiled Newton
     round by round (`_newton_rounds`); with Davidson ties each round alone. "newton"
@@ -298,9 +312,11 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
     Chunks run on `client` (a distributed Client), or on local threads without one. Given `established`
     (a mask in the agent order of `cells`), ranks are counted among those agents (`interval_columns`).
     """
-    if algorithm not in ("chord", "newton"):
-        raise ValueError(f"bootstrap algorithm must be chord or newton, not {algorithm!r}")
-    path, chord = "plain", None
+    if algorithm not in ("chord", "newton", ONE_STEP):
+        raise ValueError(f"bootstrap algorithm must be chord or newton (exact), or onestep, not {algorithm!r}")
+    if algorithm == ONE_STEP and options["davidson"]:
+        raise ValueError("m-elo: refit=onestep needs ties=half and no covariates")
+    path, chord = "plain" if algorithm != ONE_STEP else ONE_STEP, None
     if algorithm == "chord" and not options["davidson"]:
         path = "chord" if chord_is_cheaper(cells) else "rounds"
     if path == "chord":
@@ -336,13 +352,15 @@ def _distinct_features(covariates: object) -> bool:
 
 @method("m-elo", needs=("pairwise", "agent_keys"),
         needs_with={"games": ("pairwise_per_game",), "covariates": ("battle_features",)},
-        rules={"ties": one_of(*TIES), "prior": PRIOR, "bootstrap": ROUNDS, "scale": POSITIVE, "games": one_of(*PAIR_WEIGHTINGS),
+        rules={"ties": one_of(*TIES), "prior": PRIOR, "bootstrap": ROUNDS, "refit": one_of(*REFITS), "scale": POSITIVE, "games": one_of(*PAIR_WEIGHTINGS),
                "tol": POSITIVE, "max_iter": at_least(1), "covariates": Rule(_distinct_features, "distinct features")})
 def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts | None = None, features: BattleFeatures | None = None,
-          *, ties: str = "half", prior: float | str = 0.0, bootstrap: int = 1000, seed: int = 0, scale: float = 400.0,
+          *, ties: str = "half", prior: float | str = 0.0, bootstrap: int = 1000, refit: str = "exact", seed: int = 0, scale: float = 400.0,
           anchor: float = 1000.0, games: str = "pairs", tol: float = STEP_TOL, max_iter: int = 100, covariates: str = "",
           client=None, established: np.ndarray | None = None) -> Ratings:
     """m-Elo: Bradley-Terry maximum likelihood on the pairwise counts, with bootstrap intervals."""
+    if refit == ONE_STEP and (ties != "half" or covariates):
+        raise ValueError("m-elo: refit=onestep needs ties=half and no covariates")
     if covariates:
         if ties != "half":
             raise ValueError("m-elo: covariates need ties=half")
@@ -374,7 +392,8 @@ def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts
         info["davidson_nu"] = float(np.exp(full.log_nu))
     extras: dict[str, np.ndarray] = {}
     if bootstrap:
-        by_cell, summary = bootstrap_intervals(cells, full, options, bootstrap, seed, scale, anchor, client=client,
+        by_cell, summary = bootstrap_intervals(cells, full, options, bootstrap, seed, scale, anchor,
+                                               algorithm=ONE_STEP if refit == ONE_STEP else "chord", client=client,
                                                established=None if established is None else np.isin(by_key, established))
         extras = {key: values[agent_keys] for key, values in by_cell.items()}
         info |= summary

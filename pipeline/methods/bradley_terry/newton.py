@@ -449,3 +449,25 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: S
         beta[:] = trial
         loglik, magnitude, previous, before = trial_loglik, trial_magnitude, size, previous
     return Outcome("iterations", max_iter, products, step, size, decrement / 2, loglik)
+
+
+def one_step(round_: Round, beta: np.ndarray, rtol: float) -> bool:
+    """From `beta` (changed in place), `Round.relax`'s sweeps and then one full Newton step on the round's own
+    gradient and Hessian, with no line search: the one-step bootstrap [And02] from the full-data estimate.
+    The sweeps (one pass over the cells each) take the agents with few comparisons, whose resampled
+    log-likelihood bends far from the full-data one, most of the way, as they do for `newton`; without
+    them the one step left 72% of the Diplomacy-scale agents' interval endpoints over 10% of the exact
+    bootstrap's width away. The system is solved as `newton`'s are (`coarse_guess`, then
+    `conjugate_gradients`) to the relative residual `rtol`; returns whether it reached it."""
+    prior, adjacency = round_.prior, round_.adjacency
+    grad, curvature = np.empty(len(beta)), np.empty(len(round_.x))
+    diagonal, weight = np.empty(len(beta)), np.empty(len(adjacency.cell), dtype=WEIGHT)
+    round_.relax(beta)
+    round_.evaluate(beta, grad, curvature)
+    rhs = grad - grad.mean() if prior == 0 else grad
+    hessian_entries(adjacency.start, adjacency.cell, curvature, prior, weight, diagonal)
+    bounds, block = coarse_blocks(len(beta))
+    lower = coarse_factor(coarse_system(adjacency.start, adjacency.split, adjacency.other, weight, diagonal, bounds, block))
+    step, reached, _ = _newton_system(adjacency, weight, diagonal, rhs, coarse_guess(lower, rhs, block), rtol, prior)
+    beta += step
+    return reached <= rtol
