@@ -15,7 +15,7 @@ tail is drawn as the table's first value). Weights with too many distinct values
 
 from __future__ import annotations
 
-import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,9 +106,7 @@ def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray,
     if finite.all():  # numpy's nanpercentile goes agent by agent (3 s for 1000 rounds of 53k agents)
         low, high = np.percentile(scores, PERCENTILES, axis=0)
     elif finite.any():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # an agent without a score in any round: NaN
-            low, high = np.nanpercentile(scores, PERCENTILES, axis=0)
+        low, high = nan_percentiles(scores, PERCENTILES)
     else:
         low, high = (np.full(len(rank), np.nan),) * 2
     mask = np.ones(len(rank), dtype=bool) if established is None else np.asarray(established, dtype=bool)
@@ -118,15 +116,26 @@ def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray,
     if measured.all():
         rank_low = np.percentile(ranks, PERCENTILES[0], axis=0, method="lower")
         rank_high = np.percentile(ranks, PERCENTILES[1], axis=0, method="higher")
-    else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # an agent no round measured: NaN, widened below
-            rank_low = np.nanpercentile(ranks, PERCENTILES[0], axis=0, method="lower")
-            rank_high = np.nanpercentile(ranks, PERCENTILES[1], axis=0, method="higher")
+    else:  # an agent no round measured has NaN bounds, widened here
+        [rank_low], [rank_high] = nan_percentiles(ranks, PERCENTILES[:1], "lower"), nan_percentiles(ranks, PERCENTILES[1:], "higher")
         rank_low, rank_high = np.nan_to_num(rank_low, nan=1.0), np.nan_to_num(rank_high, nan=float(len(rank)))
     rank_low, rank_high = rank_low.astype(np.int64), rank_high.astype(np.int64)
     return {"ci_low": low, "ci_high": high, "rank_low": rank_low, "rank_high": rank_high,
             "tier": tiers_within(rank, rank_low, rank_high, mask), "rounds_measured": measured.sum(axis=0)}
+
+
+def nan_percentiles(values: np.ndarray, q: Sequence[float], method: str = "linear") -> np.ndarray:
+    """`np.nanpercentile(values, q, axis=0, method=method)` (q x columns; NaN for a column without a
+    number), computed one block of columns at a time: the columns with the same count of numbers,
+    sorted with their NaNs last, go through one `np.percentile` over that many rows. numpy's own
+    goes column by column in Python: 19 s for 20 rounds of 53k agents."""
+    ordered = np.sort(values, axis=0)
+    counts = (~np.isnan(values)).sum(axis=0)
+    found = np.full((len(q), values.shape[1]), np.nan)
+    for count in np.unique(counts[counts > 0]):
+        columns = np.flatnonzero(counts == count)
+        found[:, columns] = np.percentile(ordered[:count, columns], q, axis=0, method=method)
+    return found
 
 
 def tiers_within(rank: np.ndarray, rank_low: np.ndarray, rank_high: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -1,11 +1,14 @@
 """Poisson redraws by guide-table inversion: the right distribution, reproducible, and the fallback."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.stats import poisson
 
 from pipeline.methods.numerics import resample
-from pipeline.methods.numerics.resample import PoissonTable, interval_columns, poisson_draws, rank_upper_bounds, ranks_by_round
+from pipeline.methods.numerics.resample import (PoissonTable, interval_columns, nan_percentiles, poisson_draws, rank_upper_bounds,
+                                                 ranks_by_round)
 from pipeline.methods.ratings import competition_ranks
 
 
@@ -158,3 +161,18 @@ def test_ranks_by_round_equal_competition_ranks_with_ties_infinities_signed_zero
             assert ranks[r].tolist() == competition_ranks(scores[r]).astype(float).tolist()
     assert np.isnan(ranks[3]).all() and ranks.dtype == np.float64
     assert ranks_by_round(np.empty((2, 0))).shape == (2, 0)
+
+
+@pytest.mark.parametrize("method", ["linear", "lower", "higher"])
+def test_nan_percentiles_are_numpys_nanpercentile(method):
+    # Rounds that did not measure an agent are NaN; columns measured by different numbers of rounds,
+    # one by none, and repeated values (ranks) must give numpy's own answer bit for bit.
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=(40, 300))
+    values[:, :100] = rng.integers(1, 9, size=(40, 100))
+    values[rng.random(values.shape) < 0.3] = np.nan
+    values[:, 7] = np.nan
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        expected = np.nanpercentile(values, [2.5, 97.5], axis=0, method=method)
+    np.testing.assert_array_equal(nan_percentiles(values, [2.5, 97.5], method), expected)
