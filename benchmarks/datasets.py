@@ -104,7 +104,8 @@ def f1_games(limit: int | None) -> pl.DataFrame:
     raw = pl.read_csv(ROOT / "f1_race_results/race_results.csv", infer_schema_length=10000)
     frame = raw.select(game_id=pl.col("raceId").cast(pl.String), player=pl.col("driverId").cast(pl.String),
                        place="position_order", timestamp="date")
-    return _head(frame, "game_id", limit)
+    # In the 1950s two drivers sometimes shared a car: a driver's best place in a race is kept.
+    return _head(frame.unique(["game_id", "player"], keep="first", maintain_order=True), "game_id", limit)
 
 
 def f1_ballots(limit: int | None) -> pl.DataFrame:
