@@ -38,7 +38,9 @@ Ratings are <= 0; in 2-player zero-sum games they equal Nash averaging minus the
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -48,7 +50,7 @@ from pipeline.methods.convergence import ConvergenceError, RatingError
 from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, payoff_range
 from pipeline.methods.numerics import highs
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import between, method
+from pipeline.methods.registry import Cost, Size, between, method
 
 DEFAULT_GAMES = {"scores": "agent-agent-task", "battles": "model-model-prompt"}
 TOLERANCE = 1e-9  # of the payoff range: gains this close to eps are tight, reduced costs this small are 0
@@ -180,7 +182,26 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
     return ratings, sigma.reshape(game.shape), info
 
 
-@method("deviation", needs=("game_data",), rules=GAME_RULES | {"decimals": between(0, 15)})
+def game_shape(size: Size, game: str) -> tuple[int, ...]:
+    """The strategies per player of the game a spec asks for, from the input's size (`auto`: 3 players when
+    there are tasks or prompts, else agent-agent)."""
+    k, t = size.agents, max(size.tasks, 1)
+    if game == "agent-agent" or (game == "auto" and not size.tasks):
+        return (k, k)
+    return (k, t) if game == "agent-task" else (k, k, t)
+
+
+def deviation_cost(size: Size, params: Mapping[str, object]) -> Cost:
+    """A dense (rows x joints) constraint matrix, a few copies; LPs as many as rows, each over columns
+    that grow with the joints: about 2e-6 s per row x joint (337 football teams: 362 s at load 17)."""
+    shape = game_shape(size, str(params["game"]))
+    rows, joints = sum(shape), math.prod(shape)
+    return Cost(2e-6 * rows * joints, 4 * 8.0 * rows * joints,
+                "rate with nash-averaging or alpha-rank, a 2-player game (game=agent-agent or agent-task), or fewer "
+                "agents (--where)")
+
+
+@method("deviation", needs=("game_data",), rules=GAME_RULES | {"decimals": between(0, 15)}, cost=deviation_cost)
 def deviation(data: GameData, *, game: str = "auto", norm: str = "minmax", decimals: int = 14,
               symmetries: bool = True) -> Ratings:
     """Deviation ratings: gains under the strictest CCE, clone invariant in N-player games [DevR]."""

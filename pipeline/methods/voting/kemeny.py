@@ -39,6 +39,7 @@ import heapq
 import itertools
 import math
 import time
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -47,7 +48,7 @@ from scipy.sparse.csgraph import connected_components
 from pipeline.methods.convergence import ConvergenceError, RatingError
 from pipeline.methods.numerics import highs
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import Rule, method, one_of
+from pipeline.methods.registry import Cost, Rule, Size, method, one_of
 from pipeline.methods.voting.majority import condorcet_info, dense_counts, order_info, ranked
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.weights import UNIT
@@ -227,7 +228,15 @@ def _canonical(cost: np.ndarray, var: np.ndarray, pairs: np.ndarray, rows: sp.cs
     return np.array(order, dtype=np.int64)
 
 
-@method("kemeny", needs=("pairwise", "agent_keys"),
+def kemeny_cost(size: Size, params: Mapping[str, object]) -> Cost:
+    """At worst one component of every agent: m^3/6 three-cycle rows, about 140 m^3 bytes in HiGHS (football's
+    337 teams took 5.3 GB); time at most `time_limit` (its own refusal), else like m^4."""
+    m, limit = size.agents, float(params["time_limit"])
+    return Cost(limit if math.isfinite(limit) else 2e-6 * m**4, 140.0 * m**3,
+                "rate with schulze or ranked-pairs, or fewer agents (--where)")
+
+
+@method("kemeny", needs=("pairwise", "agent_keys"), cost=kemeny_cost,
         rules={"algorithm": one_of("mip", "enumerate"), "time_limit": Rule(lambda v: v > 0, "positive (seconds)", infinite=True)})
 def kemeny(pairs: PairwiseCounts, agent_keys: np.ndarray, *, algorithm: str = "mip", time_limit: float = TIME_LIMIT) -> Ratings:
     """Kemeny-Young: the order of maximum pairwise agreement, exact (HiGHS MIP)."""
