@@ -8,7 +8,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 
-.PHONY: demo test bench server deploy worker clean
+.PHONY: demo test bench matrix server deploy worker clean
 
 # The nightly deployment on a local Prefect server (README, "Deployment").
 PREFECT_PORT ?= 4200
@@ -42,3 +42,9 @@ bench: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) .prefect vase-demo
+
+# Every method on every data set of ../shared/datasets through `vase rate` (issue 33): docs/matrix.md and
+# docs/matrix.parquet. LIMIT=N rates the first N units of each data set (a full run took hours at load 17).
+LIMIT ?=
+matrix: $(VENV)/.installed
+	$(PY) -m benchmarks.bench_matrix $(if $(LIMIT),--limit $(LIMIT))

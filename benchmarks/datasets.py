@@ -81,14 +81,14 @@ def arena_hard_battles(limit: int | None) -> pl.DataFrame:
 
 def arena_bench_scores(limit: int | None) -> pl.DataFrame:
     raw = pl.read_csv(ROOT / "arena_hard_auto/arena_bench_v1_gpt4_single_scores.csv")
-    return _head(raw.select(task="question_id", agent="model", score="score"), "task", limit)
+    return _head(raw.select(task="question_id", agent="model", score="score").drop_nulls("score"), "task", limit)
 
 
 def livebench_scores(limit: int | None) -> pl.DataFrame:
     """The latest release only: releases re-run tasks, so two releases would count one task twice."""
     raw = pl.read_csv(ROOT / "livebench/livebench_task_scores_long.csv")
     latest = raw.filter(pl.col("release") == pl.col("release").max())
-    return _head(latest.select("task", agent="model", score="score", category="category"), "task", limit)
+    return _head(latest.select("task", agent="model", score="score", category="category").drop_nulls("score"), "task", limit)
 
 
 def helm_scores(limit: int | None) -> pl.DataFrame:
