@@ -8,8 +8,10 @@ today's load a process spends a minute starting Dask and ingesting before its fi
 per cell would have been hours. Each cell is then judged from the run's `run.json`:
 
 - `rated`: the spec's ratings were published; its wall time is the run's `rate <spec>` timing;
-- `refused`: refused before any work (the budget: `registry.over_budget`) — its line is kept;
-- `failed`: refused after starting, or the process failed (the line is kept);
+- `refused`: refused before any work (the budget: `registry.over_budget`), or refused by the method
+  because the data give no estimate (an unconnected comparison graph...); its line is kept;
+- `failed`: a solver that gave up (a `ConvergenceError`: not reached, not solved, HiGHS's status),
+  an exception, or a process without a `run.json` (its line is kept);
 - `over budget`: rated, but past `BUDGET_SECONDS` or past 4x its own cost model's estimate.
 
 A run's CPU time and peak RSS (of the process and its children: `os.wait4`) go with each of its
@@ -101,6 +103,15 @@ def run_rate(path: Path, kind: str, specs: list[str], out: Path, timeout: float)
     return code, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, last
 
 
+FAILURE_WORDS = ("Error:", "not reached", "stopped", "converge", "HiGHS", "not solved")  # run.json keeps only the line
+
+
+def outcome_of_error(line: str) -> str:
+    """`refused` for the budget's refusal and a method's own refusal of the data (no estimate exists: an
+    unconnected comparison graph, too few agents), `failed` for a solver that gave up or an exception."""
+    return "failed" if "over the budget" not in line and any(word in line for word in FAILURE_WORDS) else "refused"
+
+
 def judge(data: DataSet, specs: list[str], size: Size, out: Path, code: int | None, cpu: float, rss: float,
           last: str, timeout: float) -> list[Cell]:
     run = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else None
@@ -117,7 +128,7 @@ def judge(data: DataSet, specs: list[str], size: Size, out: Path, code: int | No
         error = run["errors"].get(spec.canonical)
         wall = run["timings_s"].get(f"rate {spec.canonical}")
         if error is not None:
-            outcome = "refused" if "over the budget" in error else "failed"
+            outcome = outcome_of_error(error)
         elif wall is not None and (wall > BUDGET_SECONDS or (cost is not None and wall > OVERRUN * max(cost.seconds, 1.0))):
             outcome = "over budget"
         else:
