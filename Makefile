@@ -9,7 +9,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export DO_NOT_TRACK := 1
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS := 120
 
-.PHONY: demo test system-packages mutation bench server deploy worker clean
+.PHONY: demo test system-packages mutation bench matrix server deploy worker clean
 
 # The nightly deployment on a local Prefect server (docs/guide.md, "Deployment").
 PREFECT_PORT ?= 4200
@@ -62,7 +62,13 @@ worker: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(PY) -m pip install -q -c constraints.txt -e ".[dev,bench]"
-	for b in benchmarks/bench_*.py; do $(PY) -m benchmarks.$$(basename $$b .py) || exit 1; done
+	for b in benchmarks/bench_*.py; do [ $$b = benchmarks/bench_matrix.py ] || $(PY) -m benchmarks.$$(basename $$b .py) || exit 1; done
 
 clean:
 	rm -rf $(VENV) .prefect vase-demo .mutation
+
+# Every method on every data set of ../shared/datasets through `vase rate` (issue 33): docs/matrix.md and
+# docs/matrix.parquet. LIMIT=N rates the first N units of each data set (a full run took hours at load 17).
+LIMIT ?=
+matrix: $(VENV)/.installed
+	$(PY) -m benchmarks.bench_matrix $(if $(LIMIT),--limit $(LIMIT))

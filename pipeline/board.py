@@ -56,7 +56,7 @@ import pipeline.games  # noqa: F401  (registers the nfg kind)
 from pipeline.logs import KINDS, Mapping, MappingError, log_kind
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
-from pipeline.methods.registry import unique_specs
+from pipeline.methods.registry import Size, over_budget, unique_specs
 from pipeline.methods.standing import MIN_RECORDS, PROVISIONAL, Standing, check_standing
 from pipeline.paths import CATEGORY_PREFIX, UnsafePath, category_folder, check_board_name, inside, is_url
 from pipeline.progress import progress_shown, stage
@@ -355,15 +355,29 @@ class Rated:
         return {spec: error.named(names) for spec, error in self.refused.items()}
 
 
+def input_size(stats: Statistics) -> Size:
+    """The size the methods' cost models read, from what the reduction computed."""
+    pairs = stats.pairwise
+    compared = 0 if pairs is None else int(((pairs.wins + pairs.wins.T + pairs.ties) != 0).sum()) // 2
+    data = stats.extra.get("game_data")
+    tasks = next((len(v) for v in (getattr(data, "tasks", None), getattr(data, "prompts", None)) if v is not None), 0)
+    return Size(len(stats.agents), compared, tasks, 0 if stats.histogram is None else len(stats.histogram))
+
+
 def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: Standing | None = None) -> Rated:
-    """Rate with every spec; methods that fan out do so on `client` (None: local threads); the headline
-    ranks are the `standing`'s (None: the methods'). A method
+    """Rate with every spec; a spec whose cost model expects it past the budget is refused before it runs
+    (`pipeline.methods.registry.over_budget`); methods that fan out do so on `client` (None: local
+    threads); the headline ranks are the `standing`'s (None: the methods'). A method
     that cannot rate the data is refused, and the others still rate. So is a method that fails
     otherwise (a parameter value it rejects, a bug): its refusal names the error, and its
     traceback goes to this module's log at DEBUG level."""
     rated = Rated()
+    size = input_size(stats)
     for spec in map(Spec.parse, specs):
         start = time.perf_counter()
+        if (refusal := over_budget(spec, size)) is not None:  # before any of the method's work
+            rated.refused[spec.canonical] = RatingError(refusal)
+            continue
         try:
             rated.ratings.append(run(spec, stats, client=client, standing=standing))
         except RatingError as error:

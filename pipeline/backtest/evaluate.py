@@ -42,6 +42,7 @@ RESULT_SCHEMA = pa.schema([
     ("test_pairs", pa.int64()), ("unseen_pairs", pa.int64()),
     ("kendall", pa.float64()), ("kendall_normalised", pa.float64()),
     ("log_loss", pa.float64()), ("brier", pa.float64()), ("auc", pa.float64()),
+    ("error", pa.string()),  # why the method did not rate this split (its metrics are then null), else null
 ])
 
 
@@ -147,10 +148,16 @@ def score_split(log: UnitLog, split: Split, ratings: Ratings, unseen: str = "tie
 
 def evaluate(log: UnitLog, split: Split, stats: Statistics, spec: Spec, unseen: str = "tie") -> dict[str, object]:
     """One split x method task: rate the training statistics and score the test units."""
+    """A method that cannot rate the split (any error) gives a row with its one-line reason and null
+    metrics: the backtest goes on, and the summary pairs methods on the splits both rated."""
     seed = task_seed(split, spec)
-    ratings = rate_split(stats, spec, seed)
     row = {"split": split.index, "label": split.label, "method": task_label(spec), "seed": seed}
-    return row | score_split(log, split, ratings, unseen)
+    try:
+        ratings = rate_split(stats, spec, seed)
+    except Exception as error:  # noqa: BLE001 (one method on one split never stops the backtest)
+        reason = next(iter(str(error).splitlines()), type(error).__name__)
+        return row | {"train_units": len(split.train), "test_units": len(split.test), "error": reason}
+    return row | score_split(log, split, ratings, unseen) | {"error": None}
 
 
 def results_table(rows: list[dict[str, object]], specs: Sequence[Spec]) -> pa.Table:

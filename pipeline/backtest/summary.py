@@ -51,17 +51,18 @@ def summarise(results: pa.Table, specs: Sequence[str], reference: str = "elo", m
     base = _column(results, reference, metric) if reference in specs else None
     rows = []
     for spec in specs:
-        err = _column(results, spec, metric)
-        mean, low, high = t_interval(err)
-        row = {"method": spec, "splits": len(err), "mean": mean, "ci_low": low, "ci_high": high,
-               "unseen_pairs": float(_column(results, spec, "unseen_pairs").mean()),
+        err = _column(results, spec, metric)  # NaN on the splits the method did not rate
+        mean, low, high = t_interval(err[np.isfinite(err)])
+        row = {"method": spec, "splits": int(np.isfinite(err).sum()), "mean": mean, "ci_low": low, "ci_high": high,
+               "unseen_pairs": float(np.nanmean(_column(results, spec, "unseen_pairs"))) if np.isfinite(err).any() else None,
                "diff_mean": None, "diff_low": None, "diff_high": None, "p_value": None, "verdict": None}
         if base is not None and spec == reference:
             row["verdict"] = "reference"
         elif base is not None:
-            d = err - base
+            d = (err - base)[np.isfinite(err) & np.isfinite(base)]  # the splits both rated
+            err_both, base_both = err[np.isfinite(err) & np.isfinite(base)], base[np.isfinite(err) & np.isfinite(base)]
             row["diff_mean"], row["diff_low"], row["diff_high"] = t_interval(d)
-            p = st.ttest_rel(err, base).pvalue if len(d) > 1 and np.any(d != d[0]) else float("nan")
+            p = st.ttest_rel(err_both, base_both).pvalue if len(d) > 1 and np.any(d != d[0]) else float("nan")
             row["p_value"] = float(p)
             significant = len(d) > 1 and np.isfinite(row["diff_high"])
             row["verdict"] = ("better" if significant and row["diff_high"] < 0 else
@@ -79,7 +80,8 @@ def _cell(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def summary_markdown(summary: pa.Table, title: str, reference: str, metric: str) -> str:
+def summary_markdown(summary: pa.Table, title: str, reference: str, metric: str,
+                     failures: Sequence[tuple[str, int, str]] = ()) -> str:
     columns = ["method", "splits", "mean", "ci_low", "ci_high", "diff_mean", "diff_low", "diff_high", "p_value", "verdict",
                "unseen_pairs", *PREDICTIVE]
     lines = [f"# {title}", "", f"Error: {metric} (Kendall-tau distance per test game, averaged over games), mean over splits "
@@ -87,7 +89,17 @@ def summary_markdown(summary: pa.Table, title: str, reference: str, metric: str)
              "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in summary.to_pylist():
         lines.append("| " + " | ".join(_cell(row.get(c)) for c in columns) + " |")
+    if failures:
+        lines += ["", "Not rated (these splits are left out of the method's mean and of its paired comparison):", ""]
+        lines += [f"- {method}, split {split}: {reason}" for method, split, reason in failures]
     return "\n".join(lines) + "\n"
+
+
+def failed_splits(results: pa.Table) -> list[tuple[str, int, str]]:
+    """(method, split, reason) for every split a method did not rate."""
+    if "error" not in results.column_names:
+        return []
+    return [(r["method"], r["split"], r["error"]) for r in results.to_pylist() if r["error"] is not None]
 
 
 def plot_summary(summary: pa.Table, path: Path, title: str, metric: str) -> None:
@@ -123,7 +135,7 @@ def write_backtest(out: str | Path, results: pa.Table, summary: pa.Table, record
     written = {
         "results.parquet": lambda p: write_parquet(p, results),
         "summary.parquet": lambda p: write_parquet(p, summary),
-        "summary.md": lambda p: write_text(p, summary_markdown(summary, title, reference, metric)),
+        "summary.md": lambda p: write_text(p, summary_markdown(summary, title, reference, metric, failed_splits(results))),
         "errors.png": lambda p: plot_summary(summary, p, title, metric),
     }
     for name, write in written.items():

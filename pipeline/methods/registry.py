@@ -29,6 +29,13 @@ It is not a spec parameter and is not recorded in `Ratings.params`. Likewise `es
 method with a bootstrap of its own (m-Elo) that declares it receives the store ids of the agents
 a board's standing establishes (`pipeline.methods.standing`), to count rank intervals among them.
 
+A method whose time or memory grows fast with its input declares a cost model when it registers
+(`cost=`): a function of the input's `Size` (agents, pairs compared, tasks, ballots) and the
+spec's effective parameters, giving a `Cost` (seconds and bytes expected on one core, and an
+alternative that fits). `over_budget` turns it into the one-line refusal of a spec expected past
+`BUDGET_SECONDS` or `BUDGET_BYTES` (`pipeline.board.rate` refuses such a spec before running it);
+a method without a model is taken to fit. The models are checked by `benchmarks/bench_matrix.py`.
+
 Every spec whose method has no `bootstrap` parameter of its own also accepts `bootstrap=R` and
 `bootstrap_seed=S`: `run` then adds score intervals, rank intervals and tiers from R Poisson
 bootstrap rounds of the records (`pipeline.methods.uncertainty`). They appear in the canonical
@@ -90,6 +97,29 @@ NON_NEGATIVE = Rule(lambda value: value >= 0, "non-negative")
 ROUNDS = between(0, MAX_ROUNDS)  # bootstrap rounds and shuffles (0: none), as `fanout.fan_out` bounds them
 
 
+BUDGET_SECONDS = 120.0  # a rating expected to run longer is refused before it starts
+BUDGET_BYTES = 4 * 2**30  # and so is one expected to need more memory (2 cores, 24 GB shared by several runs)
+
+
+@dataclass(frozen=True)
+class Size:
+    """What a cost model reads: agents, pairs of agents compared, tasks (or prompts), ballots (distinct)."""
+
+    agents: int
+    pairs: int = 0
+    tasks: int = 0
+    ballots: int = 0
+
+
+@dataclass(frozen=True)
+class Cost:
+    """A method's expected time and peak memory on an input, and what to do instead when it does not fit."""
+
+    seconds: float
+    bytes: float
+    alternative: str
+
+
 @dataclass(frozen=True)
 class Method:
     name: str
@@ -98,6 +128,7 @@ class Method:
     kinds: frozenset[str] | None  # log kinds it accepts; None for all
     needs_with: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # parameter -> statistics it reads
     rules: Mapping[str, Rule] = dataclasses.field(default_factory=dict)  # parameter -> what its values must be
+    cost: Callable[[Size, Mapping[str, object]], Cost] | None = None  # the cost model (see the module doc)
 
     def check(self, params: Mapping[str, object]) -> None:
         """Raise ValueError naming the first of `params` that breaks its rule (the registry's own
@@ -144,7 +175,8 @@ REGISTRY: dict[str, Method] = {}
 
 
 def method(name: str, *, needs: tuple[str, ...], kinds: Iterable[str] | None = None,
-           needs_with: Mapping[str, tuple[str, ...]] | None = None, rules: Mapping[str, Rule] | None = None) -> Callable:
+           needs_with: Mapping[str, tuple[str, ...]] | None = None, rules: Mapping[str, Rule] | None = None,
+           cost: Callable[[Size, Mapping[str, object]], Cost] | None = None) -> Callable:
     """Register `fn` as `name`; the function returned checks its keyword arguments against `rules`
     (`Method.check`) on every call, so a direct call refuses what a spec would."""
     def register(fn: Callable[..., Ratings]) -> Callable[..., Ratings]:
@@ -159,7 +191,7 @@ def method(name: str, *, needs: tuple[str, ...], kinds: Iterable[str] | None = N
             return fn(*inputs, **params)
 
         REGISTRY[name] = Method(name, checked, tuple(needs), None if kinds is None else frozenset(kinds), dict(needs_with or {}),
-                                dict(rules or {}))
+                                dict(rules or {}), cost)
         return checked
 
     return register
@@ -268,6 +300,26 @@ class Spec:
 
     def __hash__(self) -> int:
         return hash(self.canonical)
+
+
+def estimate(spec: str | Spec, size: Size) -> Cost | None:
+    """The cost `spec`'s method expects on an input of `size` (None: no model), bootstrap rounds included."""
+    spec = Spec.parse(spec)
+    if spec.method.cost is None:
+        return None
+    once = spec.method.cost(size, spec.effective_params)
+    return dataclasses.replace(once, seconds=once.seconds * (1 + spec.bootstrap_rounds))
+
+
+def over_budget(spec: str | Spec, size: Size) -> str | None:
+    """The one-line refusal of a spec expected past the budget (`BUDGET_SECONDS`, `BUDGET_BYTES`), else None."""
+    spec = Spec.parse(spec)
+    cost = estimate(spec, size)
+    if cost is None or (cost.seconds <= BUDGET_SECONDS and cost.bytes <= BUDGET_BYTES):
+        return None
+    shape = ", ".join(f"{n:,} {what}" for what, n in dataclasses.asdict(size).items() if n)
+    return (f"{spec.name}: expected {cost.seconds:,.0f} s and {cost.bytes / 2**30:,.1f} GiB on {shape}, over the budget of "
+            f"{BUDGET_SECONDS:.0f} s and {BUDGET_BYTES / 2**30:.0f} GiB; {cost.alternative}")
 
 
 def unique_specs(specs: Iterable[str | Spec], key: Callable[[Spec], str] = str) -> tuple[tuple[Spec, ...], dict[str, list[str]]]:

@@ -75,3 +75,24 @@ def test_the_error_plot_fits_long_method_names_without_a_matplotlib_warning(tmp_
         warnings.simplefilter("error")
         plot_summary(summary, tmp_path / "errors.png", "backtest: scores, random splits", "kendall")
     assert (tmp_path / "errors.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_method_that_failed_on_one_split_is_paired_on_the_splits_both_rated():
+    # Issue 33: one failure stopped the backtest (exit 1). Now its row carries the reason and null metrics.
+    from pipeline.backtest.evaluate import RESULT_SCHEMA
+    from pipeline.backtest.summary import failed_splits, summarise, summary_markdown
+
+    reference = [0.30, 0.20, 0.25, 0.35]
+    other = [0.10, None, 0.15, 0.20]  # did not rate split 1
+    rows = [{"split": s, "label": f"s{s}", "method": m, "seed": 0, "train_units": 9, "test_units": 3, "unseen_pairs": 0,
+             "kendall": v, "error": None if v is not None else "kemeny: the kemeny order MIP was not solved within time_limit"}
+            for m, values in (("elo", reference), ("kemeny", other)) for s, v in enumerate(values)]
+    results = pa.Table.from_pylist(rows, schema=RESULT_SCHEMA)
+    summary = {r["method"]: r for r in summarise(results, ["elo", "kemeny"]).to_pylist()}
+    assert summary["kemeny"]["splits"] == 3 and summary["elo"]["splits"] == 4
+    assert summary["kemeny"]["mean"] == pytest.approx(0.15)
+    # paired on splits 0, 2, 3 only: differences -0.20, -0.10, -0.15
+    assert summary["kemeny"]["diff_mean"] == pytest.approx(-0.15)
+    assert failed_splits(results) == [("kemeny", 1, "kemeny: the kemeny order MIP was not solved within time_limit")]
+    text = summary_markdown(summarise(results, ["elo", "kemeny"]), "t", "elo", "kendall", failed_splits(results))
+    assert "- kemeny, split 1: kemeny: the kemeny order MIP was not solved within time_limit" in text

@@ -6,7 +6,12 @@ strategy) pairs not yet frozen, subject to the frozen gains staying at their val
 constraints whose duals are nonzero (the active ones) at the optimum; repeat until all are frozen.
 A frozen constraint is kept as delta <= r rather than delta = r: the optimal duals show the two
 are equivalent (a dual-weighted mean of gains bounded by r that equals r), and the inequality
-keeps every LP feasible under rounding.
+keeps every LP feasible under rounding. Its bound is r or the gain of the last LP's solution,
+whichever is larger: HiGHS returns solutions that break rows within its feasibility tolerance, and
+bounds at r exactly tightened with every LP until one was infeasible (the football agent-agent
+game of 157 teams, whose ratings are mostly within 1e-6 of 0, after 60 LPs). With the bounds the
+last solution meets, every LP has a feasible point; the rating stays r. The LPs run at feasibility
+tolerances of `LP_TOLERANCE`, below the default 1e-7 that such ratings are made of.
 
 Appendix A.1: players whose payoffs are symmetric under a swap (agent A and agent B) are solved
 for symmetric equilibria only (columns averaged over the swap, the second player's constraint
@@ -33,7 +38,9 @@ Ratings are <= 0; in 2-player zero-sum games they equal Nash averaging minus the
 
 from __future__ import annotations
 
+import math
 import time
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -43,11 +50,13 @@ from pipeline.methods.convergence import ConvergenceError, RatingError
 from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, payoff_range
 from pipeline.methods.numerics import highs
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import between, method
+from pipeline.methods.registry import Cost, Size, between, method
 
 DEFAULT_GAMES = {"scores": "agent-agent-task", "battles": "model-model-prompt"}
 TOLERANCE = 1e-9  # of the payoff range: gains this close to eps are tight, reduced costs this small are 0
 TIE_TOLERANCE = 1e-9  # of the payoff range: ratings this close share a rank
+LP_TOLERANCE = 1e-9  # of the payoff range: HiGHS's primal and dual feasibility tolerances
+LP_OPTIONS = {"primal_feasibility_tolerance": LP_TOLERANCE, "dual_feasibility_tolerance": LP_TOLERANCE}
 # The dense constraint matrix (a row per player's strategy, a column per joint strategy) and its copies
 # are built in float64: 2**27 entries are 1 GiB each. LiveBench's 314 models x 28 tasks as agent-agent-task
 # would have needed 14 GiB, and the process was killed by the kernel.
@@ -80,9 +89,13 @@ def solve_full(cols: np.ndarray, frozen: np.ndarray, values: np.ndarray) -> tupl
     Returns s, eps, the row activities (gains), and the row duals (gain rows, then the sum row)."""
     c, n = cols.shape
     matrix = np.vstack([np.hstack([cols, -(~frozen).astype(np.float64)[:, None]]), np.r_[np.ones(n), 0.0][None, :]])
-    solution = highs.solve("deviation ratings", np.r_[np.zeros(n), 1.0], matrix, np.r_[np.full(c, -highs.INF), 1.0],
-                           np.r_[np.where(frozen, values, 0.0), 1.0], np.r_[np.zeros(n), -highs.INF],
-                           np.full(n + 1, highs.INF))
+    def program(slack: float) -> tuple:
+        return ("deviation ratings", np.r_[np.zeros(n), 1.0], matrix, np.r_[np.full(c, -highs.INF), 1.0],
+                np.r_[np.where(frozen, values + slack, 0.0), 1.0], np.r_[np.zeros(n), -highs.INF], np.full(n + 1, highs.INF))
+    try:
+        solution = highs.solve(*program(0.0), options=LP_OPTIONS)
+    except highs.Infeasible:  # the last solution is feasible: HiGHS misjudged rows tight at their bounds
+        solution = highs.solve(*program(LP_TOLERANCE), options=LP_OPTIONS | {"presolve": "off"})
     x = solution.x
     return x[:n], float(x[n]), cols @ x[:n], solution.row_duals
 
@@ -133,7 +146,7 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
         cols, group_of = np.ascontiguousarray(unique.T), group_of.ravel()
     else:
         group_of = np.arange(cols.shape[1])
-    frozen, values = np.zeros(cols.shape[0], bool), np.zeros(cols.shape[0])
+    frozen, values, bounds = np.zeros(cols.shape[0], bool), np.zeros(cols.shape[0]), np.zeros(cols.shape[0])
     lps, first_lp, eps = 0, None, float("nan")
     initial = work = np.argsort(cols.max(axis=0), kind="stable")[: cols.shape[0]]  # columns with small gains
     limit = cols.shape[0] if max_iter is None else max_iter
@@ -143,10 +156,10 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
                                    f"after {lps} LPs (eps {eps:.3g} of the payoff range)")
         lp_start = time.perf_counter()
         if column_generation:
-            s, eps, gains, duals, work = _solve(cols, frozen, values, work, batch=max(50, cols.shape[0]))
+            s, eps, gains, duals, work = _solve(cols, frozen, bounds, work, batch=max(50, cols.shape[0]))
             work = np.union1d(np.flatnonzero(s > 0), initial)  # the support stays feasible for the next LP
         else:
-            s, eps, gains, duals = solve_full(cols, frozen, values)
+            s, eps, gains, duals = solve_full(cols, frozen, bounds)
             duals = np.abs(duals[:-1])
         first_lp = time.perf_counter() - lp_start if first_lp is None else first_lp
         lps += 1
@@ -155,6 +168,7 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
             active = ~frozen & (gains >= eps - TOLERANCE)
         frozen |= active
         values[active] = eps
+        bounds[frozen] = np.maximum(np.where(active, eps, bounds), gains)[frozen]  # s stays feasible
     rows = np.zeros(a.shape[0])
     rows[keep] = values
     for p, q in pairs:
@@ -168,7 +182,26 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
     return ratings, sigma.reshape(game.shape), info
 
 
-@method("deviation", needs=("game_data",), rules=GAME_RULES | {"decimals": between(0, 15)})
+def game_shape(size: Size, game: str) -> tuple[int, ...]:
+    """The strategies per player of the game a spec asks for, from the input's size (`auto`: 3 players when
+    there are tasks or prompts, else agent-agent)."""
+    k, t = size.agents, max(size.tasks, 1)
+    if game == "agent-agent" or (game == "auto" and not size.tasks):
+        return (k, k)
+    return (k, t) if game == "agent-task" else (k, k, t)
+
+
+def deviation_cost(size: Size, params: Mapping[str, object]) -> Cost:
+    """A dense (rows x joints) constraint matrix, a few copies; LPs as many as rows, each over columns
+    that grow with the joints: about 2e-6 s per row x joint (337 football teams: 362 s at load 17)."""
+    shape = game_shape(size, str(params["game"]))
+    rows, joints = sum(shape), math.prod(shape)
+    return Cost(2e-6 * rows * joints, 4 * 8.0 * rows * joints,
+                "rate with nash-averaging or alpha-rank, a 2-player game (game=agent-agent or agent-task), or fewer "
+                "agents (--where)")
+
+
+@method("deviation", needs=("game_data",), rules=GAME_RULES | {"decimals": between(0, 15)}, cost=deviation_cost)
 def deviation(data: GameData, *, game: str = "auto", norm: str = "minmax", decimals: int = 14,
               symmetries: bool = True) -> Ratings:
     """Deviation ratings: gains under the strictest CCE, clone invariant in N-player games [DevR]."""

@@ -37,6 +37,7 @@ OPTIMAL = "optimal"
 INFEASIBLE = "infeasible"
 UNBOUNDED = "unbounded"
 OBJECTIVE_BOUND = "objective bound"
+TIME_LIMIT = "time limit reached"  # an allowed status when the caller sets the `time_limit` option
 
 _STATUS = {
     highspy.HighsModelStatus.kOptimal: OPTIMAL,
@@ -66,6 +67,7 @@ class Solution:
     objective: float
     status: str
     retried: str | None = None  # the status of a first, failed simplex run
+    bound: float = float("nan")  # a MIP's dual bound (a MIP stopped by an allowed limit: with `objective`, its incumbent's)
 
 
 def solve(model: str, cost: np.ndarray, matrix: np.ndarray | sp.sparray | sp.spmatrix,
@@ -103,7 +105,9 @@ def solve(model: str, cost: np.ndarray, matrix: np.ndarray | sp.sparray | sp.spm
         return Solution(np.asarray(solution.col_value), np.asarray(solution.row_dual),
                         float(h.getInfo().objective_function_value), OPTIMAL, retried)
     if status in set(allow):
-        return Solution(np.zeros(0), np.zeros(0), float("nan"), status, retried)
+        info = h.getInfo()
+        incumbent = float(info.objective_function_value) if info.mip_gap < INF else float("nan")
+        return Solution(np.zeros(0), np.zeros(0), incumbent, status, retried, bound=float(info.mip_dual_bound))
     message = (f"{model}: HiGHS stopped with status '{status}' ({a.shape[0]} rows, {a.shape[1]} columns"
                + (f"; the simplex run before had ended '{retried}')" if retried else ")"))
     if status == INFEASIBLE:

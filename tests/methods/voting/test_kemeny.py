@@ -107,3 +107,52 @@ def test_no_agents_is_refused_in_one_line():
                        pairwise=PairwiseCounts(np.arange(0), np.zeros((0, 0)), np.zeros((0, 0))))
     with pytest.raises(RatingError, match="kemeny: no agents to rate"):
         methods.run("kemeny", stats)
+
+
+def brute_force_canonical(margins: np.ndarray, keys: np.ndarray) -> tuple[list[int], bool]:
+    """Every order of the agents: the best by the sum of margins above, the first among them in key order."""
+    import itertools
+
+    best, value, count = None, -np.inf, 0
+    for order in itertools.permutations(np.argsort(keys, kind="stable").tolist()):
+        v = sum(margins[order[i], order[j]] for i in range(len(order)) for j in range(i + 1, len(order)))
+        best, value, count = (order, v, 1) if v > value + 1e-9 else (best, value, count + (abs(v - value) <= 1e-9))
+    return list(best), bool(count == 1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_disjoint_elections_are_merged_by_key_as_every_order_would(seed):
+    # Agents in elections of their own (every cross margin 0): the canonical optimum interleaves the elections' orders.
+    rng = np.random.default_rng(seed)
+    names = list("abcdefg")
+    rng.shuffle(names)
+    groups = [names[:3], names[3:5], names[5:]]
+    ballots = [">".join(rng.permutation(g)) for g in groups for _ in range(rng.integers(1, 4))]
+    stats, agent_names = profile(ballots)
+    r = methods.run("kemeny", stats)
+    order, unique = brute_force_canonical(stats.pairwise.margins, stats.agent_keys)
+    assert r.info["kemeny_unique"] is unique is False
+    assert [agent_names[a] for a in np.asarray(stats.agents)[np.argsort(r.rank)]] == [agent_names[a] for a in order]
+
+
+def test_fifteen_two_agent_elections_are_fifteen_components_not_one():
+    # Each pair is its own election: they were one component of 30 agents (every cross margin 0 >= 0), whose
+    # canonical-order MIPs took 34 s; now each pair is a group of two components, ordered by its margin.
+    ballots = [f"a{i:02d}>b{i:02d}" for i in range(15)]
+    stats, names = profile(ballots)
+    r = methods.run("kemeny", stats)
+    assert r.info["component_sizes"] == [1] * 30 and r.info["kemeny_unique"] is False
+    # Merged by name: the a's lead their pairs and come first by name (every b can wait), then the b's.
+    ranked_names = [names[a] for a in np.asarray(stats.agents)[np.argsort(r.rank)]]
+    assert ranked_names == [f"a{i:02d}" for i in range(15)] + [f"b{i:02d}" for i in range(15)]
+
+
+def test_a_mip_past_its_time_limit_is_refused_in_one_line():
+    rng = np.random.default_rng(0)
+    names = [f"x{i}" for i in range(14)]
+    ballots = [">".join(rng.permutation(names)) for _ in range(15)]
+    stats = profile(ballots)[0]
+    with pytest.raises(RatingError, match=r"^kemeny: the kemeny \S+ MIP was not solved within time_limit \(.*\); rate with "
+                                          r"schulze or ranked-pairs, rate fewer agents \(--where\), or set "
+                                          r"kemeny:time_limit=<seconds>$"):
+        methods.run("kemeny:time_limit=0.001", stats)

@@ -1,0 +1,203 @@
+"""The matrix (issue 33): every registered method on every real data set, for every kind it is read as.
+
+For each data set of `benchmarks.datasets` (its first `--limit` units, or all of it), one `vase rate`
+(`python -m flows.cli rate`) in a subprocess rates the converted file with every method that rates
+its kind, default spec; a second does the same with `bootstrap=R` for the methods that take the
+registry's bootstrap. One process per (data set, kind, variant) rather than per cell: under
+today's load a process spends a minute starting Dask and ingesting before its first method, which
+per cell would have been hours. Each cell is then judged from the run's `run.json`:
+
+- `rated`: the spec's ratings were published; its wall time is the run's `rate <spec>` timing;
+- `refused`: refused before any work (the budget: `registry.over_budget`), or refused by the method
+  because the data give no estimate (an unconnected comparison graph...); its line is kept;
+- `failed`: a solver that gave up (a `ConvergenceError`: not reached, not solved, HiGHS's status),
+  an exception, or a process without a `run.json` (its line is kept);
+- `over budget`: rated, but past `BUDGET_SECONDS` or past 4x its own cost model's estimate.
+
+A run's CPU time and peak RSS (of the process and its children: `os.wait4`) go with each of its
+cells. Writes `docs/matrix.md` (date, machine, load) and `docs/matrix.parquet`.
+
+    python -m benchmarks.bench_matrix [--limit N] [--rounds R] [--timeout S] [--only NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import polars as pl
+
+from benchmarks.datasets import DATASETS, DataSet
+from pipeline.board import input_size, rates
+from pipeline.methods import REGISTRY, Spec
+from pipeline.methods.registry import BUDGET_SECONDS, Size, estimate, needed_statistics
+from pipeline.stats.extras import kind_statistics
+from pipeline.stats.in_memory import statistics_of_records
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+OVERRUN = 4.0  # a method past this multiple of its own estimate is over budget
+
+
+@dataclass
+class Cell:
+    dataset: str
+    kind: str
+    spec: str
+    outcome: str
+    wall_s: float | None
+    estimate_s: float | None
+    run_cpu_s: float
+    run_peak_rss_mb: float
+    line: str
+
+
+def specs_for(kind: str, rounds: int) -> list[str]:
+    """Every method that rates `kind`, its default spec, or with `bootstrap=rounds` where the registry bootstraps it."""
+    names = sorted(name for name, m in REGISTRY.items() if rates(m, kind))
+    if not rounds:
+        return names
+    return [f"{name}:bootstrap={rounds}" for name in names if REGISTRY[name].generic_parameters]
+
+
+def size_of(path: Path, kind: str, specs: list[str]) -> Size:
+    """The input size the cost models read, from the same file the run rates."""
+    records = pl.read_csv(path, infer_schema_length=0).to_dicts()
+    stats, _ = statistics_of_records(records, kind, needed_statistics(specs) & kind_statistics(kind))
+    return input_size(stats)
+
+
+def run_rate(path: Path, kind: str, specs: list[str], out: Path, timeout: float) -> tuple[int | None, float, float, float, str]:
+    """`vase rate` in a subprocess: exit code (None when stopped at `timeout`), wall, CPU seconds and peak RSS (MB) of
+    the process (`os.wait4`), and stderr's last line."""
+    command = [sys.executable, "-m", "flows.cli", "rate", str(path), "--kind", kind, "--out", str(out)]
+    for spec in specs:
+        command += ["-m", spec]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    stopped = threading.Event()
+
+    def stop() -> None:
+        stopped.set()
+        os.killpg(process.pid, signal.SIGTERM)
+
+    timer = threading.Timer(timeout, stop)
+    timer.start()
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    timer.cancel()
+    wall = time.perf_counter() - start
+    last = next((line for line in reversed(stderr.splitlines()) if line.strip()), "")
+    code = None if stopped.is_set() else os.waitstatus_to_exitcode(status)
+    return code, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, last
+
+
+FAILURE_WORDS = ("Error:", "not reached", "stopped", "converge", "HiGHS", "not solved")  # run.json keeps only the line
+
+
+def outcome_of_error(line: str) -> str:
+    """`refused` for the budget's refusal and a method's own refusal of the data (no estimate exists: an
+    unconnected comparison graph, too few agents), `failed` for a solver that gave up or an exception."""
+    return "failed" if "over the budget" not in line and any(word in line for word in FAILURE_WORDS) else "refused"
+
+
+def judge(data: DataSet, specs: list[str], size: Size, out: Path, code: int | None, cpu: float, rss: float,
+          last: str, timeout: float) -> list[Cell]:
+    run = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else None
+    cells = []
+    for text in specs:
+        spec = Spec.parse(text)
+        cost = estimate(spec, size)
+        expected = None if cost is None else round(cost.seconds, 3)
+        if run is None:
+            outcome = "over budget" if code is None else "failed"
+            cells.append(Cell(data.name, data.kind, str(spec), outcome, None, expected, cpu, rss,
+                              f"no run.json after {timeout:.0f} s" if code is None else last))
+            continue
+        error = run["errors"].get(spec.canonical)
+        wall = run["timings_s"].get(f"rate {spec.canonical}")
+        if error is not None:
+            outcome = outcome_of_error(error)
+        elif wall is not None and (wall > BUDGET_SECONDS or (cost is not None and wall > OVERRUN * max(cost.seconds, 1.0))):
+            outcome = "over budget"
+        else:
+            outcome = "rated"
+        cells.append(Cell(data.name, data.kind, str(spec), outcome, wall, expected, cpu, rss, error or ""))
+    return cells
+
+
+def matrix(limit: int | None, rounds: int, timeout: float, only: str | None = None,
+           done: Callable[[list[Cell]], None] | None = None) -> list[Cell]:
+    """The cells of every data set (whose name contains `only`); `done` sees the cells so far after each run."""
+    cells: list[Cell] = []
+    with tempfile.TemporaryDirectory() as folder:
+        for data in DATASETS:
+            if only and only not in data.name:
+                continue
+            path = data.write(Path(folder), limit)
+            for variant in sorted({0, rounds}):
+                specs = specs_for(data.kind, variant)
+                if not specs:
+                    continue
+                out = Path(folder) / f"{data.name}.{data.kind}.{variant}"
+                size = size_of(path, data.kind, specs)
+                code, wall, cpu, rss, last = run_rate(path, data.kind, specs, out, timeout)
+                cells += judge(data, specs, size, out, code, cpu, rss, last, timeout)
+                print(f"{data.name} {data.kind} bootstrap={variant}: {wall:.0f} s, exit {code}", file=sys.stderr, flush=True)
+                shutil.rmtree(out, ignore_errors=True)
+                if done is not None:
+                    done(cells)
+    return cells
+
+
+def write(cells: list[Cell], limit: int | None, rounds: int, started: float) -> None:
+    table = pl.DataFrame([asdict(c) for c in cells])
+    table.write_parquet(DOCS / "matrix.parquet")
+    counts = table.group_by("outcome").len().sort("outcome")
+    load = os.getloadavg()
+    lines = [
+        "# The matrix: every method on every real data set",
+        "",
+        f"Generated by `benchmarks/bench_matrix.py` (`make matrix`) on {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, "
+        f"{platform.node()} ({os.cpu_count()} cores), load {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}, "
+        f"in {time.perf_counter() - started:.0f} s. Data: {'the first ' + format(limit, ',') + ' units of each data set' if limit else 'every row'}; "
+        + (f"bootstrap variant with {rounds} rounds." if rounds else "no bootstrap variant (--rounds 0).") + f" Wall times are the runs' `rate <spec>` timings; CPU and peak RSS "
+        "are the whole `vase rate` run's (every method of the data set), not one cell's. Outcomes: "
+        + ", ".join(f"{row['outcome']} {row['len']}" for row in counts.iter_rows(named=True)) + ".",
+        "",
+        "| data set | kind | spec | outcome | wall s | estimate s | run CPU s | run peak RSS MB | line |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in cells:
+        wall = "" if c.wall_s is None else f"{c.wall_s:.2f}"
+        expected = "" if c.estimate_s is None else f"{c.estimate_s:.2f}"
+        lines.append(f"| {c.dataset} | {c.kind} | `{c.spec}` | {c.outcome} | {wall} | {expected} | {c.run_cpu_s:.0f} | "
+                     f"{c.run_peak_rss_mb:.0f} | {c.line.replace('|', '/')} |")
+    (DOCS / "matrix.md").write_text("\n".join(lines) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=None, help="the first N units (matches, races, tasks) of each data set")
+    parser.add_argument("--rounds", type=int, default=20, help="bootstrap rounds of the bootstrap variant (0: none)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for one `vase rate` run")
+    parser.add_argument("--only", default=None, help="data sets whose name contains this")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    matrix(args.limit, args.rounds, args.timeout, args.only, done=lambda cells: write(cells, args.limit, args.rounds, started))
+
+
+if __name__ == "__main__":
+    main()

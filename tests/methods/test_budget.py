@@ -1,0 +1,35 @@
+"""The budget (issue 33): a spec whose declared cost model expects it past 120 s or 4 GiB is refused in one line,
+before the method runs, naming the estimate and an alternative; specs that fit run."""
+
+import re
+
+from pipeline.board import input_size, rate
+from pipeline.methods.registry import BUDGET_BYTES, REGISTRY, Size, estimate, over_budget
+from pipeline.stats.in_memory import profile
+
+
+def test_the_football_agent_agent_game_is_refused_with_its_estimate_and_alternatives():
+    # Deviation on 337 teams ran 362 s (load 17); Kemeny's MIP on them took 5.3 GB.
+    line = over_budget("deviation:game=agent-agent", Size(337, 5000))
+    assert re.fullmatch(r"deviation: expected [\d,]+ s and [\d.]+ GiB on 337 agents, 5,000 pairs, over the budget of 120 s "
+                        r"and 4 GiB; rate with nash-averaging .*, or fewer agents \(--where\)", line)
+    assert estimate("kemeny", Size(337)).bytes > BUDGET_BYTES
+    assert over_budget("deviation:game=agent-agent", Size(59, 800)) is None
+
+
+def test_rate_refuses_an_over_budget_spec_before_running_it_and_rates_the_others():
+    names = [f"a{i:03d}" for i in range(340)]
+    stats, _ = profile([">".join(names), ">".join(reversed(names[:10]))])
+    assert input_size(stats) == Size(340, 340 * 339 // 2, 0, 2)
+    rated = rate(stats, ["kemeny", "borda"])
+    assert [r.name for r in rated.ratings] == ["borda"]
+    [(spec, error)] = rated.refused.items()
+    assert spec.startswith("kemeny") and str(error).startswith("kemeny: expected 60 s and 5.1 GiB on 340 agents")
+    assert rated.timings.get(f"rate {spec}", 0.0) == 0.0  # refused before the method's first step
+
+
+def test_every_cost_model_gives_a_cost_for_its_default_spec():
+    for name, chosen in REGISTRY.items():
+        if chosen.cost is not None:
+            cost = estimate(name, Size(10, 45, 3, 20))
+            assert cost.seconds >= 0 and cost.bytes >= 0 and cost.alternative
