@@ -64,9 +64,11 @@ def test_the_reduction_counts_big_weights_exactly_and_refuses_a_wrapping_total(t
     wins = reduce_store(store, "battles", {"pairwise"}, dense=dense).pairwise.wins
     exact = sum(int(u) for u in to_units(quantize(np.array([6e8, 0.3, 0.3])))) / UNIT
     assert (wins.toarray() if hasattr(wins, "toarray") else wins)[0, 1] == exact
-    # Two files of records at the bound on the same pair: the merged total passes 2^63 units.
+    # Two files of records at the bound on the same pair: the merged total passes 2^63 units. The
+    # battles have ids: without them, the two identical records would be one battle stored once.
     for name in ("x", "y"):
-        (tmp_path / f"{name}.csv").write_text(f"model_a,model_b,winner,weight\na,b,model_a,{MAX_WEIGHT:.0f}\n{name},a,tie,1\n")
+        (tmp_path / f"{name}.csv").write_text(f"battle_id,model_a,model_b,winner,weight\n{name}1,a,b,model_a,{MAX_WEIGHT:.0f}\n"
+                                              f"{name}2,{name},a,tie,1\n")
     reports = store.ingest([tmp_path / "x.csv", tmp_path / "y.csv"], "battles")
     assert [r.rows_accepted for r in reports] == [2, 2]
     with pytest.raises(WeightOverflow):

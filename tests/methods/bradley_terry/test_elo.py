@@ -104,8 +104,9 @@ def test_a_log_that_grew_continues_in_ingest_order(tmp_path):
 
     rng = np.random.default_rng(4)
     models = ["A", "B", "C", "D", "E"]
-    rows = [{"model_a": models[i], "model_b": models[(i + 1 + int(rng.integers(0, 4))) % 5],
-             "winner": str(rng.choice(["model_a", "model_b", "tie"]))} for i in rng.integers(0, 5, 240)]
+    # with ids: identical records without them would be one battle (`pipeline.logs.identity.ContentIds`)
+    rows = [{"battle_id": f"b{j}", "model_a": models[i], "model_b": models[(i + 1 + int(rng.integers(0, 4))) % 5],
+             "winner": str(rng.choice(["model_a", "model_b", "tie"]))} for j, i in enumerate(rng.integers(0, 5, 240))]
     log, other = tmp_path / "log.csv", tmp_path / "other.csv"
     pl.DataFrame(rows[:100]).write_csv(log)
     pl.DataFrame(rows[100:140]).write_csv(other)
