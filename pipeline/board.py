@@ -54,15 +54,16 @@ import yaml
 
 import pipeline.games  # noqa: F401  (registers the nfg kind)
 from pipeline.logs import KINDS, Mapping, MappingError, log_kind
+from pipeline.logs.presets import with_preset
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import Size, over_budget, unique_specs
 from pipeline.methods.standing import MIN_RECORDS, PROVISIONAL, Standing, check_standing
-from pipeline.paths import CATEGORY_PREFIX, UnsafePath, category_folder, check_board_name, inside, is_url
+from pipeline.paths import UnsafePath, category_folder, check_board_name, inside, is_url
 from pipeline.progress import progress_shown, stage
 from pipeline.report import RunRecord, leaderboard_markdown, publish, write_report
-from pipeline.report.provenance import REPEATED_LINE
 from pipeline.report.outfolder import check_out, replacing_run
+from pipeline.report.provenance import REPEATED_LINE
 from pipeline.stats import Statistics, reduce_store
 from pipeline.stats.categories import category_counts
 from pipeline.stats.extras import kind_statistics
@@ -209,9 +210,10 @@ def config_mapping(entry: object, base: Path, where: str) -> Mapping:
     if wrong := [key for key, value in single.items() if not isinstance(value, str)]:
         raise ValueError(f"{where}: mapping: {wrong[0]} is one text")
     try:
-        return Mapping.parse(columns=single["columns"], values=text_list(entry.get("values", []), f"{where}: mapping: values"),
-                             constants=single["set"], names=single["names"], seats=single["seats"], preset=single["preset"],
-                             where=text_list(entry.get("where", []), f"{where}: mapping: where"), base=base)
+        return with_preset(single["preset"], columns=single["columns"],
+                           values=text_list(entry.get("values", []), f"{where}: mapping: values"), constants=single["set"],
+                           names=single["names"], seats=single["seats"], where=text_list(entry.get("where", []), f"{where}: mapping: where"),
+                           base=base)
     except MappingError as exc:
         raise ValueError(f"{where}: mapping: {exc}") from None
 

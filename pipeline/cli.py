@@ -386,10 +386,10 @@ def rate(
 ) -> None:
     """Rate the agents of a store (or of log files) with one or more methods; `--kind nfg` rates a game file."""
     check_kind(kind)
-    from pipeline.board import KINDS, Board, check_by, run_board, source_files
-    from pipeline.methods.standing import MIN_RECORDS, ORDERS, check_standing
+    from pipeline.board import KINDS, Board, check_by, run_board
     from pipeline.logs import UnreadableFile
     from pipeline.methods.registry import unique_specs
+    from pipeline.methods.standing import MIN_RECORDS, ORDERS, check_standing
     from pipeline.store import Store
 
     if not KINDS[kind].stored and (store is not None or len(sources or ()) != 1):
@@ -549,7 +549,35 @@ def backtest(
     said.print(f"report: {visible((out / 'index.html').resolve())}", highlight=False)
 
 
-app.command()(mapped.inspect)
+@app.command()
+def inspect(
+    file: Annotated[Path, typer.Argument(help="a log file (CSV, TSV, JSON, JSONL, Parquet)")],
+    kind: Annotated[Optional[str], typer.Option("--kind", "-k", help="the kind to read it as (guessed if omitted)")] = None,
+) -> None:
+    """Show a sample of a file, what the kind needs, a suggested mapping and the command to rate it; writes nothing."""
+    from rich.table import Table
+
+    from pipeline.logs import UnreadableFile
+    from pipeline.logs.inspect import inspect as look
+    from pipeline.terminal import visible
+
+    check_sources([file])
+    if kind is not None:
+        check_kind(kind, stored=True)
+    try:
+        found = look(file, kind)
+    except UnreadableFile as exc:
+        raise fail(str(exc), 2) from None
+    table = Table("column", "values (sample)", title=f"{visible(file)}: {found.rows:,} rows sampled", title_justify="left")
+    for column, values in found.columns.items():  # names and values are data: shown, never obeyed
+        table.add_row(visible(column), ", ".join(map(visible, values)))
+    console.print(table)
+    console.print(f"{found.kind} needs: {', '.join(found.needs)}")
+    console.print("suggested mapping: " + visible(" ".join(found.options) or "none (read as it is)"))
+    for note in found.notes:
+        console.print(f"note: {visible(note)}")
+    console.print(f"the suggestion reads {found.accepted:,} of the {found.records:,} records sampled; to rate the file:")
+    console.print(visible(found.command), soft_wrap=True)
 
 
 @app.command()

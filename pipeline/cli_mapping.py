@@ -2,8 +2,7 @@
 
 Each command takes them as parameters typed `Columns`, `Values`, ... and turns them into a
 `Mapping` with `mapping_of`, which refuses bad input in one line (exit 2) before any store is
-written. `inspect` is the `vase inspect` command. Only typer is imported here; the mapping is
-imported when used.
+written. Only typer is imported here; the mapping is imported when used.
 """
 
 from __future__ import annotations
@@ -42,11 +41,12 @@ MaxQuarantined = Annotated[float, typer.Option(
 def mapping_of(columns: str = "", values: list[str] | None = None, constants: str = "", names: str = "",
                where: list[str] | None = None, seats: str = "", preset: str = "") -> Mapping:
     """The options as a `Mapping`; bad input is a usage error (exit 2)."""
-    from pipeline.logs import Mapping, MappingError
+    from pipeline.logs import MappingError
+    from pipeline.logs.presets import with_preset
 
     try:
-        return Mapping.parse(columns=columns, values=values or (), constants=constants, names=names, where=where or (),
-                             seats=seats, preset=preset)
+        return with_preset(preset, columns=columns, values=values or (), constants=constants, names=names, where=where or (),
+                           seats=seats)
     except MappingError as exc:
         raise typer.BadParameter(str(exc)) from None
 
@@ -63,34 +63,3 @@ def check_board_files(board: Board) -> None:
         board.mapping.check_files(local, log_kind(board.kind))
     except MappingError as exc:
         raise typer.BadParameter(str(exc)) from None
-
-
-def inspect(
-    file: Annotated[Path, typer.Argument(help="a log file (CSV, TSV, JSON, JSONL, Parquet)")],
-    kind: Annotated[Optional[str], typer.Option("--kind", "-k", help="the kind to read it as (guessed if omitted)")] = None,
-) -> None:
-    """Show a sample of a file, what the kind needs, a suggested mapping and the command to rate it; writes nothing."""
-    from rich.table import Table
-
-    from pipeline.cli import check_kind, check_sources, console, fail
-    from pipeline.logs import UnreadableFile
-    from pipeline.logs.inspect import inspect as look
-    from pipeline.terminal import visible
-
-    check_sources([file])
-    if kind is not None:
-        check_kind(kind, stored=True)
-    try:
-        found = look(file, kind)
-    except UnreadableFile as exc:
-        raise fail(str(exc), 2) from None
-    table = Table("column", "values (sample)", title=f"{visible(file)}: {found.rows:,} rows sampled", title_justify="left")
-    for column, values in found.columns.items():  # names and values are data: shown, never obeyed
-        table.add_row(visible(column), ", ".join(map(visible, values)))
-    console.print(table)
-    console.print(f"{found.kind} needs: {', '.join(found.needs)}")
-    console.print("suggested mapping: " + visible(" ".join(found.options) or "none (read as it is)"))
-    for note in found.notes:
-        console.print(f"note: {visible(note)}")
-    console.print(f"the suggestion reads {found.accepted:,} of the {found.records:,} records sampled; to rate the file:")
-    console.print(visible(found.command), soft_wrap=True)

@@ -22,6 +22,7 @@ import polars as pl
 from pipeline.logs.formats import batches
 from pipeline.logs.kinds import KINDS, LogKind
 from pipeline.logs.mapping import Mapping, MappingError
+from pipeline.logs.presets import with_preset
 from pipeline.logs.records import TABULAR_SUFFIXES, RawRecords, UnreadableFile, internal
 
 SAMPLE_ROWS = 2_000
@@ -110,7 +111,7 @@ def try_on_sample(found: Inspection, raw: RawRecords) -> None:
         except (MappingError, UnreadableFile) as exc:
             mixed = re.search(r"across the \d+ values of column '([^']+)': rate one with --where (\S+)", str(exc))
             if mixed and not found.mapping.where:
-                found.mapping = Mapping.parse(**_texts(found.mapping), where=[mixed.group(2)])
+                found.mapping = with_preset(**_texts(found.mapping), where=[mixed.group(2)])
                 found.notes.append(f"the file mixes the values of {mixed.group(1)}: rate one with --where (as below), "
                                    f"or each with --by {mixed.group(1)}")
                 continue
@@ -127,7 +128,7 @@ def try_on_sample(found: Inspection, raw: RawRecords) -> None:
 def _texts(mapping: Mapping) -> dict:
     record = mapping.record()
     return {"columns": record.get("columns", ""), "values": record.get("values", []), "constants": record.get("set", ""),
-            "names": str(record.get("names", "")), "seats": str(record.get("seats", "")), "preset": str(record.get("preset", ""))}
+            "names": str(record.get("names", "")), "seats": str(record.get("seats", "")), "name": str(record.get("preset", ""))}
 
 
 def _named(frame: pl.DataFrame, names: tuple[str, ...]) -> str | None:
@@ -218,8 +219,8 @@ def suggest_battles(frame: pl.DataFrame, path: Path) -> tuple[Mapping, list[str]
     if stamp is not None and stamp.lower() not in ("timestamp", "tstamp"):
         columns["timestamp"] = stamp
     preset = "arena" if "conv_metadata" in lowered else ""  # an Arena dump: its style features too
-    mapping = Mapping.parse(columns=",".join(f"{k}={v}" for k, v in columns.items()), values=values,
-                            constants=",".join(f"{k}={v}" for k, v in constants.items()), names=names, preset=preset)
+    mapping = with_preset(preset, columns=",".join(f"{k}={v}" for k, v in columns.items()), values=values,
+                          constants=",".join(f"{k}={v}" for k, v in constants.items()), names=names)
     return mapping, notes
 
 

@@ -163,16 +163,16 @@ class Mapping:
     split: str | None = None  # the file's column a board is split by (`--by COLUMN`)
     nested: tuple[tuple[str, str, tuple[str, ...]], ...] = ()  # canonical <- the sum of JSON paths in a file's column
     preset: str = field(default="", compare=False)  # the preset it came from, for messages
+    preset_kind: str = field(default="", compare=False)  # the kind that preset reads
 
     @classmethod
     def parse(cls, *, columns: str = "", values: list[str] | tuple[str, ...] = (), constants: str = "",
               names: str = "", where: list[str] | tuple[str, ...] = (), seats: str = "", preset: str = "",
-              base: Path | None = None) -> Mapping:
-        """The mapping of the command line's texts (or a config's, `base` its folder); a preset's
-        parts come first and the texts given add to them (or replace a column's entry)."""
-        from pipeline.logs.presets import preset_mapping
-
-        start = preset_mapping(preset) if preset else cls()
+              preset_kind: str = "", start: Mapping | None = None, base: Path | None = None) -> Mapping:
+        """The mapping of the command line's texts (or a config's, `base` its folder), added to `start`
+        (a preset's mapping, named `preset`: `pipeline.logs.presets.with_preset`): its parts come first
+        and the texts given add to them (or replace a column's entry)."""
+        start = cls() if start is None else start
         value_maps = dict(start.values)
         for text in values:
             column, sep, pairs = text.partition(":")
@@ -191,6 +191,7 @@ class Mapping:
             where=_unique(list(start.where) + where_pairs, "--where"),
             seats=Seats.parse(seats) if seats else start.seats,
             preset=preset,
+            preset_kind=preset_kind,
         )
         mapping._check_shape()
         return mapping
@@ -248,11 +249,8 @@ class Mapping:
     def check(self, kind: LogKind) -> None:
         """Refuse (`MappingError`) what cannot apply to `kind`, whatever the file."""
         known = self.canonical_columns(kind)
-        if self.preset:
-            from pipeline.logs.presets import preset
-
-            if (meant := preset(self.preset).kind) != kind.name:
-                raise MappingError(f"preset {self.preset} reads {meant}, not {kind.name} (--kind {meant})")
+        if self.preset_kind and self.preset_kind != kind.name:
+            raise MappingError(f"preset {self.preset} reads {self.preset_kind}, not {kind.name} (--kind {self.preset_kind})")
         named = [c for c, _ in self.columns] + [c for c, _ in self.constants] + [c for c, _ in self.values]
         named += [c for c, _, _ in self.nested]
         if unknown := [c for c in dict.fromkeys(named) if not _known(c, known)]:

@@ -55,3 +55,11 @@ def preset(name: str) -> Preset:
 
 def preset_mapping(name: str) -> Mapping:
     return preset(name).mapping
+
+
+def with_preset(name: str, **texts: object) -> Mapping:
+    """`Mapping.parse` of the options' texts, added to the mapping of the preset `name` ("": none)."""
+    if not name:
+        return Mapping.parse(**texts)
+    chosen = preset(name)
+    return Mapping.parse(preset=name, preset_kind=chosen.kind, start=chosen.mapping, **texts)

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from pipeline.logs import Mapping, MappingError, UnreadableFile, log_kind, read_log
-from pipeline.logs.presets import PRESETS
+from pipeline.logs.presets import PRESETS, with_preset
 
 
 def csv(path, text: str):
@@ -25,8 +25,8 @@ id,prompt,model_x,model_y,worker,winner,left,right
 """
 
 
-def mapped(**texts) -> Mapping:
-    return Mapping.parse(**texts)
+def mapped(preset: str = "", **texts) -> Mapping:
+    return with_preset(preset, **texts)
 
 
 def test_renames_and_value_maps_read_a_foreign_battle_log(tmp_path):

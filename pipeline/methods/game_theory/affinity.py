@@ -44,7 +44,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse.linalg as spla
 from scipy.spatial.distance import cdist
-from scipy.optimize import root
 from scipy.special import log_softmax, softmax
 
 from pipeline.games import Game, deviation_payoff, marginals, product
@@ -157,6 +156,8 @@ def qre_by_newton(game: Game, xs: list[np.ndarray], targets: list[np.ndarray], t
         # x_i and the logit response agree on all but the first action, so on that one too
         return np.concatenate([(lx - log_softmax(gr / tau + np.log(t)))[1:]
                                for lx, gr, t in zip(logs, _partials(game, [np.exp(lx) for lx in logs]), targets)])
+
+    from scipy.optimize import root  # imported on first use only: the fallback alone needs scipy.optimize
 
     start = np.concatenate([np.log(np.maximum(x[1:], 1e-300)) - np.log(max(x[0], 1e-300)) for x in xs])
     found = root(residual, start, method="hybr")
