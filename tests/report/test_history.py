@@ -8,9 +8,9 @@ import polars as pl
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from pipeline.methods import Spec
 from pipeline.report import HISTORY_FILE, append_history, read_history
 from pipeline.report.history import history_views, rank_changes
-
 from tests.report.conftest import RUNS
 from tests.report.pages import Page
 
@@ -18,7 +18,7 @@ from tests.report.pages import Page
 def test_a_second_run_over_one_new_file_shows_rank_changes(demo_nightly):
     history = read_history(demo_nightly / HISTORY_FILE)
     assert sorted(set(history.get_column("run_id").to_list())) == list(RUNS)
-    spec = "m-elo:anchor=1000.0,bootstrap=200,games=pairs,max_iter=100,prior=0.0,scale=400.0,seed=0,ties=half,tol=1e-07"
+    spec = Spec.parse("m-elo:bootstrap=200").canonical  # as the board names it
     previous, before = rank_changes(history, "arena", spec, RUNS[1])
     assert previous == RUNS[0] and "newcomer-1b" not in before
     now = dict(history.filter((pl.col("run_id") == RUNS[1]) & (pl.col("method") == spec)).select("agent", "rank").iter_rows())
