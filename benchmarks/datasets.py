@@ -18,7 +18,17 @@ from pathlib import Path
 
 import polars as pl
 
-ROOT = Path(os.environ.get("VASE_DATASETS", "/work/shared/datasets"))  # ../shared/datasets of the main checkout
+
+def shared_datasets() -> Path:
+    """`$VASE_DATASETS`, else the `shared/datasets` folder beside the checkout (as CI lays it) or above it."""
+    if given := os.environ.get("VASE_DATASETS"):
+        return Path(given)
+    checkout = Path(__file__).resolve().parents[1]
+    found = (folder / "shared" / "datasets" for folder in checkout.parents)
+    return next((f for f in found if f.is_dir()), checkout.parent / "shared" / "datasets")
+
+
+ROOT = shared_datasets()
 
 
 def _head(frame: pl.DataFrame, unit: str, limit: int | None) -> pl.DataFrame:

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks.datasets import shared_datasets
 from pipeline.cli import app
 from tests.conftest import ROOT
 
@@ -21,15 +22,7 @@ GUIDE = ROOT / "docs" / "guide.md"
 PREFIX = "../shared/datasets/"
 
 
-def shared_datasets() -> Path | None:
-    """The shared data sets: ../shared beside the clone (CI), or in a folder above it."""
-    for folder in (ROOT, *ROOT.parents):
-        if (folder / "shared" / "datasets").is_dir():
-            return folder / "shared" / "datasets"
-    return None
-
-
-DATASETS = shared_datasets()
+DATASETS = found if (found := shared_datasets()).is_dir() else None
 
 
 def guide_commands() -> list[list[str]]:

@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from benchmarks.datasets import ROOT as DATASETS
 from pipeline.board import Board, load_boards, run_board
 from pipeline.methods import needed_statistics, run
 from pipeline.methods.numerics.resample import ranks_within
@@ -112,7 +113,7 @@ def test_every_output_carries_the_flag_and_run_json_counts_it(tmp_path):
     assert "provisional agents (2)" in page and "lower end of the 95% score interval" in page
 
 
-WTA = Path("/work/shared/datasets/wta_matches")
+WTA = DATASETS / "wta_matches"
 
 
 def wta_battles(path: Path, since: str) -> Path:

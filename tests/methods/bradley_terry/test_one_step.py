@@ -1,12 +1,12 @@
 """m-Elo's one-step bootstrap (`refit=onestep`) against the exact bootstrap on the same draws."""
 
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
 
 from benchmarks.bench_m_elo_sparse import share_within_a_tenth
+from benchmarks.datasets import ROOT as DATASETS
 from pipeline.methods.bradley_terry.core import Cells, elo_points, fit
 from pipeline.methods.bradley_terry.m_elo import bootstrap_intervals
 from pipeline.methods.bradley_terry.m_elo import m_elo as m_elo_method
@@ -15,7 +15,7 @@ from pipeline.stats.counts import PairwiseCounts
 
 PRIOR, ROUNDS, SEED = 0.01, 200, 3
 OPTIONS = {"davidson": False, "prior": PRIOR, "tol": 1e-6, "max_iter": 100}
-WTA = Path("/work/shared/datasets/wta_matches")
+WTA = DATASETS / "wta_matches"
 
 
 def long_tail(players: int, matches: int, seed: int) -> tuple[Cells, np.ndarray]:
