@@ -141,8 +141,9 @@ ORDER_WORDS = {"score": "the method's score", "lower": "the lower end of the 95%
 
 def standing_sentence(info: dict[str, object]) -> str:
     """What orders a board's table, and who is ranked apart (the info `pipeline.methods.standing` adds)."""
+    apart = int(info["provisional_count"])
     return (f"Ranked by {ORDER_WORDS[str(info['ordered_by'])]}, among the agents with at least {info['min_records']} records; "
-            f"the {info['provisional_count']} with fewer are provisional, ranked apart after them.")
+            + (f"the {apart} with fewer are provisional, ranked apart after them." if apart else "no agent has fewer."))
 
 
 def method_tables(ratings: list[Ratings], names: list[str], judges: list[str] | None = None) -> dict[str, pa.Table]:

@@ -48,3 +48,12 @@ def test_a_family_of_many_columns_leaves_the_leaderboard_for_a_long_table():
     assert [c.name for c in long.columns] == ["agent", "column", "value"] and len(long.rows) == 3 * len(tasks)
     agent, column, value = long.rows[len(tasks) + 5]  # agent b's 6th task: -5 / 100
     assert (agent.text, column.text, float(value.text)) == ("b", "c[task 5]", -0.05)
+
+
+def test_the_table_says_who_is_ranked_apart_and_never_counts_zero():
+    from pipeline.report.publish import standing_sentence
+
+    some = standing_sentence({"ordered_by": "score", "min_records": 25, "provisional_count": 2})
+    none = standing_sentence({"ordered_by": "score", "min_records": 5, "provisional_count": 0})
+    assert some.endswith("at least 25 records; the 2 with fewer are provisional, ranked apart after them.")
+    assert none.endswith("at least 5 records; no agent has fewer.")
