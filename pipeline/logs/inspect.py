@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.logs.formats import batches
-from pipeline.logs.kinds import KINDS, LogKind
+from pipeline.logs.kinds import KINDS
 from pipeline.logs.mapping import Mapping, MappingError
 from pipeline.logs.presets import with_preset
 from pipeline.logs.records import TABULAR_SUFFIXES, RawRecords, UnreadableFile, internal

@@ -49,7 +49,7 @@ def test_nightly_with_stores_and_report_in_object_storage(tmp_path, aws, s3):  #
     final = nightly(str(config), str(tmp_path / "out"), workers=0, stores=f"s3://{aws}/stores", publish=f"s3://{aws}/reports",
                     publish_link="https://reports.example/vase")
     run_id = final.rsplit("/", 1)[-1]
-    local = nightly(str(config), str(tmp_path / "local"), workers=0)
+    nightly(str(config), str(tmp_path / "local"), workers=0)  # the same boards with local stores, compared below
 
     assert not (tmp_path / "out" / "stores").exists()  # the stores are in the bucket only
     keys = s3.objects(aws)

@@ -50,7 +50,7 @@ from scipy.linalg import null_space
 from scipy.sparse.csgraph import connected_components
 
 from pipeline.methods.convergence import ConvergenceError, RatingError
-from pipeline.methods.numerics import highs, max_entropy
+from pipeline.methods.numerics import max_entropy
 from pipeline.methods.numerics.zero_sum import essential_set
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import method
