@@ -39,6 +39,7 @@ one failed.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import logging
 import math
 import os
@@ -57,6 +58,8 @@ from pipeline.logs import KINDS, Mapping, MappingError, log_kind
 from pipeline.logs.presets import with_preset
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
 from pipeline.methods.convergence import RatingError
+from pipeline.methods.bradley_terry.m_elo import AUTO
+from pipeline.methods.bradley_terry.prior_choice import MIN_BATTLES
 from pipeline.methods.registry import Size, over_budget, unique_specs
 from pipeline.methods.standing import MIN_RECORDS, PROVISIONAL, Standing, check_standing
 from pipeline.paths import UnsafePath, category_folder, check_board_name, inside, is_url
@@ -65,6 +68,8 @@ from pipeline.report import RunRecord, leaderboard_markdown, publish, write_repo
 from pipeline.report.outfolder import check_out, replacing_run
 from pipeline.report.provenance import REPEATED_LINE
 from pipeline.stats import Statistics, reduce_store
+from pipeline.stats.recency import AGES_FROM, HALF_LIFE, NO_DECAY
+from pipeline.stats.reduce import AsOfError, stored_rows
 from pipeline.stats.categories import category_counts
 from pipeline.stats.extras import kind_statistics
 from pipeline.stats.game_data import PromptCounts
@@ -91,6 +96,7 @@ class Board:
     order: str = "score"  # the key of the headline ranks (`pipeline.methods.standing.ORDERS`)
     mapping: Mapping = field(default_factory=Mapping)
     max_quarantined: float | None = None  # the share of rows read that may be quarantined (`check_quarantined`)
+    as_of: dt.date | None = None  # rate the records dated that day or before (`pipeline.stats.recency`)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -114,6 +120,11 @@ class Board:
             check_methods_fit(self.kind, methods)
         except ValueError as exc:
             raise ValueError(f"board {self.name}: {exc}") from None
+        kind = KINDS[self.kind]
+        if (self.as_of is not None or any(half_life(s) != NO_DECAY for s in methods)) and not kind.dated:
+            raise ValueError(f"board {self.name}: {kind.name} logs have no timestamp: --as-of and {HALF_LIFE} need one")
+        if any(half_life(s) != NO_DECAY for s in methods) and kind.comparisons is None:
+            raise ValueError(f"board {self.name}: {HALF_LIFE} weighs comparisons (battles), not {kind.name}")
 
     @property
     def standing(self) -> Standing:
@@ -323,15 +334,22 @@ def _game_file(board: Board) -> Path:
     return files[0]
 
 
-def reduce(store: Store, board: Board, client=None, use_cache: bool = False, category: str | None = None) -> Statistics:
-    """The statistics the board's methods need: reduced from its store (from one category's rows,
-    given one), or read from its file for a kind rated directly. Prompts of battles are named
+def half_life(spec: Spec) -> float:
+    """The half-life in days `spec` weighs records by (`NO_DECAY`: none)."""
+    return float(spec.effective_params.get(HALF_LIFE, NO_DECAY))
+
+
+def reduce(store: Store, board: Board, client=None, use_cache: bool = False, category: str | None = None,
+           specs: Sequence[Spec] | None = None, half_life_days: float = NO_DECAY) -> Statistics:
+    """The statistics `specs` (by default the board's methods) need: reduced from its store (from one
+    category's rows, given one; as of the board's date; records weighed by age given a finite
+    `half_life_days`), or read from its file for a kind rated directly. Prompts of battles are named
     here, for the games built from them."""
     kind = log_kind(board.kind)
     if not kind.stored:
         return kind.load(_game_file(board))[0]
-    stats = reduce_store(store, board.kind, needed_statistics(board.methods), client=client, use_cache=use_cache,
-                         category=category)
+    stats = reduce_store(store, board.kind, needed_statistics(board.methods if specs is None else specs), client=client,
+                         use_cache=use_cache, category=category, as_of=board.as_of, half_life_days=half_life_days)
     data = stats.extra.get("game_data")
     if isinstance(data, PromptCounts):
         named = dataclasses.replace(data, prompt_names=tuple(store.dictionary("prompts").names))
@@ -393,6 +411,46 @@ def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: 
     return rated
 
 
+def early_refusals(store: Store, board: Board) -> dict[str, RatingError]:
+    """Specs that cannot rate the board's data, found from the store's manifest before any row is read:
+    `prior=auto` on fewer battles than cross-validation needs (`prior_choice.MIN_BATTLES`; the method
+    also refuses fewer battles' weight, which it learns from the counts)."""
+    kind = log_kind(board.kind)
+    auto = [s for s in board.methods if s.params.get("prior") == AUTO]
+    if not auto or not kind.stored or kind.comparisons is None:
+        return {}
+    rows = stored_rows(store, board.kind, board.as_of)
+    if rows >= MIN_BATTLES:
+        return {}
+    return {spec.canonical: RatingError(f"{spec.name}: prior=auto needs at least {MIN_BATTLES} battles to cross-validate, "
+                                        f"and the store holds {rows}" + (f" as of {board.as_of}" if board.as_of else "")
+                                        + "; give the prior (for example prior=1)") for spec in auto}
+
+
+def reduce_and_rate(store: Store, board: Board, client=None, use_cache: bool = False,
+                    category: str | None = None) -> tuple[Statistics, Rated]:
+    """Reduce and rate with every spec of the board: one reduction per half-life the specs weigh records by
+    (`reduce`), a spec refused from the manifest (`early_refusals`) before any. The statistics returned,
+    for the report's records per agent and head-to-head table, are the unweighed ones, or when every spec
+    weighs records, weighed ones without their (weighed) pair counts. The ratings keep the board's order."""
+    rated = Rated(refused=early_refusals(store, board) if category is None else {})
+    groups: dict[float, list[Spec]] = {}
+    for spec in board.methods:
+        if spec.canonical not in rated.refused:
+            groups.setdefault(half_life(spec), []).append(spec)
+    shown = None
+    for days in sorted(groups, reverse=True) or [NO_DECAY]:  # unweighed (inf) first
+        stats = reduce(store, board, client, use_cache, category, groups.get(days, board.methods), days)
+        group = rate(stats, groups.get(days, ()), client, board.standing)
+        when = ({"as_of": str(board.as_of)} if board.as_of is not None else {}) | (stats.decay.record() if stats.decay else {})
+        group.ratings = [dataclasses.replace(r, info=r.info | when) for r in group.ratings]  # the report's header shows them
+        rated.add(group)
+        shown = shown or (stats if days == NO_DECAY else dataclasses.replace(stats, pairwise=None))
+    order = [spec.canonical for spec in board.methods]
+    rated.ratings.sort(key=lambda r: order.index(r.spec))
+    return shown, rated
+
+
 def agent_names(store: Store, board: Board) -> list[str]:
     """The names of the board's agent ids: the store's agents dictionary, or the strategies of its game file."""
     kind = log_kind(board.kind)
@@ -451,6 +509,10 @@ def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: di
         parameters["mapping"] = board.mapping.record()
     if category is not None:
         parameters["category"] = category
+    if board.as_of is not None:
+        parameters["as_of"] = str(board.as_of)
+    if decays := {r.spec: {k: r.info[k] for k in (HALF_LIFE, AGES_FROM)} for r in rated.ratings if AGES_FROM in r.info}:
+        parameters[HALF_LIFE] = decays
     parameters |= {"min_records": board.min_records, "order": board.order,
                    "provisional_count": {r.spec: int(np.sum(r.extras[PROVISIONAL])) for r in rated.ratings
                                           if PROVISIONAL in r.extras}}
@@ -497,9 +559,8 @@ def rate_category(store: Store, board: Board, category: str, out: Path, client=N
                   temporary_store: bool = False) -> dict[str, str]:
     """Reduce, rate and publish one category's board into `out`; its methods' refusals, agents named."""
     start = time.perf_counter()
-    stats = reduce(store, board, client, use_cache, category)
-    timings = {"reduce": time.perf_counter() - start}
-    rated = rate(stats, board.methods, client, board.standing)
+    stats, rated = reduce_and_rate(store, board, client, use_cache, category)
+    timings = {"reduce": time.perf_counter() - start - sum(rated.timings.values())}
     write_board(store, board, rated, out, timings | rated.timings, stats, temporary_store, category=category)
     return rated.messages(agent_names(store, board))
 
@@ -511,7 +572,7 @@ def rate_categories(store: Store, board: Board, out: Path, client=None, use_cach
     categories would share a folder, its folder holds files vase did not write) is recorded with a
     one-line reason, the folder removed if this run made it, and the others still publish."""
     out = Path(out)
-    counts = category_counts(store, board.kind, client=client)
+    counts = category_counts(store, board.kind, client=client, as_of=board.as_of)
     rated = Categories(log_kind(board.kind).category, counts.pop(None, 0))  # rows without one: the overall board only
     folders = {category: category_folder(category) for category in counts}
     for category, folder in folders.items():
@@ -546,7 +607,9 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
     check_quarantined(store, board, reports)
     start = time.perf_counter()
     try:
-        stats = reduce(store, board, client)
+        stats, rated = reduce_and_rate(store, board, client)
+    except AsOfError:
+        raise
     except ValueError as exc:
         said = str(exc)
         if temporary_store:  # never a store the user did not ask for
@@ -556,8 +619,7 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
                 r.error or f"{r.source}: {r.status}, {r.rows_accepted} of {r.rows_in} rows accepted"
                 for r in reports)) from None
         raise ValueError(said) from None
-    timings["reduce"] = time.perf_counter() - start
-    rated = rate(stats, board.methods, client, board.standing)
+    timings["reduce"] = time.perf_counter() - start - sum(rated.timings.values())
     timings |= rated.timings
     categories = None
     with replacing_run(out):  # an earlier run's files in `out` (its category boards too) are never shown as this run's

@@ -82,6 +82,7 @@ from pipeline.methods.registry import POSITIVE, ROUNDS, Rule, at_least, method, 
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.features import BattleFeatures
 from pipeline.stats.game_pairs import PAIR_WEIGHTINGS, PerGameCounts
+from pipeline.stats.recency import HALF_LIFE, NO_DECAY
 
 TIES = ("half", "davidson")
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
@@ -338,6 +339,7 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
                                   established), summary
 
 
+HALF_LIFE_RULE = Rule(lambda value: value > 0, "positive (inf: every record weighs the same)", infinite=True)
 AUTO = "auto"  # prior=auto: chosen by cross-validation (`pipeline.methods.bradley_terry.prior_choice`)
 PRIOR = Rule(lambda value: value == AUTO or (not isinstance(value, str) and value >= 0), "non-negative, or auto", texts=(AUTO,))
 
@@ -353,14 +355,19 @@ def _distinct_features(covariates: object) -> bool:
 @method("m-elo", needs=("pairwise", "agent_keys"),
         needs_with={"games": ("pairwise_per_game",), "covariates": ("battle_features",)},
         rules={"ties": one_of(*TIES), "prior": PRIOR, "bootstrap": ROUNDS, "refit": one_of(*REFITS), "scale": POSITIVE, "games": one_of(*PAIR_WEIGHTINGS),
-               "tol": POSITIVE, "max_iter": at_least(1), "covariates": Rule(_distinct_features, "distinct features")})
+               "tol": POSITIVE, "max_iter": at_least(1), "covariates": Rule(_distinct_features, "distinct features"),
+               HALF_LIFE: HALF_LIFE_RULE})
 def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts | None = None, features: BattleFeatures | None = None,
           *, ties: str = "half", prior: float | str = 0.0, bootstrap: int = 1000, refit: str = "exact", seed: int = 0, scale: float = 400.0,
           anchor: float = 1000.0, games: str = "pairs", tol: float = STEP_TOL, max_iter: int = 100, covariates: str = "",
-          client=None, established: np.ndarray | None = None) -> Ratings:
-    """m-Elo: Bradley-Terry maximum likelihood on the pairwise counts, with bootstrap intervals."""
+          half_life_days: float = NO_DECAY, client=None, established: np.ndarray | None = None) -> Ratings:
+    """m-Elo: Bradley-Terry maximum likelihood on the pairwise counts, with bootstrap intervals. With a finite
+    `half_life_days` the counts were weighed by age in the reduction (`pipeline.stats.recency`; the registry
+    checks that they were): the fit is then the exact weighted fit."""
     if refit == ONE_STEP and (ties != "half" or covariates):
         raise ValueError("m-elo: refit=onestep needs ties=half and no covariates")
+    if half_life_days != NO_DECAY and (covariates or games != "pairs"):
+        raise ValueError(f"m-elo: {HALF_LIFE} weighs battles' pair counts, not covariates or games=player")
     if covariates:
         if ties != "half":
             raise ValueError("m-elo: covariates need ties=half")
