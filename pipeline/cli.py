@@ -471,8 +471,7 @@ def check_before_work(store, board) -> None:
     except AsOfError as exc:
         raise typer.BadParameter(str(exc), param_hint="--as-of" if board.as_of else "--method") from None
     if refused := early_refusals(store, board):
-        spec, error = next(iter(refused.items()))
-        raise typer.BadParameter(f"{spec}: {error}", param_hint="--method")
+        raise typer.BadParameter(str(next(iter(refused.values()))), param_hint="--method")
 
 
 def report_categories(categories, said: Console = console) -> bool:
