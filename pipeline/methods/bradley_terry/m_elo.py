@@ -361,9 +361,10 @@ def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts
           *, ties: str = "half", prior: float | str = 0.0, bootstrap: int = 1000, refit: str = "exact", seed: int = 0, scale: float = 400.0,
           anchor: float = 1000.0, games: str = "pairs", tol: float = STEP_TOL, max_iter: int = 100, covariates: str = "",
           half_life_days: float = NO_DECAY, client=None, established: np.ndarray | None = None) -> Ratings:
-    """m-Elo: Bradley-Terry maximum likelihood on the pairwise counts, with bootstrap intervals. With a finite
-    `half_life_days` the counts were weighed by age in the reduction (`pipeline.stats.recency`; the registry
-    checks that they were): the fit is then the exact weighted fit."""
+    """m-Elo: Bradley-Terry maximum likelihood on the pairwise counts, with bootstrap intervals.
+
+    With a finite `half_life_days` the counts were weighed by age in the reduction (`pipeline.stats.recency`;
+    the registry checks that they were): the fit is then the exact weighted fit."""
     if refit == ONE_STEP and (ties != "half" or covariates):
         raise ValueError("m-elo: refit=onestep needs ties=half and no covariates")
     if half_life_days != NO_DECAY and (covariates or games != "pairs"):
