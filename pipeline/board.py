@@ -57,9 +57,9 @@ import pipeline.games  # noqa: F401  (registers the nfg kind)
 from pipeline.logs import KINDS, Mapping, MappingError, log_kind
 from pipeline.logs.presets import with_preset
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
-from pipeline.methods.convergence import RatingError
 from pipeline.methods.bradley_terry.m_elo import AUTO
 from pipeline.methods.bradley_terry.prior_choice import MIN_BATTLES
+from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import Size, over_budget, unique_specs
 from pipeline.methods.standing import MIN_RECORDS, PROVISIONAL, Standing, check_standing
 from pipeline.paths import UnsafePath, category_folder, check_board_name, inside, is_url
@@ -68,11 +68,11 @@ from pipeline.report import RunRecord, leaderboard_markdown, publish, write_repo
 from pipeline.report.outfolder import check_out, replacing_run
 from pipeline.report.provenance import REPEATED_LINE
 from pipeline.stats import Statistics, reduce_store
-from pipeline.stats.recency import AGES_FROM, HALF_LIFE, NO_DECAY
-from pipeline.stats.reduce import AsOfError, stored_rows
 from pipeline.stats.categories import category_counts
 from pipeline.stats.extras import kind_statistics
 from pipeline.stats.game_data import PromptCounts
+from pipeline.stats.recency import AGES_FROM, HALF_LIFE, NO_DECAY
+from pipeline.stats.reduce import AsOfError, stored_rows
 from pipeline.store import IngestReport, Store, is_store
 from pipeline.store.files import atomic_write, sha256_file
 from pipeline.store.location import log_files, read_table
@@ -370,6 +370,12 @@ class Rated:
         self.timings |= other.timings
         self.refused |= other.refused
 
+    def in_order(self, specs: Sequence[Spec]) -> Rated:
+        """The same, the ratings in the order of `specs` (rated in groups, `half_life_groups`)."""
+        order = [spec.canonical for spec in specs]
+        self.ratings.sort(key=lambda r: order.index(r.spec))
+        return self
+
     def messages(self, names: Sequence[str]) -> dict[str, str]:
         """Each refusal as its one-line message, agents named."""
         return {spec: error.named(names) for spec, error in self.refused.items()}
@@ -384,22 +390,26 @@ def input_size(stats: Statistics) -> Size:
     return Size(len(stats.agents), compared, tasks, 0 if stats.histogram is None else len(stats.histogram))
 
 
-def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: Standing | None = None) -> Rated:
+def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: Standing | None = None,
+         as_of: dt.date | None = None) -> Rated:
     """Rate with every spec; a spec whose cost model expects it past the budget is refused before it runs
     (`pipeline.methods.registry.over_budget`); methods that fan out do so on `client` (None: local
-    threads); the headline ranks are the `standing`'s (None: the methods'). A method
+    threads); the headline ranks are the `standing`'s (None: the methods'). The ratings' info says the
+    date the records were rated `as_of` and the half-life they were weighed by, for the report. A method
     that cannot rate the data is refused, and the others still rate. So is a method that fails
     otherwise (a parameter value it rejects, a bug): its refusal names the error, and its
     traceback goes to this module's log at DEBUG level."""
     rated = Rated()
     size = input_size(stats)
+    when = ({"as_of": str(as_of)} if as_of is not None else {}) | (stats.decay.record() if stats.decay is not None else {})
     for spec in map(Spec.parse, specs):
         start = time.perf_counter()
         if (refusal := over_budget(spec, size)) is not None:  # before any of the method's work
             rated.refused[spec.canonical] = RatingError(refusal)
             continue
         try:
-            rated.ratings.append(run(spec, stats, client=client, standing=standing))
+            ratings = run(spec, stats, client=client, standing=standing)
+            rated.ratings.append(dataclasses.replace(ratings, info=ratings.info | when))
         except RatingError as error:
             rated.refused[spec.canonical] = error
         except Exception as error:  # noqa: BLE001 (one method never stops the others)
@@ -427,28 +437,34 @@ def early_refusals(store: Store, board: Board) -> dict[str, RatingError]:
                                         + "; give the prior (for example prior=1)") for spec in auto}
 
 
+def half_life_groups(specs: Iterable[Spec]) -> dict[float, list[Spec]]:
+    """The specs by the half-life they weigh records by (one reduction each), the unweighed (inf) first."""
+    groups: dict[float, list[Spec]] = {}
+    for spec in specs:
+        groups.setdefault(half_life(spec), []).append(spec)
+    return dict(sorted(groups.items(), reverse=True))
+
+
+def shown_statistics(reduced: dict[float, Statistics]) -> Statistics:
+    """What the report shows of the statistics (records per agent, the head-to-head counts), from the reductions
+    by half-life: the unweighed ones, or when every spec weighs records, weighed ones without their pair counts."""
+    if NO_DECAY in reduced:
+        return reduced[NO_DECAY]
+    return dataclasses.replace(next(iter(reduced.values())), pairwise=None)
+
+
 def reduce_and_rate(store: Store, board: Board, client=None, use_cache: bool = False,
                     category: str | None = None) -> tuple[Statistics, Rated]:
     """Reduce and rate with every spec of the board: one reduction per half-life the specs weigh records by
-    (`reduce`), a spec refused from the manifest (`early_refusals`) before any. The statistics returned,
-    for the report's records per agent and head-to-head table, are the unweighed ones, or when every spec
-    weighs records, weighed ones without their (weighed) pair counts. The ratings keep the board's order."""
+    (`half_life_groups`), after the specs refused from the manifest (`early_refusals`); the statistics the
+    report shows (`shown_statistics`) and the ratings, in the board's order."""
     rated = Rated(refused=early_refusals(store, board) if category is None else {})
-    groups: dict[float, list[Spec]] = {}
-    for spec in board.methods:
-        if spec.canonical not in rated.refused:
-            groups.setdefault(half_life(spec), []).append(spec)
-    shown = None
-    for days in sorted(groups, reverse=True) or [NO_DECAY]:  # unweighed (inf) first
-        stats = reduce(store, board, client, use_cache, category, groups.get(days, board.methods), days)
-        group = rate(stats, groups.get(days, ()), client, board.standing)
-        when = ({"as_of": str(board.as_of)} if board.as_of is not None else {}) | (stats.decay.record() if stats.decay else {})
-        group.ratings = [dataclasses.replace(r, info=r.info | when) for r in group.ratings]  # the report's header shows them
-        rated.add(group)
-        shown = shown or (stats if days == NO_DECAY else dataclasses.replace(stats, pairwise=None))
-    order = [spec.canonical for spec in board.methods]
-    rated.ratings.sort(key=lambda r: order.index(r.spec))
-    return shown, rated
+    groups = half_life_groups(s for s in board.methods if s.canonical not in rated.refused) or {NO_DECAY: []}
+    reduced = {}
+    for days, specs in groups.items():
+        reduced[days] = reduce(store, board, client, use_cache, category, specs or board.methods, days)
+        rated.add(rate(reduced[days], specs, client, board.standing, board.as_of))
+    return shown_statistics(reduced), rated.in_order(board.methods)
 
 
 def agent_names(store: Store, board: Board) -> list[str]:

@@ -8,7 +8,6 @@ per unit of work, so they do not depend on the partitioning or the workers.
 from __future__ import annotations
 
 import datetime as dt
-
 from collections import Counter
 
 import dask.threaded  # passed as the scheduler: its name, "threads", would make dask import distributed (~1 s)
