@@ -59,6 +59,11 @@ for at least 99% of the agents.
 Style control (`covariates=len,md`, battles whose files give those features): ratings and
 coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.bradley_terry.style_control`.
 
+Time (`half_life_days=D`, default inf: none): each battle weighed by 0.5 ** (age in days / D), age from the
+newest battle rated. The weights are applied in the reduction (`pipeline.stats.recency`), so the counts
+here are the weighted ones and the fit, its prior and its bootstrap are those of any weighted counts: the
+exact weighted maximum likelihood. The registry refuses counts weighed by another half-life than the spec's.
+
 Games: `games=pairs` fits the pairs of each game with the game's weight (a 7-player game is 21
 comparisons); `games=player` weights each pair 1/(L-1) (see `pipeline.stats.game_pairs`).
 """
