@@ -433,7 +433,7 @@ def early_refusals(store: Store, board: Board) -> dict[str, RatingError]:
     if rows >= MIN_BATTLES:
         return {}
     return {spec.canonical: RatingError(f"{spec.name}: prior=auto needs at least {MIN_BATTLES} battles to cross-validate, "
-                                        f"and the store holds {rows}" + (f" as of {board.as_of}" if board.as_of else "")
+                                        f"and the log holds {rows}" + (f" as of {board.as_of}" if board.as_of else "")
                                         + "; give the prior (for example prior=1)") for spec in auto}
 
 
