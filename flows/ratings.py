@@ -8,7 +8,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from flows import tasks
-from pipeline.board import Board, Rated
+from pipeline.board import Board, Rated, half_life_groups, shown_statistics
 from pipeline.report import write_report
 from pipeline.report.outfolder import replacing_run
 from pipeline.runtime import FLOW_SCHEDULER, dask_client
@@ -22,12 +22,16 @@ def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
     into `<out>/category=<folder>/`; a category that fails is logged and listed in run.json, and
     the others and the overall board are published."""
     start = time.perf_counter()
-    stats = tasks.reduce(store, board, client)
+    groups = half_life_groups(board.methods)  # one reduction per half-life the specs weigh records by
+    reduced = {days: tasks.reduce(store, board, client, specs=specs, half_life_days=days) for days, specs in groups.items()}
     timings = {"reduce": time.perf_counter() - start}
-    futures = [tasks.rate.submit(stats, spec, client, board.standing) for spec in board.methods]
+    futures = [tasks.rate.submit(reduced[days], spec, client, board.standing, board.as_of)
+               for days, specs in groups.items() for spec in specs]
     rated = Rated()
     for future in futures:
         rated.add(future.result())
+    rated.in_order(board.methods)
+    stats = shown_statistics(reduced)
     timings["rate"] = time.perf_counter() - start - timings["reduce"]
     categories = None
     with replacing_run(Path(out)):  # an earlier run's files in `out` are not left beside this one's

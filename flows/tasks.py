@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from pipeline.methods import Ratings, Spec
 from pipeline.methods.standing import Standing
 from pipeline.report import remote
 from pipeline.stats import Statistics
+from pipeline.stats.recency import NO_DECAY
 from pipeline.store import IngestReport, Store
 from pipeline.store.location import address
 
@@ -30,15 +32,17 @@ def ingest(store: str, board: boards.Board) -> list[IngestReport]:
 
 
 @task(cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5)
-def reduce(store: str, board: boards.Board, client, use_cache: bool = True) -> Statistics:
+def reduce(store: str, board: boards.Board, client, use_cache: bool = True, specs: list[Spec] | None = None,
+           half_life_days: float = NO_DECAY) -> Statistics:
     # Cached per-unit partials make the nightly incremental: only new files are read.
-    return boards.reduce(Store(store), board, client, use_cache)
+    return boards.reduce(Store(store), board, client, use_cache, specs=specs, half_life_days=half_life_days)
 
 
 @task(cache_policy=NO_CACHE)
-def rate(stats: Statistics, spec: Spec, client, standing: Standing | None = None) -> boards.Rated:
+def rate(stats: Statistics, spec: Spec, client, standing: Standing | None = None,
+         as_of: dt.date | None = None) -> boards.Rated:
     # A method that cannot rate the data comes back as a refusal, not as a failed task.
-    return boards.rate(stats, [spec], client, standing)
+    return boards.rate(stats, [spec], client, standing, as_of)
 
 
 @task(cache_policy=NO_CACHE)

@@ -39,6 +39,7 @@ one failed.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import logging
 import math
 import os
@@ -56,6 +57,8 @@ import pipeline.games  # noqa: F401  (registers the nfg kind)
 from pipeline.logs import KINDS, Mapping, MappingError, log_kind
 from pipeline.logs.presets import with_preset
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
+from pipeline.methods.bradley_terry.m_elo import AUTO
+from pipeline.methods.bradley_terry.prior_choice import MIN_BATTLES
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import Size, over_budget, unique_specs
 from pipeline.methods.standing import MIN_RECORDS, PROVISIONAL, Standing, check_standing
@@ -68,6 +71,8 @@ from pipeline.stats import Statistics, reduce_store
 from pipeline.stats.categories import category_counts
 from pipeline.stats.extras import kind_statistics
 from pipeline.stats.game_data import PromptCounts
+from pipeline.stats.recency import AGES_FROM, HALF_LIFE, NO_DECAY
+from pipeline.stats.reduce import AsOfError, stored_rows
 from pipeline.store import IngestReport, Store, is_store
 from pipeline.store.files import atomic_write, sha256_file
 from pipeline.store.location import log_files, read_table
@@ -91,6 +96,7 @@ class Board:
     order: str = "score"  # the key of the headline ranks (`pipeline.methods.standing.ORDERS`)
     mapping: Mapping = field(default_factory=Mapping)
     max_quarantined: float | None = None  # the share of rows read that may be quarantined (`check_quarantined`)
+    as_of: dt.date | None = None  # rate the records dated that day or before (`pipeline.stats.recency`)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -114,6 +120,11 @@ class Board:
             check_methods_fit(self.kind, methods)
         except ValueError as exc:
             raise ValueError(f"board {self.name}: {exc}") from None
+        kind = KINDS[self.kind]
+        if (self.as_of is not None or any(half_life(s) != NO_DECAY for s in methods)) and not kind.dated:
+            raise ValueError(f"board {self.name}: {kind.name} logs have no timestamp: --as-of and {HALF_LIFE} need one")
+        if any(half_life(s) != NO_DECAY for s in methods) and kind.comparisons is None:
+            raise ValueError(f"board {self.name}: {HALF_LIFE} weighs comparisons (battles), not {kind.name}")
 
     @property
     def standing(self) -> Standing:
@@ -323,15 +334,22 @@ def _game_file(board: Board) -> Path:
     return files[0]
 
 
-def reduce(store: Store, board: Board, client=None, use_cache: bool = False, category: str | None = None) -> Statistics:
-    """The statistics the board's methods need: reduced from its store (from one category's rows,
-    given one), or read from its file for a kind rated directly. Prompts of battles are named
+def half_life(spec: Spec) -> float:
+    """The half-life in days `spec` weighs records by (`NO_DECAY`: none)."""
+    return float(spec.effective_params.get(HALF_LIFE, NO_DECAY))
+
+
+def reduce(store: Store, board: Board, client=None, use_cache: bool = False, category: str | None = None,
+           specs: Sequence[Spec] | None = None, half_life_days: float = NO_DECAY) -> Statistics:
+    """The statistics `specs` (by default the board's methods) need: reduced from its store (from one
+    category's rows, given one; as of the board's date; records weighed by age given a finite
+    `half_life_days`), or read from its file for a kind rated directly. Prompts of battles are named
     here, for the games built from them."""
     kind = log_kind(board.kind)
     if not kind.stored:
         return kind.load(_game_file(board))[0]
-    stats = reduce_store(store, board.kind, needed_statistics(board.methods), client=client, use_cache=use_cache,
-                         category=category)
+    stats = reduce_store(store, board.kind, needed_statistics(board.methods if specs is None else specs), client=client,
+                         use_cache=use_cache, category=category, as_of=board.as_of, half_life_days=half_life_days)
     data = stats.extra.get("game_data")
     if isinstance(data, PromptCounts):
         named = dataclasses.replace(data, prompt_names=tuple(store.dictionary("prompts").names))
@@ -352,6 +370,12 @@ class Rated:
         self.timings |= other.timings
         self.refused |= other.refused
 
+    def in_order(self, specs: Sequence[Spec]) -> Rated:
+        """The same, the ratings in the order of `specs` (rated in groups, `half_life_groups`)."""
+        order = [spec.canonical for spec in specs]
+        self.ratings.sort(key=lambda r: order.index(r.spec))
+        return self
+
     def messages(self, names: Sequence[str]) -> dict[str, str]:
         """Each refusal as its one-line message, agents named."""
         return {spec: error.named(names) for spec, error in self.refused.items()}
@@ -366,22 +390,26 @@ def input_size(stats: Statistics) -> Size:
     return Size(len(stats.agents), compared, tasks, 0 if stats.histogram is None else len(stats.histogram))
 
 
-def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: Standing | None = None) -> Rated:
+def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: Standing | None = None,
+         as_of: dt.date | None = None) -> Rated:
     """Rate with every spec; a spec whose cost model expects it past the budget is refused before it runs
     (`pipeline.methods.registry.over_budget`); methods that fan out do so on `client` (None: local
-    threads); the headline ranks are the `standing`'s (None: the methods'). A method
+    threads); the headline ranks are the `standing`'s (None: the methods'). The ratings' info says the
+    date the records were rated `as_of` and the half-life they were weighed by, for the report. A method
     that cannot rate the data is refused, and the others still rate. So is a method that fails
     otherwise (a parameter value it rejects, a bug): its refusal names the error, and its
     traceback goes to this module's log at DEBUG level."""
     rated = Rated()
     size = input_size(stats)
+    when = ({"as_of": str(as_of)} if as_of is not None else {}) | (stats.decay.record() if stats.decay is not None else {})
     for spec in map(Spec.parse, specs):
         start = time.perf_counter()
         if (refusal := over_budget(spec, size)) is not None:  # before any of the method's work
             rated.refused[spec.canonical] = RatingError(refusal)
             continue
         try:
-            rated.ratings.append(run(spec, stats, client=client, standing=standing))
+            ratings = run(spec, stats, client=client, standing=standing)
+            rated.ratings.append(dataclasses.replace(ratings, info=ratings.info | when))
         except RatingError as error:
             rated.refused[spec.canonical] = error
         except Exception as error:  # noqa: BLE001 (one method never stops the others)
@@ -391,6 +419,52 @@ def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: 
             rated.refused[spec.canonical] = RatingError(reason if reason.startswith(f"{spec.name}:") else f"{spec.name}: {reason}")
         rated.timings[f"rate {spec}"] = time.perf_counter() - start
     return rated
+
+
+def early_refusals(store: Store, board: Board) -> dict[str, RatingError]:
+    """Specs that cannot rate the board's data, found from the store's manifest before any row is read:
+    `prior=auto` on fewer battles than cross-validation needs (`prior_choice.MIN_BATTLES`; the method
+    also refuses fewer battles' weight, which it learns from the counts)."""
+    kind = log_kind(board.kind)
+    auto = [s for s in board.methods if s.params.get("prior") == AUTO]
+    if not auto or not kind.stored or kind.comparisons is None:
+        return {}
+    rows = stored_rows(store, board.kind, board.as_of)
+    if rows >= MIN_BATTLES:
+        return {}
+    return {spec.canonical: RatingError(f"{spec.name}: prior=auto needs at least {MIN_BATTLES} battles to cross-validate, "
+                                        f"and the log holds {rows}" + (f" as of {board.as_of}" if board.as_of else "")
+                                        + "; give the prior (for example prior=1)") for spec in auto}
+
+
+def half_life_groups(specs: Iterable[Spec]) -> dict[float, list[Spec]]:
+    """The specs by the half-life they weigh records by (one reduction each), the unweighed (inf) first."""
+    groups: dict[float, list[Spec]] = {}
+    for spec in specs:
+        groups.setdefault(half_life(spec), []).append(spec)
+    return dict(sorted(groups.items(), reverse=True))
+
+
+def shown_statistics(reduced: dict[float, Statistics]) -> Statistics:
+    """What the report shows of the statistics (records per agent, the head-to-head counts), from the reductions
+    by half-life: the unweighed ones, or when every spec weighs records, weighed ones without their pair counts."""
+    if NO_DECAY in reduced:
+        return reduced[NO_DECAY]
+    return dataclasses.replace(next(iter(reduced.values())), pairwise=None)
+
+
+def reduce_and_rate(store: Store, board: Board, client=None, use_cache: bool = False,
+                    category: str | None = None) -> tuple[Statistics, Rated]:
+    """Reduce and rate with every spec of the board: one reduction per half-life the specs weigh records by
+    (`half_life_groups`), after the specs refused from the manifest (`early_refusals`); the statistics the
+    report shows (`shown_statistics`) and the ratings, in the board's order."""
+    rated = Rated(refused=early_refusals(store, board) if category is None else {})
+    groups = half_life_groups(s for s in board.methods if s.canonical not in rated.refused) or {NO_DECAY: []}
+    reduced = {}
+    for days, specs in groups.items():
+        reduced[days] = reduce(store, board, client, use_cache, category, specs or board.methods, days)
+        rated.add(rate(reduced[days], specs, client, board.standing, board.as_of))
+    return shown_statistics(reduced), rated.in_order(board.methods)
 
 
 def agent_names(store: Store, board: Board) -> list[str]:
@@ -451,6 +525,10 @@ def write_board(store: Store, board: Board, rated: Rated, out: Path, timings: di
         parameters["mapping"] = board.mapping.record()
     if category is not None:
         parameters["category"] = category
+    if board.as_of is not None:
+        parameters["as_of"] = str(board.as_of)
+    if decays := {r.spec: {k: r.info[k] for k in (HALF_LIFE, AGES_FROM)} for r in rated.ratings if AGES_FROM in r.info}:
+        parameters[HALF_LIFE] = decays
     parameters |= {"min_records": board.min_records, "order": board.order,
                    "provisional_count": {r.spec: int(np.sum(r.extras[PROVISIONAL])) for r in rated.ratings
                                           if PROVISIONAL in r.extras}}
@@ -497,9 +575,8 @@ def rate_category(store: Store, board: Board, category: str, out: Path, client=N
                   temporary_store: bool = False) -> dict[str, str]:
     """Reduce, rate and publish one category's board into `out`; its methods' refusals, agents named."""
     start = time.perf_counter()
-    stats = reduce(store, board, client, use_cache, category)
-    timings = {"reduce": time.perf_counter() - start}
-    rated = rate(stats, board.methods, client, board.standing)
+    stats, rated = reduce_and_rate(store, board, client, use_cache, category)
+    timings = {"reduce": time.perf_counter() - start - sum(rated.timings.values())}
     write_board(store, board, rated, out, timings | rated.timings, stats, temporary_store, category=category)
     return rated.messages(agent_names(store, board))
 
@@ -511,7 +588,7 @@ def rate_categories(store: Store, board: Board, out: Path, client=None, use_cach
     categories would share a folder, its folder holds files vase did not write) is recorded with a
     one-line reason, the folder removed if this run made it, and the others still publish."""
     out = Path(out)
-    counts = category_counts(store, board.kind, client=client)
+    counts = category_counts(store, board.kind, client=client, as_of=board.as_of)
     rated = Categories(log_kind(board.kind).category, counts.pop(None, 0))  # rows without one: the overall board only
     folders = {category: category_folder(category) for category in counts}
     for category, folder in folders.items():
@@ -546,7 +623,9 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
     check_quarantined(store, board, reports)
     start = time.perf_counter()
     try:
-        stats = reduce(store, board, client)
+        stats, rated = reduce_and_rate(store, board, client)
+    except AsOfError:
+        raise
     except ValueError as exc:
         said = str(exc)
         if temporary_store:  # never a store the user did not ask for
@@ -556,8 +635,7 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
                 r.error or f"{r.source}: {r.status}, {r.rows_accepted} of {r.rows_in} rows accepted"
                 for r in reports)) from None
         raise ValueError(said) from None
-    timings["reduce"] = time.perf_counter() - start
-    rated = rate(stats, board.methods, client, board.standing)
+    timings["reduce"] = time.perf_counter() - start - sum(rated.timings.values())
     timings |= rated.timings
     categories = None
     with replacing_run(out):  # an earlier run's files in `out` (its category boards too) are never shown as this run's

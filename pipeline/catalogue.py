@@ -12,6 +12,7 @@ a new method, parameter, rule or kind is a failing test until the file is writte
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -39,11 +40,16 @@ def build() -> dict[str, list[dict]]:
     from pipeline.methods import REGISTRY
 
     return {
-        "methods": [{"method": name, "parameters": dict(m.parameters), "rules": {k: r.words for k, r in m.rules.items()},
+        "methods": [{"method": name, "parameters": {k: written(v) for k, v in m.parameters.items()}, "rules": {k: r.words for k, r in m.rules.items()},
                      "statistics": list(m.statistics), "kinds": kinds_rated(m), "summary": m.summary}
                     for name, m in sorted(REGISTRY.items())],
         "kinds": [{"kind": name, "holds": k.holds, "files": list(k.suffixes), "stored": k.stored} for name, k in KINDS.items()],
     }
+
+
+def written(default: object) -> object:
+    """A parameter's default as JSON holds it: an infinite one as its spelling in a spec (`inf`), JSON having none."""
+    return str(default) if isinstance(default, float) and math.isinf(default) else default
 
 
 def text(catalogue: dict[str, list[dict]]) -> str:

@@ -379,6 +379,8 @@ def rate(
     order: Annotated[str, typer.Option(
         "--order", help="key of the headline ranks: score, lower (the interval's lower end) or rank_ub "
                         "(Arena's rank upper bound); the last two need bootstrap=R")] = "score",
+    as_of: Annotated[Optional[str], typer.Option(
+        "--as-of", help="rate the log as it stood on a date (YYYY-MM-DD): the records dated up to the end of that UTC day")] = None,
     force: ForceOption = False,
     columns: mapped.Columns = "", values: mapped.Values = None, constants: mapped.Constants = "", names: mapped.Names = "",
     where: mapped.Where = None, seats: mapped.Seats = "", preset: mapped.Preset = "",
@@ -390,6 +392,8 @@ def rate(
     from pipeline.logs import UnreadableFile
     from pipeline.methods.registry import unique_specs
     from pipeline.methods.standing import MIN_RECORDS, ORDERS, check_standing
+    from pipeline.stats.recency import parse_as_of
+    from pipeline.stats.reduce import AsOfError
     from pipeline.store import Store
 
     if not KINDS[kind].stored and (store is not None or len(sources or ()) != 1):
@@ -401,6 +405,10 @@ def rate(
             check_by(kind, by)
         except ValueError as exc:
             raise typer.BadParameter(str(exc), param_hint="--by") from None
+    try:
+        date = None if as_of is None else parse_as_of(as_of)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--as-of") from None
     min_records = MIN_RECORDS if min_records is None else min_records
     try:
         check_standing(min_records, order)
@@ -417,16 +425,20 @@ def rate(
         raise typer.BadParameter(str(exc), param_hint="--method") from None
     try:
         board = Board(title or out.name, kind, log_addresses(sources or ()), specs, title, merged, by, min_records, order,
-                      mapping, max_quarantined)
+                      mapping, max_quarantined, date)
     except ValueError as exc:  # a method that does not rate this kind, or a mapping that does not fit it
         raise typer.BadParameter(str(exc)) from None
     mapped.check_board_files(board)
+    if store is not None and not sources:  # the store is all there is to rate: refuse from its manifest, before any work
+        check_before_work(Store(store), board)
     said = console if form is Format.table else errors  # json or tsv: stdout holds the records alone
     report_merged(board.merged, said)
     with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch, dask_client(scheduler, workers) as client, \
             progress_display():
         try:
             result = run_board(board, Store(store or scratch), out, client, temporary_store=store is None)
+        except AsOfError as exc:  # found once the files given were ingested
+            raise fail(str(exc), 2) from None
         except (UnreadableFile, ValueError) as exc:  # a file rated directly cannot be read, or the data cannot be rated at all
             raise fail(str(exc)) from None
     report_ingest(result.reports, said)
@@ -442,6 +454,24 @@ def rate(
     report_refusals(result.errors)
     if failed or any(r.status == "unreadable" for r in result.reports):
         raise typer.Exit(1)
+
+
+def check_before_work(store, board) -> None:
+    """Exit 2 with one line if the store's manifest shows the board cannot be rated as asked: an `--as-of`
+    before the first record or over undated records (`pipeline.stats.reduce.check_dated`), a spec refused
+    from the row counts (`pipeline.board.early_refusals`)."""
+    from pipeline.board import early_refusals, half_life
+    from pipeline.stats.reduce import AsOfError, check_dated
+
+    if not store.manifest.files:
+        return
+    try:
+        for days in {half_life(spec) for spec in board.methods} or {math.inf}:
+            check_dated(store, board.kind, board.as_of, days)
+    except AsOfError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--as-of" if board.as_of else "--method") from None
+    if refused := early_refusals(store, board):
+        raise typer.BadParameter(str(next(iter(refused.values()))), param_hint="--method")
 
 
 def report_categories(categories, said: Console = console) -> bool:

@@ -305,3 +305,22 @@ def test_a_board_takes_a_mapping_and_a_quarantine_limit_from_the_config(tmp_path
         config.write_text(yaml.safe_dump({"boards": [board | wrong]}))
         with pytest.raises(ValueError, match=says):
             load_boards(config)
+
+
+def test_prior_auto_on_too_few_battles_is_refused_before_the_reduction(tmp_path, monkeypatch):
+    # Before: refused by the method once the store had been reduced; now from the manifest's row counts.
+    import pipeline.board as board_module
+    from pipeline.board import Board, run_board
+    from pipeline.store import Store
+
+    log = tmp_path / "few.csv"
+    log.write_text("model_a,model_b,winner\na,b,model_a\nb,c,model_a\nc,a,tie\n")
+    asked = []
+    real = board_module.reduce
+    monkeypatch.setattr(board_module, "reduce", lambda *args, **options: asked.append(args[5]) or real(*args, **options))
+    board = Board("few", "battles", (str(log),), ("m-elo:prior=auto,bootstrap=0", "borda"))
+    result = run_board(board, Store(tmp_path / "store"), tmp_path / "out")
+    [(spec, message)] = result.errors.items()
+    assert spec.startswith("m-elo:") and message == ("m-elo: prior=auto needs at least 20 battles to cross-validate, and the log "
+                                                     "holds 3; give the prior (for example prior=1)")
+    assert [[s.name for s in specs] for specs in asked] == [["borda"]]  # m-elo's needs were never reduced

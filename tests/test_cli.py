@@ -164,7 +164,7 @@ def test_a_method_that_cannot_rate_is_reported_by_name_and_the_others_published(
     message = ("m-elo: the maximum-likelihood ratings do not exist: agents that never win or never lose: mu, zeta (the "
                "comparison graph has 1 connected piece(s) and 3 strongly connected piece(s)); use m-elo:prior=auto to choose a "
                "prior by cross-validation")
-    canonical = "m-elo:anchor=1000.0,bootstrap=1000,games=pairs,max_iter=100,prior=0.0,refit=exact,scale=400.0,seed=0,ties=half,tol=1e-07"
+    canonical = "m-elo:anchor=1000.0,bootstrap=1000,games=pairs,half_life_days=inf,max_iter=100,prior=0.0,refit=exact,scale=400.0,seed=0,ties=half,tol=1e-07"
     assert f"{canonical} could not rate: {message}" in " ".join(result.output.split())
     run = json.loads((out / "run.json").read_text())
     assert run["errors"] == {canonical: message}

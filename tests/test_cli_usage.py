@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline import __version__
@@ -93,3 +94,51 @@ def test_rate_gives_its_ratings_as_json_or_tsv_on_stdout_and_the_rest_on_stderr(
     header, *rows = [line.split("\t") for line in as_tsv.stdout.splitlines()]
     assert header == ["method", "rank", "agent", "score"]
     assert [(m, int(k), a, float(s)) for m, k, a, s in rows] == [(r["method"], r["rank"], r["agent"], r["score"]) for r in published]
+
+
+@pytest.fixture(scope="module")
+def dated_store(tmp_path_factory):
+    """A store of 30 battles dated 2024-01-01 to 2024-01-10 (3 a day), and one of undated battles."""
+    root = tmp_path_factory.mktemp("dated")
+    lines = ["model_a,model_b,winner,timestamp"] + [f"m{k % 3},m{(k + 1) % 3},model_a,2024-01-{1 + k // 3:02d}T12:00:00Z" for k in range(30)]
+    (root / "dated.csv").write_text("\n".join(lines) + "\n")
+    (root / "undated.csv").write_text("model_a,model_b,winner\na,b,model_a\nb,a,tie\n")
+    for name in ("dated", "undated"):
+        assert vase("ingest", str(root / f"{name}.csv"), "--kind", "battles", "--store", str(root / name)).returncode == 0
+    return root
+
+
+@pytest.mark.parametrize(("store", "args", "said"), [
+    ("dated", ["-m", "m-elo:half_life_days=0"], "m-elo: parameter half_life_days=0.0 must be positive"),
+    ("dated", ["-m", "m-elo:half_life_days=-2"], "m-elo: parameter half_life_days=-2.0 must be positive"),
+    ("dated", ["-m", "elo", "--min-records", "-1"], "Invalid value for --min-records: min_records=-1"),
+    ("dated", ["-m", "elo", "--as-of", "2023-12-31"], "--as-of 2023-12-31 is before the first record (2024-01-01)"),
+    ("dated", ["-m", "elo", "--as-of", "soon"], "--as-of 'soon' is not a date (YYYY-MM-DD)"),
+    ("dated", ["-m", "m-elo:prior=auto", "--as-of", "2024-01-05"],
+     "m-elo: prior=auto needs at least 20 battles to cross-validate, and the log holds 15 as of 2024-01-05"),
+    ("undated", ["-m", "m-elo:half_life_days=7"], "half_life_days=7 needs every record dated, and"),
+    ("undated", ["-m", "elo", "--as-of", "2024-01-05"], "--as-of 2024-01-05 needs every record dated, and"),
+])
+def test_time_and_prior_refusals_are_one_line_and_exit_2_before_any_work(dated_store, tmp_path, store, args, said):
+    # Before: prior=auto on too few battles was refused after the reduction, as a method refusal (exit 1).
+    result = vase("rate", "--kind", "battles", "--store", str(dated_store / store), *args, "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith("error: ") and said in line, line
+    assert not (tmp_path / "out").exists()  # refused before any work
+
+
+def test_as_of_rates_the_log_as_it_stood_and_says_so(dated_store, tmp_path):
+    out = tmp_path / "out"
+    result = vase("rate", "--kind", "battles", "--store", str(dated_store / "dated"), "-m", "m-elo:half_life_days=2,prior=1,bootstrap=0",
+                  "--as-of", "2024-01-04", "--out", str(out), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["parameters"]["as_of"] == "2024-01-04"
+    [(spec, decay)] = run["parameters"]["half_life_days"].items()
+    assert "half_life_days=2.0" in spec and decay == {"half_life_days": 2.0, "ages_from": "2024-01-04T12:00:00+00:00"}
+    header = "Records as of 2024-01-04. Each record weighed by its age: half-life 2 days from 2024-01-04T12:00:00+00:00."
+    assert header in (out / "leaderboard.md").read_text() and header in (out / "index.html").read_text()
+    records = pq.read_table(out / "agents.parquet").to_pylist()
+    assert sum(r["records"] for r in records) == 2 * 12  # the battles of 4 days, 3 a day
+    assert not (out / "pairwise.parquet").exists()  # every spec weighs: no unweighed head-to-head counts to show

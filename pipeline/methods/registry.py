@@ -58,6 +58,7 @@ from pipeline.methods.numerics.threads import one_blas_thread
 from pipeline.methods.ratings import Ratings, spec_text
 from pipeline.methods.standing import Standing
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
+from pipeline.stats.recency import HALF_LIFE, NO_DECAY
 
 CLIENT = "client"  # the keyword through which a method that fans out receives the Dask client
 ESTABLISHED = "established"  # the keyword through which a method with its own bootstrap receives the established agents
@@ -344,6 +345,9 @@ def run(spec: str | Spec, stats: Statistics, *, client=None, standing: Standing 
     (None: local threads). Given a `standing`, the headline ranks are its (`pipeline.methods.standing`):
     bootstraps count rank intervals among the agents it establishes, and provisional agents are flagged."""
     spec = Spec.parse(spec)
+    if (weighed := spec.effective_params.get(HALF_LIFE, NO_DECAY)) != stats.half_life_days:
+        raise ValueError(f"{spec.name}: {HALF_LIFE}={weighed:g} reads counts weighed by that half-life, and these are "
+                         f"weighed by {stats.half_life_days:g}: reduce them with it (`pipeline.board.reduce`)")
     established = None if standing is None else standing.established(stats)
     if spec.bootstrap_rounds:
         ratings = BOOTSTRAP_RUNNER[BOOTSTRAP](spec, stats, client=client, established=established)

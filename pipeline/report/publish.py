@@ -142,7 +142,10 @@ ORDER_WORDS = {"score": "the method's score", "lower": "the lower end of the 95%
 def standing_sentence(info: dict[str, object]) -> str:
     """What orders a board's table, and who is ranked apart (the info `pipeline.methods.standing` adds)."""
     apart = int(info["provisional_count"])
-    return (f"Ranked by {ORDER_WORDS[str(info['ordered_by'])]}, among the agents with at least {info['min_records']} records; "
+    when = f"Records as of {info['as_of']}. " if "as_of" in info else ""
+    if "ages_from" in info:
+        when += f"Each record weighed by its age: half-life {info['half_life_days']:g} days from {info['ages_from']}. "
+    return (when + f"Ranked by {ORDER_WORDS[str(info['ordered_by'])]}, among the agents with at least {info['min_records']} records; "
             + (f"the {apart} with fewer are provisional, ranked apart after them." if apart else "no agent has fewer."))
 
 

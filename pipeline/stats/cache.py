@@ -45,6 +45,7 @@ def cache_key(root: str, kind: str, want: frozenset[str], dense: bool, unit) -> 
     """The SHA-256 of what a unit's partial depends on (its files are immutable once written)."""
     files = [p.removeprefix(f"{root}/") if is_url(root) else str(Path(p).relative_to(Path(root).resolve())) for p in unit.paths]
     subset = [unit.category] if unit.category is not None else []  # keys of whole units are as before
+    subset += unit.decay.key() if unit.decay is not None else []  # weighed counts never meet unweighed ones
     key = json.dumps([FORMAT, kind, sorted(want), dense, unit.source, files, unit.row_groups, *subset])
     return hashlib.sha256(key.encode()).hexdigest()
 

@@ -7,6 +7,7 @@ per unit of work, so they do not depend on the partitioning or the workers.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import Counter
 
 import dask.threaded  # passed as the scheduler: its name, "threads", would make dask import distributed (~1 s)
@@ -36,13 +37,13 @@ def batch_category_counts(units: list[Unit], column: str) -> Counter:
     return sum((unit_category_counts(unit, column) for unit in units), Counter())
 
 
-def category_counts(store: Store, kind: str, *, client=None) -> dict[str | None, int]:
+def category_counts(store: Store, kind: str, *, client=None, as_of: dt.date | None = None) -> dict[str | None, int]:
     """Rows per category of the store's `kind` logs, categories in code-point order, None (rows
     without a category) last; computed on `client` (a distributed Client) or on local threads."""
     column = log_kind(kind).category
     if column is None:
         raise ValueError(f"{kind} logs have no category column")
-    units = plan_units(store, kind)
+    units = plan_units(store, kind, as_of=as_of)
     if not units:
         return {}
     total = tree_sum([dask.delayed(batch_category_counts)(units[i:i + 64], column) for i in range(0, len(units), 64)])

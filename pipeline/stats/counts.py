@@ -16,9 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    from pipeline.stats.recency import Decay
 
 Matrix = np.ndarray | sp.csr_array
 CORE_STATISTICS = frozenset({"pairwise", "positions", "histogram"})  # fields of `Statistics`; the others are extras
@@ -168,6 +172,12 @@ class Statistics:
     histogram: BallotHistogram | None = None
     extra: dict[str, object] = field(default_factory=dict)
     agent_keys: np.ndarray | None = None
+    decay: Decay | None = None  # the pairwise counts weigh each record by its age (`pipeline.stats.recency`)
+
+    @property
+    def half_life_days(self) -> float:
+        """The half-life the counts were weighed by (inf: not weighed)."""
+        return math.inf if self.decay is None else self.decay.half_life_days
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "agents", _check_agents(self.agents))

@@ -10,6 +10,8 @@ into pairs (battles) or one weak order per unit (a game, a task, a ballot, a rev
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import operator
 import os
 from collections.abc import Callable, Iterable
@@ -24,12 +26,13 @@ from dask.delayed import Delayed
 
 from pipeline.arrays import SOURCE
 from pipeline.logs import log_kind
-from pipeline.logs.kinds import DICTIONARIES, ROWS_PER_TASK
+from pipeline.logs.kinds import DICTIONARIES, ROWS_PER_TASK, TIMESTAMP
 from pipeline.progress import local_tasks_advance, stage
 from pipeline.stats import cache
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
 from pipeline.stats.extras import EXTRAS, extra_columns, extra_partials, fallback_columns
 from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, comparison_partial, finalize, weak_order_partial
+from pipeline.stats.recency import HALF_LIFE, NO_DECAY, Decay, newest_timestamp, partition_day
 from pipeline.stats.sequence import return_freed_memory
 from pipeline.store import Store
 from pipeline.store.files import reading_store_file
@@ -50,9 +53,39 @@ class Unit:
     paths: tuple[str, ...]
     row_groups: tuple[int, ...] | None = None
     category: str | None = None  # only the rows of this category (`LogKind.category`), for a per-category board
+    decay: Decay | None = None  # each row weighed by its age (`pipeline.stats.recency`)
 
 
-def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK, category: str | None = None) -> list[Unit]:
+class AsOfError(ValueError):
+    """An `--as-of` date the store's records cannot be rated as of (a usage error)."""
+
+
+def check_dated(store: Store, kind: str, as_of: dt.date | None, half_life_days: float = NO_DECAY) -> None:
+    """Refuse, from the manifest alone, a reduction as of a date or weighed by age over records without a
+    timestamp, and a date before the first record (`AsOfError`)."""
+    if as_of is None and half_life_days == NO_DECAY:
+        return
+    asked = f"--as-of {as_of}" if as_of is not None else f"{HALF_LIFE}={half_life_days:g}"
+    days = []
+    for report in store.manifest.files.values():
+        if report.kind != kind:
+            continue
+        if any(partition_day(p.path) is None for p in report.partitions):
+            raise AsOfError(f"{asked} needs every record dated, and {report.source} has {kind} without a timestamp")
+        days += [partition_day(p.path) for p in report.partitions]
+    if as_of is not None and days and as_of < min(days):
+        raise AsOfError(f"--as-of {as_of} is before the first record ({min(days)}): nothing to rate")
+
+
+def stored_rows(store: Store, kind: str, as_of: dt.date | None = None) -> int:
+    """The rows of `kind` the store's manifest lists (dated `as_of` or before, given a date): no file is read."""
+    return sum(part.rows for report in store.manifest.files.values() if report.kind == kind for part in report.partitions
+               if as_of is None or (day := partition_day(part.path)) is not None and day <= as_of)
+
+
+def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK, category: str | None = None,
+               as_of: dt.date | None = None) -> list[Unit]:
+    """The units of work over the store's `kind` partitions (those dated `as_of` or before, given a date)."""
     split_rows = log_kind(kind).independent_rows
     units: list[Unit] = []
     for sha, report in sorted(store.manifest.files.items()):
@@ -61,6 +94,8 @@ def plan_units(store: Store, kind: str, target_rows: int = ROWS_PER_TASK, catego
         batch: list[str] = []
         rows = 0
         for part in sorted(report.partitions, key=lambda p: p.path):
+            if as_of is not None and partition_day(part.path) > as_of:  # dated rows are partitioned by UTC date
+                continue
             path = store.locate(part)
             if part.rows > target_rows and split_rows:
                 with reading_store_file(path):
@@ -90,7 +125,8 @@ def _stored(file: pq.ParquetFile, columns: list[str], fallbacks: dict[str, str] 
 
 def _read(unit: Unit, kind: str, statistics: frozenset[str]) -> pa.Table:
     """The unit's rows, in the columns the statistics read that each file holds (see `_stored`)."""
-    columns = list(dict.fromkeys([*log_kind(kind).columns, *extra_columns(kind, statistics)]))
+    dated = (TIMESTAMP,) if unit.decay is not None else ()
+    columns = list(dict.fromkeys([*log_kind(kind).columns, *extra_columns(kind, statistics), *dated]))
     fallbacks = fallback_columns(kind, statistics)
     tables = []
     for i, path in enumerate(unit.paths):
@@ -124,11 +160,18 @@ def category_rows(path: str, kind: str, columns: list[str], category: str, row_g
     return table.filter(pc.field(name) == category).select(columns)
 
 
-def reduce_table(table: pa.Table, kind: str, n: int, statistics: frozenset[str], dense: bool) -> Partial:
-    """The partial statistics of one unit of work's stored rows, in an id space of size n."""
+def reduce_table(table: pa.Table, kind: str, n: int, statistics: frozenset[str], dense: bool,
+                 decay: Decay | None = None) -> Partial:
+    """The partial statistics of one unit of work's stored rows, in an id space of size n (each
+    comparison weighed by its age, given a `decay`)."""
     chosen = log_kind(kind)
+    if decay is not None and chosen.comparisons is None:
+        raise ValueError(f"{HALF_LIFE} weighs comparisons (battles), not {kind}")
     if chosen.comparisons is not None:
-        partial = comparison_partial(chosen.comparisons(table), n, dense)
+        comparisons = chosen.comparisons(table)
+        if decay is not None:
+            comparisons = dataclasses.replace(comparisons, weights=comparisons.weights * decay.factors(table.column(TIMESTAMP)))
+        partial = comparison_partial(comparisons, n, dense)
     else:
         partial = weak_order_partial(chosen.weak_orders(table), n, statistics, dense)
     partial.extra = extra_partials(table, kind, n, statistics)
@@ -136,7 +179,7 @@ def reduce_table(table: pa.Table, kind: str, n: int, statistics: frozenset[str],
 
 
 def reduce_unit(unit: Unit, kind: str, n: int, statistics: frozenset[str], dense: bool) -> Partial:
-    return reduce_table(_read(unit, kind, statistics), kind, n, statistics, dense)
+    return reduce_table(_read(unit, kind, statistics), kind, n, statistics, dense, unit.decay)
 
 
 def cached_reduce_unit(root: str, unit: Unit, kind: str, n: int, statistics: frozenset[str], dense: bool) -> Partial:
@@ -180,19 +223,29 @@ def check_statistics(kind: str, statistics: Iterable[str]) -> frozenset[str]:
 
 def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATISTICS, *, client=None,
                  dense: bool | None = None, target_rows: int = ROWS_PER_TASK, use_cache: bool = False,
-                 category: str | None = None) -> Statistics:
+                 category: str | None = None, as_of: dt.date | None = None, half_life_days: float = NO_DECAY) -> Statistics:
     """The named statistics of one log kind, computed on `client` (a distributed Client) or locally.
 
     Given a `category`, only its rows are read (a per-category board): the same statistics as a
-    store holding only those rows would give, whatever the partitioning.
+    store holding only those rows would give, whatever the partitioning. Given `as_of`, only the
+    records dated that day or before; given a finite `half_life_days`, each comparison weighed by its
+    age from the newest record read (`pipeline.stats.recency`). Both are refused, before any row is
+    read, over records without a timestamp, and a date before the first record (`check_dated`).
 
     With `use_cache`, per-unit partials are kept in `<store>/cache/` and reused by later calls,
     so that only newly ingested files are read (the workers must be able to write to the store).
     """
     statistics = check_statistics(kind, statistics)
-    units = plan_units(store, kind, min(target_rows, log_kind(kind).rows_per_task), category)
+    check_dated(store, kind, as_of, half_life_days)
+    units = plan_units(store, kind, min(target_rows, log_kind(kind).rows_per_task), category, as_of)
     if not units:
         raise ValueError(f"the store at {store.url} holds no {kind}")
+    decay = None
+    if half_life_days != NO_DECAY:
+        paths = [path for unit in units for path in unit.paths]
+        last = max(partition_day(path) for path in paths)
+        decay = Decay(newest_timestamp([path for path in paths if partition_day(path) == last]), half_life_days)
+        units = [dataclasses.replace(unit, decay=decay) for unit in units]
     agents = store.dictionary("agents")
     n = len(agents)
     dense = n <= DENSE_MAX_AGENTS if dense is None else dense
@@ -206,8 +259,10 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     with stage("reduce units", len(units)) as advance:
         if client is None:
             with local_tasks_advance(advance, units_of):
-                return dask.delayed(finalize)(kind, tree_sum(reduced), statistics, names).compute(scheduler=dask.threaded.get)
-        return finalize(kind, gathered_sum(client, reduced, lambda key: advance(units_of[key])), statistics, names)
+                stats = dask.delayed(finalize)(kind, tree_sum(reduced), statistics, names).compute(scheduler=dask.threaded.get)
+        else:
+            stats = finalize(kind, gathered_sum(client, reduced, lambda key: advance(units_of[key])), statistics, names)
+    return stats if decay is None else dataclasses.replace(stats, decay=decay)
 
 
 def gathered_sum(client, reduced: list[Delayed], ended: Callable[[object], None] = lambda key: None) -> Partial:

@@ -222,3 +222,25 @@ def test_a_nightly_with_bad_files_publishes_every_board_and_does_not_retry_them(
     nightly(str(config), str(out), workers=0)  # the next night reads neither refused file again
     again = Store(out / "stores" / "arena").manifest
     assert {r.sha256: r.ingested_at for r in again.files.values() if r.status == "unreadable"} == refused
+
+
+def test_the_ratings_flow_weighs_records_by_age_as_vase_rate_does(tmp_path, dask_cluster):
+    # The flow reduced once, unweighed, for every spec: m-elo:half_life_days=D was then refused (the registry's check).
+    import numpy as np
+
+    from flows.ingest import ingest
+    from flows.ratings import ratings
+    from pipeline.cli import app
+    from tests.stats.test_recency import dated_battles, write
+    from typer.testing import CliRunner
+
+    write(tmp_path / "battles.csv", dated_battles(np.random.default_rng(4), battles=200))
+    ingest([str(tmp_path / "battles.csv")], "battles", str(tmp_path / "store"))
+    specs = ["m-elo:half_life_days=9,prior=0.5,bootstrap=0", "borda"]
+    ratings(str(tmp_path / "store"), "battles", specs, str(tmp_path / "flow"), scheduler=dask_cluster.scheduler_address)
+    result = CliRunner().invoke(app, ["rate", "--kind", "battles", "--store", str(tmp_path / "store"), *(a for s in specs for a in ("-m", s)),
+                                      "--out", str(tmp_path / "cli")])
+    assert result.exit_code == 0, result.output
+    flow, cli = (json.loads((tmp_path / out / "ratings.json").read_text()) for out in ("flow", "cli"))
+    assert flow == cli and [r["method"].split(":")[0] for r in flow][::len(flow) // 2] == ["m-elo", "borda"]
+    assert json.loads((tmp_path / "flow" / "run.json").read_text())["errors"] == {}

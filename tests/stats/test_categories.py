@@ -21,7 +21,7 @@ def test_counts_per_category_match_the_log_for_any_partitioning(tmp_path, monkey
     counted = category_counts(store, "battles")
     assert counted == expected and list(counted) == ["a", "b", "\u00e9t\u00e9", None]
     real = categories.plan_units
-    monkeypatch.setattr(categories, "plan_units", lambda s, k: real(s, k, target_rows=7))
+    monkeypatch.setattr(categories, "plan_units", lambda s, k, **options: real(s, k, target_rows=7, **options))
     assert category_counts(store, "battles") == counted
 
 

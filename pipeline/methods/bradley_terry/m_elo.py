@@ -59,6 +59,11 @@ for at least 99% of the agents.
 Style control (`covariates=len,md`, battles whose files give those features): ratings and
 coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.bradley_terry.style_control`.
 
+Time (`half_life_days=D`, default inf: none): each battle weighed by 0.5 ** (age in days / D), age from the
+newest battle rated. The weights are applied in the reduction (`pipeline.stats.recency`), so the counts
+here are the weighted ones and the fit, its prior and its bootstrap are those of any weighted counts: the
+exact weighted maximum likelihood. The registry refuses counts weighed by another half-life than the spec's.
+
 Games: `games=pairs` fits the pairs of each game with the game's weight (a 7-player game is 21
 comparisons); `games=player` weights each pair 1/(L-1) (see `pipeline.stats.game_pairs`).
 """
@@ -82,6 +87,7 @@ from pipeline.methods.registry import POSITIVE, ROUNDS, Rule, at_least, method, 
 from pipeline.stats.counts import PairwiseCounts
 from pipeline.stats.features import BattleFeatures
 from pipeline.stats.game_pairs import PAIR_WEIGHTINGS, PerGameCounts
+from pipeline.stats.recency import HALF_LIFE, NO_DECAY
 
 TIES = ("half", "davidson")
 FITTED, NO_ESTIMATE, UNCONVERGED = 0.0, 1.0, 2.0  # status of a bootstrap round (last column of its row)
@@ -338,6 +344,7 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
                                   established), summary
 
 
+HALF_LIFE_RULE = Rule(lambda value: value > 0, "positive (inf: every record weighs the same)", infinite=True)
 AUTO = "auto"  # prior=auto: chosen by cross-validation (`pipeline.methods.bradley_terry.prior_choice`)
 PRIOR = Rule(lambda value: value == AUTO or (not isinstance(value, str) and value >= 0), "non-negative, or auto", texts=(AUTO,))
 
@@ -353,14 +360,20 @@ def _distinct_features(covariates: object) -> bool:
 @method("m-elo", needs=("pairwise", "agent_keys"),
         needs_with={"games": ("pairwise_per_game",), "covariates": ("battle_features",)},
         rules={"ties": one_of(*TIES), "prior": PRIOR, "bootstrap": ROUNDS, "refit": one_of(*REFITS), "scale": POSITIVE, "games": one_of(*PAIR_WEIGHTINGS),
-               "tol": POSITIVE, "max_iter": at_least(1), "covariates": Rule(_distinct_features, "distinct features")})
+               "tol": POSITIVE, "max_iter": at_least(1), "covariates": Rule(_distinct_features, "distinct features"),
+               HALF_LIFE: HALF_LIFE_RULE})
 def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts | None = None, features: BattleFeatures | None = None,
           *, ties: str = "half", prior: float | str = 0.0, bootstrap: int = 1000, refit: str = "exact", seed: int = 0, scale: float = 400.0,
           anchor: float = 1000.0, games: str = "pairs", tol: float = STEP_TOL, max_iter: int = 100, covariates: str = "",
-          client=None, established: np.ndarray | None = None) -> Ratings:
-    """m-Elo: Bradley-Terry maximum likelihood on the pairwise counts, with bootstrap intervals."""
+          half_life_days: float = NO_DECAY, client=None, established: np.ndarray | None = None) -> Ratings:
+    """m-Elo: Bradley-Terry maximum likelihood on the pairwise counts, with bootstrap intervals.
+
+    With a finite `half_life_days` the counts were weighed by age in the reduction (`pipeline.stats.recency`;
+    the registry checks that they were): the fit is then the exact weighted fit."""
     if refit == ONE_STEP and (ties != "half" or covariates):
         raise ValueError("m-elo: refit=onestep needs ties=half and no covariates")
+    if half_life_days != NO_DECAY and (covariates or games != "pairs"):
+        raise ValueError(f"m-elo: {HALF_LIFE} weighs battles' pair counts, not covariates or games=player")
     if covariates:
         if ties != "half":
             raise ValueError("m-elo: covariates need ties=half")

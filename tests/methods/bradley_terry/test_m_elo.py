@@ -300,3 +300,73 @@ def test_agents_with_the_same_record_share_a_rank():
     ratings = run("m-elo:bootstrap=0", stats)
     by_name = dict(zip((names[i] for i in ratings.agents), ratings.rank.tolist()))
     assert by_name["a"] == by_name["b"]
+
+
+def weighed_fit_by_hand(rows, half_life_days: float, prior: float) -> dict[str, float]:
+    """The maximum of the weighed Bradley-Terry log-likelihood with a Gaussian prior, by scipy's BFGS: each battle
+    weighs weight * 0.5 ** (age / half-life) (age in days from the newest), a tie half a win each way; Elo points."""
+    from scipy.optimize import minimize
+    from scipy.special import expit, log_expit
+
+    agents = sorted({r[0] for r in rows} | {r[1] for r in rows})
+    index = {name: i for i, name in enumerate(agents)}
+    a, b = (np.array([index[r[k]] for r in rows]) for k in (0, 1))
+    score = np.array([{"model_a": 1.0, "tie": 0.5, "model_b": 0.0}[r[2]] for r in rows])
+    newest = max(r[4] for r in rows)
+    age = np.array([(newest - r[4]) / np.timedelta64(1, "D") for r in rows])
+    w = np.array([r[3] for r in rows]) * 0.5 ** (age / half_life_days)
+
+    def loss(beta):
+        d = beta[a] - beta[b]
+        value = -(w * (score * log_expit(d) + (1 - score) * log_expit(-d))).sum() + prior / 2 * beta @ beta
+        residual = w * (score - expit(d))
+        return value, -(np.bincount(a, residual, len(agents)) - np.bincount(b, residual, len(agents))) + prior * beta
+
+    beta = minimize(loss, np.zeros(len(agents)), jac=True, method="BFGS", options={"gtol": 1e-12, "maxiter": 10_000}).x
+    return dict(zip(agents, 1000 + 400 / np.log(10) * (beta - beta.mean())))
+
+
+def rated_from_store(store, spec: str, half_life_days: float) -> dict[str, float]:
+    from pipeline.methods import Spec, run
+    from pipeline.stats import reduce_store
+
+    stats = reduce_store(store, "battles", Spec.parse(spec).statistics, half_life_days=half_life_days)
+    ratings = run(spec, stats)
+    names = store.dictionary("agents").names
+    return {names[agent]: float(score) for agent, score in zip(ratings.agents, ratings.score)}
+
+
+@pytest.mark.parametrize(("half_life", "prior"), [(12.0, 0.3), (4.0, 0.0)])
+def test_half_life_is_the_exact_weighed_fit(tmp_path, half_life, prior):
+    # Planted in the reduction: the age from the oldest record, or the weight squared: 48 to 450 Elo points off.
+    from tests.stats.test_recency import dated_battles, stored
+
+    rows = dated_battles(np.random.default_rng(11), battles=300)
+    got = rated_from_store(stored(tmp_path, rows), f"m-elo:half_life_days={half_life},prior={prior},bootstrap=0", half_life)
+    want = weighed_fit_by_hand(rows, half_life, prior)
+    assert got.keys() == want.keys()
+    assert max(abs(got[k] - want[k]) for k in want) < 0.01  # Elo points: the fits' tolerances and the weights' 2^-24 grid
+
+
+def test_an_infinite_half_life_is_the_unweighed_fit(tmp_path):
+    from tests.stats.test_recency import dated_battles, stored
+
+    store = stored(tmp_path, dated_battles(np.random.default_rng(12), battles=200))
+    long = rated_from_store(store, "m-elo:half_life_days=1e9,prior=0.1,bootstrap=0", 1e9)
+    plain = rated_from_store(store, "m-elo:prior=0.1,bootstrap=0", np.inf)
+    assert max(abs(long[k] - plain[k]) for k in plain) < 1e-3
+
+
+def test_counts_weighed_by_another_half_life_are_refused(tmp_path):
+    # Without the check, m-elo:half_life_days=D rated unweighed counts (a direct call, a new path) and said nothing.
+    from pipeline.methods import run
+    from pipeline.stats import reduce_store
+    from tests.stats.test_recency import dated_battles, stored
+
+    store = stored(tmp_path, dated_battles(np.random.default_rng(13), battles=50))
+    plain = reduce_store(store, "battles", {"pairwise"})
+    with pytest.raises(ValueError, match="half_life_days=5 reads counts weighed by that half-life, and these are weighed by inf"):
+        run("m-elo:half_life_days=5,bootstrap=0", plain)
+    weighed = reduce_store(store, "battles", {"pairwise"}, half_life_days=5.0)
+    with pytest.raises(ValueError, match="half_life_days=inf reads counts weighed by that half-life, and these are weighed by 5"):
+        run("borda", weighed)
