@@ -8,7 +8,8 @@ other load), the large ones run once each.
 1. A 10-row `vase rate` against `python -c "import numpy, pyarrow"` (target at most 3x): with borda,
    and with m-elo as a user types it (`-m m-elo`: 1,000 bootstrap rounds). `import pipeline.board`
    (what `rate` imports before it reads a row) and an import of the third-party libraries a 10-row
-   rate loads (`LIBRARIES`, pandas by way of pyarrow) are timed beside them: the floor under vase's code.
+   m-elo rate loads (`LIBRARIES`: pandas by way of pyarrow; a borda rate loads them all but numba) are
+   timed beside them: the floor under vase's code.
 2. The CLI against the library API on the same input (target at most 1.2x): `vase rate BATTLES.csv -k
    battles -m m-elo:bootstrap=0 --out DIR` against a Python script that calls `pipeline.board.run_board`
    with a temporary store (`LIBRARY_SCRIPT`): the same stages, the same files written; the script
@@ -41,7 +42,7 @@ from benchmarks.common import machine, save, scores_agree
 VASE = Path(sys.executable).parent / "vase"
 TEN_ROWS = "model_a,model_b,winner\n" + "".join(f"m{i % 4},m{(i + 1) % 4},{('model_a', 'model_b', 'tie')[i % 3]}\n" for i in range(10))
 SPEC = "m-elo:bootstrap=0"  # evalica gives no intervals
-# What a 10-row rate loads of its libraries (found with `python -X importtime`): the floor under vase's own code.
+# The libraries a 10-row m-elo rate loads, borda's all but numba (`python -X importtime`): the floor under vase's code.
 LIBRARIES = ("numpy", "pyarrow", "pandas", "polars", "scipy.sparse", "scipy.linalg", "scipy.special", "numba", "dask.threaded",
              "matplotlib.figure", "yaml", "typer", "rich")
 TARGETS = {"ten_rows_over_imports": 3.0, "cli_over_library": 1.2, "cli_over_evalica": 1.2}
