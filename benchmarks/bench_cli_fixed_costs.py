@@ -1,12 +1,25 @@
-"""The fixed cost a user pays on every `vase rate`, against bare imports timed in the same run.
+"""The fixed costs a user pays on every `vase rate` (issue 34, item 4): three ratios, measured in one run.
 
-Run as `python -m benchmarks.bench_cli_fixed_costs [--repeat N]`. Each command is a fresh process;
-the best of N runs of each is kept (the least disturbed by other load). The floor is
-`python -c "import numpy, pyarrow"`; then `import pipeline.board` (what `rate` imports: every
-method module, scipy, numba, polars, matplotlib) and `vase rate` of a 10-row battles file with
-borda (local threads, a temporary store, the report written). Issue 34's target is a 10-row
-`rate` at most 3x the floor; the table gives each time as a ratio to it, and the 10-row rate's
-share spent importing. JSON is written to benchmarks/results/cli_fixed_costs.json.
+Run as `python -m benchmarks.bench_cli_fixed_costs [--repeat N] [--battles N] [--models 200 2000]`.
+Every command is a fresh process (interpreter start, imports, reading and writing included), with
+this checkout first on PYTHONPATH; small commands keep the best of N runs (the least disturbed by
+other load), the large ones run once each.
+
+1. A 10-row `vase rate` against `python -c "import numpy, pyarrow"` (target at most 3x): with borda,
+   and with m-elo as a user types it (`-m m-elo`: 1,000 bootstrap rounds). `import pipeline.board`
+   (what `rate` imports before it reads a row) and an import of the third-party libraries a 10-row
+   m-elo rate loads (`LIBRARIES`: pandas by way of pyarrow; a borda rate loads them all but numba) are
+   timed beside them: the floor under vase's code.
+2. The CLI against the library API on the same input (target at most 1.2x): `vase rate BATTLES.csv -k
+   battles -m m-elo:bootstrap=0 --out DIR` against a Python script that calls `pipeline.board.run_board`
+   with a temporary store (`LIBRARY_SCRIPT`): the same stages, the same files written; the script
+   also reports the seconds spent inside `run_board`, so the share of imports is seen.
+3. The CLI end to end against evalica's whole script (`benchmarks.peers.rate_file evalica`: pandas
+   reads the CSV, `evalica.bradley_terry`, a CSV written) at each `--models` (target at most 1.2x).
+   Its ratings are checked against vase's (`bench_elo.TOL_ELO`) before a ratio counts.
+
+The battles are `bench_elo`'s (uniform random pairs, 10% ties, Bradley-Terry strengths N(0, 1)).
+JSON is written to benchmarks/results/cli_fixed_costs.json.
 """
 
 from __future__ import annotations
@@ -19,47 +32,124 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.common import save
+import numpy as np
+import pandas as pd
+import polars as pl
+
+from benchmarks.bench_elo import BATTLES, ROOT, SEED, TOL_ELO, battle_frame, battles, names, timed_command
+from benchmarks.common import machine, save, scores_agree
 
 VASE = Path(sys.executable).parent / "vase"
 TEN_ROWS = "model_a,model_b,winner\n" + "".join(f"m{i % 4},m{(i + 1) % 4},{('model_a', 'model_b', 'tie')[i % 3]}\n" for i in range(10))
-TARGET = 3.0
+SPEC = "m-elo:bootstrap=0"  # evalica gives no intervals
+# The libraries a 10-row m-elo rate loads, borda's all but numba (`python -X importtime`): the floor under vase's code.
+LIBRARIES = ("numpy", "pyarrow", "pandas", "polars", "scipy.sparse", "scipy.linalg", "scipy.special", "numba", "dask.threaded",
+             "matplotlib.figure", "yaml", "typer", "rich")
+TARGETS = {"ten_rows_over_imports": 3.0, "cli_over_library": 1.2, "cli_over_evalica": 1.2}
+# What `vase rate FILE -k battles -m SPEC --out OUT` does, through the library: argv is FILE SPEC OUT.
+LIBRARY_SCRIPT = """
+import sys, tempfile, time
+from pathlib import Path
+from pipeline.board import Board, run_board
+from pipeline.store import Store
+source, spec, out = sys.argv[1:]
+with tempfile.TemporaryDirectory(prefix="vase-store-") as scratch:
+    start = time.perf_counter()
+    run_board(Board(Path(out).name, "battles", (source,), (spec,)), Store(scratch), Path(out), temporary_store=True)
+    print(time.perf_counter() - start)
+"""
 
 
-def best_start(argv: list[str], repeat: int) -> float:
-    best = float("inf")
+def best(argv: list[str], repeat: int) -> float:
+    times = []
     for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        best = min(best, time.perf_counter() - start)
-    return best
+        seconds, failure = timed_command(argv)
+        if failure:
+            raise RuntimeError(f"{' '.join(argv[:4])} failed: {failure}")
+        times.append(seconds)
+    return min(times)
+
+
+def rate_command(source: Path, spec: str, out: Path) -> list[str]:
+    return [str(VASE), "rate", str(source), "-k", "battles", "-m", spec, "--out", str(out), "--force"]
+
+
+def fixed_costs(scratch: Path, repeat: int) -> dict[str, float]:
+    ten = scratch / "ten.csv"
+    ten.write_text(TEN_ROWS)
+    commands = {
+        "import numpy, pyarrow": [sys.executable, "-c", "import numpy, pyarrow"],
+        "import pipeline.board": [sys.executable, "-c", "import pipeline.board"],
+        "import the libraries alone": [sys.executable, "-c", f"import {', '.join(LIBRARIES)}"],
+        "vase rate (10 rows, borda)": rate_command(ten, "borda", scratch / "ten-borda"),
+        "vase rate (10 rows, m-elo)": rate_command(ten, "m-elo", scratch / "ten-m-elo"),
+    }
+    return {name: best(argv, repeat) for name, argv in commands.items()}
+
+
+def library_seconds(source: Path, out: Path) -> tuple[float, float]:
+    """Wall seconds of the library script as a fresh process, and of its `run_board` call alone."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", LIBRARY_SCRIPT, str(source), SPEC, str(out)], cwd=ROOT,
+                          env=os.environ | {"PYTHONPATH": str(ROOT)}, capture_output=True, text=True, check=True)
+    return time.perf_counter() - start, float(done.stdout.split()[-1])
+
+
+def large(scratch: Path, n: int, rows: int) -> dict[str, object]:
+    """CLI, library script and evalica's script on one CSV of `rows` battles among `n` models."""
+    source = scratch / f"battles-{n}.csv"
+    battle_frame(n, *battles(n, rows, SEED)).to_csv(source, index=False)
+    cli, failure = timed_command(rate_command(source, SPEC, scratch / f"cli-{n}"))
+    if failure:
+        raise RuntimeError(f"vase rate failed: {failure}")
+    library, inside = library_seconds(source, scratch / f"library-{n}")
+    written = scratch / f"evalica-{n}.csv"
+    evalica, failure = timed_command([sys.executable, "-m", "benchmarks.peers.rate_file", "evalica", str(source), str(written)])
+    ours = pl.read_parquet(scratch / f"cli-{n}" / "ratings.parquet").sort("agent")["score"].to_numpy()
+    library_scores = pl.read_parquet(scratch / f"library-{n}" / "ratings.parquet").sort("agent")["score"].to_numpy()
+    theirs = None if failure else pd.read_csv(written).set_index("agent")["score"].reindex(np.sort(names(n))).to_numpy()
+    verdict = scores_agree(ours, theirs, TOL_ELO, " Elo")
+    return {"models": n, "battles": rows, "cli_s": cli, "library_s": library, "library_run_board_s": inside,
+            "evalica_s": None if failure else evalica, "evalica_agrees": verdict.agrees, "evalica_detail": verdict.detail,
+            "library_same_ratings": bool(np.array_equal(ours, library_scores)),
+            "cli_over_library": cli / library, "cli_over_evalica": cli / evalica if verdict.agrees else None}
+
+
+def verdict(ratio: float | None, target: float) -> str:
+    return "no ratio" if ratio is None else f"{ratio:.2f}x ({'met' if ratio <= target else 'NOT met'}, target {target}x)"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--battles", type=int, default=BATTLES)
+    parser.add_argument("--models", type=int, nargs="+", default=[200, 2000])
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="vase-bench-") as scratch:
-        log = Path(scratch) / "ten.csv"
-        log.write_text(TEN_ROWS)
-        commands = {
-            "import numpy, pyarrow": [sys.executable, "-c", "import numpy, pyarrow"],
-            "import pipeline.board": [sys.executable, "-c", "import pipeline.board"],
-            "vase rate (10 rows)": [str(VASE), "rate", str(log), "--kind", "battles", "-m", "borda", "--out",
-                                    str(Path(scratch) / "out"), "--force"],
-        }
-        times = {name: best_start(argv, args.repeat) for name, argv in commands.items()}
-    floor = times["import numpy, pyarrow"]
-    print(f"{'command':<24} {'best s':>8} {'x numpy+pyarrow':>16}")
-    for name, seconds in times.items():
-        print(f"{name:<24} {seconds:8.3f} {seconds / floor:16.1f}")
-    ratio = times["vase rate (10 rows)"] / floor
-    imports = times["import pipeline.board"] / times["vase rate (10 rows)"]
-    print(f"share of the 10-row rate spent importing pipeline.board: {imports:.0%}")
-    print(f"target: 10-row rate at most {TARGET}x numpy+pyarrow: {'met' if ratio <= TARGET else 'NOT met'} ({ratio:.1f}x); "
-          f"load average {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory(prefix="vase-bench-") as tmp:
+        scratch = Path(tmp)
+        times = fixed_costs(scratch, args.repeat)
+        floor = times["import numpy, pyarrow"]
+        print(f"{'command':<28} {'best s':>8} {'x numpy+pyarrow':>16}")
+        for name, seconds in times.items():
+            print(f"{name:<28} {seconds:8.3f} {seconds / floor:16.1f}", flush=True)
+        sizes = []
+        for n in args.models:
+            found = large(scratch, n, args.battles)
+            sizes.append(found)
+            print(f"{args.battles:,} battles x {n:,} models: vase rate {found['cli_s']:.2f} s, library script "
+                  f"{found['library_s']:.2f} s (run_board {found['library_run_board_s']:.2f} s), evalica's script "
+                  f"{found['evalica_s'] if found['evalica_s'] is None else round(found['evalica_s'], 2)} s; "
+                  f"evalica's answer: {found['evalica_detail']}", flush=True)
+    print("ratios (issue 34):")
+    for name in ("borda", "m-elo"):
+        ratio = times[f"vase rate (10 rows, {name})"] / floor
+        print(f"  10-row rate ({name}) / import numpy, pyarrow: {verdict(ratio, TARGETS['ten_rows_over_imports'])}")
+    for found in sizes:
+        print(f"  {found['models']:,} models: CLI / library script: {verdict(found['cli_over_library'], TARGETS['cli_over_library'])}; "
+              f"CLI / evalica's script: {verdict(found['cli_over_evalica'], TARGETS['cli_over_evalica'])}")
+    print(f"machine: {machine()}")
     path = save("cli_fixed_costs", {"repeat": args.repeat, "seconds": times, "ratio_to_numpy_pyarrow": {k: v / floor for k, v in times.items()},
-                                    "import_share": imports, "target_ratio": TARGET, "load_average": os.getloadavg()[0]})
+                                    "large": sizes, "targets": TARGETS, "machine": machine()})
     print(f"results: {path}")
 
 

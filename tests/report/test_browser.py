@@ -168,24 +168,56 @@ MEASURE = """() => {
   document.querySelectorAll('details').forEach(d => d.open = true);
   const sideways = Array.from(document.querySelectorAll('.table-wrap')).filter(w => w.scrollWidth > w.clientWidth + 1)
     .map(w => `${w.querySelector('table').className} ${w.querySelector('th') ? w.querySelector('th').textContent : ''}: ${w.scrollWidth} > ${w.clientWidth}`);
-  return {page: document.documentElement.scrollWidth, view: document.documentElement.clientWidth, sideways};
+  const tables = Array.from(document.querySelectorAll('.table-wrap table'))
+    .map(t => [t.className, Array.from(t.querySelectorAll('thead th'), th => th.textContent.trim())]);
+  return {page: document.documentElement.scrollWidth, view: document.documentElement.clientWidth, sideways, tables};
 }"""
 
 
+@pytest.fixture(scope="module")
+def provisional_board(tmp_path_factory) -> Path:
+    """The widest board table the report draws: m-elo with its intervals, rank (UB), tier and records,
+    and long-named agents with too few records for a rank, shown apart in a provisional table; and
+    the longest unbroken words, a refused method's canonical spec in the notes (without a prior m-elo
+    has no estimate: the newcomers never lose)."""
+    from pipeline.board import Board, run_board
+    from pipeline.store import Store
+
+    folder = tmp_path_factory.mktemp("provisional")
+    regulars = [f"claude-3-5-sonnet-20240620-variant-{i}" for i in range(6)]
+    rows = [(a, b, ("model_a", "model_b", "tie")[(i + j) % 3]) for i, a in enumerate(regulars) for j, b in enumerate(regulars) if a != b]
+    rows += [(f"newcomer-with-a-long-name-{k}-1b", regulars[k], "model_a") for k in range(2)]  # one record each
+    (folder / "battles.csv").write_text("model_a,model_b,winner\n" + "".join(f"{a},{b},{w}\n" for a, b, w in rows * 3))
+    run_board(Board("wide", "battles", (str(folder / "battles.csv"),), ("m-elo:bootstrap=20,prior=1", "m-elo:bootstrap=20"), min_records=10),
+              Store(folder / "store"), folder / "out")
+    return folder / "out" / "index.html"
+
+
 @pytest.mark.parametrize("width", [390, 1366])
-def test_no_page_overflows_sideways_and_no_table_scrolls_on_a_laptop(browser, demo_nightly, width):
+def test_no_page_overflows_sideways_and_no_table_scrolls_on_a_laptop(browser, demo_nightly, provisional_board, width):
     # At 1366 px the m-elo table hid tier, rank (UB) and records behind a horizontal scroll; on a
     # 390 px phone the page overflowed sideways (444 px). On a phone a table wider than the screen
     # scrolls inside its own frame; the page never does.
     latest = (demo_nightly / "latest").resolve()
     pages = sorted(latest.rglob("index.html"))
     assert len(pages) >= 5
+    pages.append(provisional_board)
+    headers: set[str] = set()
+    classes: set[str] = set()
     for path in pages:
         page = browser.new_page(viewport={"width": width, "height": 900})
         page.goto(path.as_uri(), wait_until="load")
         page.add_style_tag(content=SHOW_ALL)
         measured = page.evaluate(MEASURE)
         page.close()
-        assert measured["page"] <= measured["view"] == width, (path.relative_to(latest), measured)
+        for css, names in measured.pop("tables"):
+            classes.update(css.split())
+            if "leaderboard" in css.split():
+                headers.update(name.strip(" \u2195\u2191\u2193") for name in names)
+        assert measured["page"] <= measured["view"] == width, (path, measured)
         if width >= 1366:
-            assert measured["sideways"] == [], (path.relative_to(latest), measured)
+            assert measured["sideways"] == [], (path, measured)
+    # The widest tables were among those measured: m-elo's leaderboard with its intervals, rank (UB),
+    # tier and records, and a provisional agents' table.
+    assert {"95% interval", "rank (UB)", "tier", "records"} <= headers, headers
+    assert "provisional" in classes, classes
