@@ -162,7 +162,8 @@ def _bootstrap_chunk(job: Resample, size: int, rng: np.random.Generator) -> np.n
     for lo in range(0, size, width):
         x_wins, y_wins, ties = _draw(job, buffer[: min(width, size - lo)], rng)
         blocks.append(fit_block(job, x_wins, y_wins, ties))
-        present.append((touches @ (x_wins + y_wins + ties)).T > 0)  # rounds x agents: drew a record of the agent
+        drawn = x_wins.T + y_wins.T + ties.T  # rounds x cells, each round's row contiguous: a product per row, no copy
+        present.append(np.stack([touches @ row for row in drawn]) > 0)  # rounds x agents: drew a record of the agent
     rows = np.concatenate(blocks)
     points = elo_points(rows[:, :-1], job.scale, job.anchor)
     ranks = ranks_by_round(points, elo_tolerance(job.options["tol"], job.scale))
