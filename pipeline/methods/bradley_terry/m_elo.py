@@ -91,7 +91,7 @@ REFITS = ("exact", "onestep")  # refit=: each round fitted to convergence, or on
 ONE_STEP = "onestep"
 ONE_STEP_RTOL = 3e-2  # relative residual of a one-step round's Newton system: the step errs by about this share, below
 #                       its own distance from the round's exact fit (the same endpoints as 1e-3 within 0.2% of the
-#                       agents on WTA 2021-2024 and Diplomacy-scale, at 0.7x the CPU; docs/design-notes.md)
+#                       agents on WTA 2021-2024 and Diplomacy-scale, at 0.73-0.88x the CPU; docs/design-notes.md)
 CHORD_SHARE = 1e-2  # the chord method stops at steps of CHORD_SHARE * tol: its error is then below that
 CHORD_SPREAD = 5.0  # the chord's worst error factor per step: this many relative standard deviations of a
 #                     resampled agent's total weight (Poisson: 1 / sqrt(weight)); at 1/2 or more it is not tried
