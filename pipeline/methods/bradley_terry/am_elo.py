@@ -53,6 +53,7 @@ keeps the counts and the threshold.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -62,6 +63,7 @@ from scipy.special import expit
 
 from pipeline.methods.bradley_terry import core as bradley_terry
 from pipeline.methods.bradley_terry.core import Cells, dense_fits, elo_points, fit_or_refuse, spread
+from pipeline.methods.bradley_terry.prior_choice import AUTO, FOLD_TOL, PRIOR, PriorChoice, choose_prior
 from pipeline.methods.bradley_terry.steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.convergence import SHOWN, ConvergenceError, NoEstimate, RatingError
 from pipeline.methods.ratings import Ratings
@@ -232,7 +234,7 @@ def fit_am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None, *,
         raise RatingError(f"am-elo: {pooled.n} rated agents need a dense {pooled.n} x {pooled.n} Newton system "
                           f"({8 * pooled.n**2 / 2**20:.0f} MB), beyond its bound of {bradley_terry.DENSE_BYTES / 2**20:.0f} MB; "
                           "rate this board with m-elo, or split it")
-    beta = fit_or_refuse(pooled, store_ids, "am-elo", prior=prior).beta
+    beta = fit_or_refuse(pooled, store_ids, "am-elo", hint="prior=auto to choose a prior by cross-validation", prior=prior).beta
     r, theta = (beta - beta.mean()) * m, np.full(m, 1.0 / m)
     penalty = prior / m**2
     previous, size, u, v = np.inf, np.inf, np.zeros(pooled.n), np.zeros(m)
@@ -292,6 +294,37 @@ def _in_counts_order(cells: AnnotatorCells, rating: np.ndarray, theta: np.ndarra
     return AmFit(cells.rated[order], rating[order], ability, iterations, canonical, stopped)
 
 
+def canonical_cells(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None) -> np.ndarray:
+    """The order of the counts' cells by annotator name, then by their agents' names (`agent_keys`):
+    the order `AnnotatorCells` sums in, which does not depend on store ids."""
+    keys = np.arange(len(counts.agents)) if agent_keys is None else np.asarray(agent_keys)
+    key_x, key_y = keys[counts.x], keys[counts.y]
+    return np.lexsort((np.maximum(key_x, key_y), np.minimum(key_x, key_y), counts.judge_keys[counts.judge]))
+
+
+def held_out_votes(counts: AnnotatorCounts, agent_keys: np.ndarray | None, order: np.ndarray, options: dict,
+                   train: np.ndarray, test: np.ndarray, prior: float, start: None) -> tuple[None, float]:
+    """`prior_choice`'s fit and score for am-Elo: `fit_am_elo` (with `options`, the ability prior among them)
+    on the training folds' votes, x wins, y wins and ties per cell in `order` (`canonical_cells`), and the
+    held-out votes' log-likelihood. A held-out vote on an agent with no training vote counts it at rating 0,
+    the prior's centre and the mean rating; one by an annotator with no training vote counts it as the
+    average annotator (relative ability M*theta = 1): the fit knows nothing else of either. Each fit starts
+    afresh (`start` is unused)."""
+    weights = np.empty_like(train)
+    weights[:, order] = train
+    trained = counts.replace(*weights)
+    voting = np.flatnonzero(trained.records > 0)
+    fitted = fit_am_elo(trained.select(voting), agent_keys, **(options | {"prior": prior, "tol": FOLD_TOL}))
+    rating = np.zeros(len(counts.agents))
+    rating[fitted.agents] = fitted.rating
+    relative = np.ones(len(counts.judges))
+    relative[voting] = fitted.ability * len(voting)
+    x, y = counts.x[order], counts.y[order]
+    z = relative[counts.judge[order]] * (rating[x] - rating[y])
+    wx, wy = test[0] + test[2] / 2, test[1] + test[2] / 2
+    return None, -float(np.sum(wx * np.logaddexp(0.0, -z) + wy * np.logaddexp(0.0, z)))
+
+
 @dataclass(frozen=True)
 class Arena:
     """The stable arena's outcome: the final fit and which annotators were used or flagged."""
@@ -300,28 +333,36 @@ class Arena:
     first: AmFit
     eligible: np.ndarray  # annotator indices with at least min_records votes
     flagged: np.ndarray  # annotator indices (into counts.judges) with ability <= threshold
+    prior_choice: PriorChoice | None = None  # with prior=auto
 
 
 def stable_arena(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None, *, threshold: float = 0.0,
                  min_records: int = 1, **options) -> Arena:
-    """[AmElo, algorithm 3]: drop thin annotators, fit, flag low abilities, refit without them."""
+    """[AmElo, algorithm 3]: drop thin annotators, fit, flag low abilities, refit without them. With
+    `prior="auto"`, the ratings prior is chosen first on the eligible annotators' votes (`held_out_votes`)."""
     eligible = np.flatnonzero(counts.records >= min_records)
     if len(eligible) == 0:
         raise NoEstimate(f"am-elo: no annotator has {min_records} or more votes")
-    first = fit_am_elo(counts.select(eligible), agent_keys, **options)
+    selected, choice = counts.select(eligible), None
+    if options.get("prior") == AUTO:
+        order = canonical_cells(selected, agent_keys)
+        choice = choose_prior(np.stack([selected.x_wins, selected.y_wins, selected.ties])[:, order],
+                              partial(held_out_votes, selected, agent_keys, order, options), method="am-elo")
+        options = options | {"prior": choice.prior}
+    first = fit_am_elo(selected, agent_keys, **options)
     flagged = eligible[first.ability <= threshold]
     if len(flagged) == 0:
-        return Arena(first, first, eligible, flagged)
+        return Arena(first, first, eligible, flagged, choice)
     kept = np.setdiff1d(eligible, flagged)
     if len(kept) == 0:
         raise NoEstimate("am-elo: every annotator was flagged")
-    return Arena(fit_am_elo(counts.select(kept), agent_keys, **options), first, eligible, flagged)
+    return Arena(fit_am_elo(counts.select(kept), agent_keys, **options), first, eligible, flagged, choice)
 
 
 @method("am-elo", needs=("annotators", "agent_keys"), kinds=("battles",),
-        rules={"min_records": at_least(1), "prior": NON_NEGATIVE, "ability_prior": NON_NEGATIVE, "scale": POSITIVE, "tol": POSITIVE,
+        rules={"min_records": at_least(1), "prior": PRIOR, "ability_prior": NON_NEGATIVE, "scale": POSITIVE, "tol": POSITIVE,
                "max_iter": at_least(1)})
-def am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray, *, threshold: float = 0.0, min_records: int = 1, prior: float = 0.0,
+def am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray, *, threshold: float = 0.0, min_records: int = 1, prior: float | str = 0.0,
            ability_prior: float = 1.0, scale: float = 400.0, anchor: float = 1000.0, tol: float = 1e-8,
            max_iter: int = 200) -> Ratings:
     """am-Elo: ratings and annotator abilities, refitted without annotators at or below the threshold."""
@@ -344,7 +385,7 @@ def am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray, *, threshold: float 
             "stopped": final.stopped,
             "annotators_used": int(len(arena.eligible) - len(arena.flagged)), "annotators_flagged": int(flagged.sum()),
             "annotators_too_few_records": int(m - len(arena.eligible)), "annotators_flagged_at": f"ability <= {threshold}",
-            "unrated_agents": counts.agents[unrated].tolist()}
+            "unrated_agents": counts.agents[unrated].tolist()} | ({} if arena.prior_choice is None else arena.prior_choice.info())
     score = np.empty(len(final.agents))
     score[final.canonical] = elo_points(final.rating[final.canonical], scale, anchor)  # sums in name order
     return Ratings.from_scores(counts.agents[final.agents], score, info=info, tables={"annotators": annotators})
