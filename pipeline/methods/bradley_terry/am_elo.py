@@ -294,35 +294,56 @@ def _in_counts_order(cells: AnnotatorCells, rating: np.ndarray, theta: np.ndarra
     return AmFit(cells.rated[order], rating[order], ability, iterations, canonical, stopped)
 
 
-def canonical_cells(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None) -> np.ndarray:
-    """The order of the counts' cells by annotator name, then by their agents' names (`agent_keys`):
-    the order `AnnotatorCells` sums in, which does not depend on store ids."""
-    keys = np.arange(len(counts.agents)) if agent_keys is None else np.asarray(agent_keys)
-    key_x, key_y = keys[counts.x], keys[counts.y]
-    return np.lexsort((np.maximum(key_x, key_y), np.minimum(key_x, key_y), counts.judge_keys[counts.judge]))
+@dataclass(frozen=True, eq=False)
+class CanonicalVotes:
+    """The counts' cells as `AnnotatorCells` sums them, whatever the store ids: ordered by annotator name, then
+    by their agents' names (`agent_keys`), each oriented first agent by name first (`swap`: the store's x is
+    second by name)."""
+
+    order: np.ndarray
+    swap: np.ndarray  # per cell in `order`
+    first: np.ndarray  # local agent indices, per cell in `order`
+    second: np.ndarray
+
+    @classmethod
+    def of(cls, counts: AnnotatorCounts, agent_keys: np.ndarray | None = None) -> CanonicalVotes:
+        keys = np.arange(len(counts.agents)) if agent_keys is None else np.asarray(agent_keys)
+        key_x, key_y = keys[counts.x], keys[counts.y]
+        order = np.lexsort((np.maximum(key_x, key_y), np.minimum(key_x, key_y), counts.judge_keys[counts.judge]))
+        swap = (key_x > key_y)[order]
+        x, y = counts.x[order], counts.y[order]
+        return cls(order, swap, np.where(swap, y, x), np.where(swap, x, y))
+
+    def weights(self, counts: AnnotatorCounts) -> np.ndarray:
+        """3 x cells: the first agent's wins, the second's, ties."""
+        x_wins, y_wins = counts.x_wins[self.order], counts.y_wins[self.order]
+        return np.stack([np.where(self.swap, y_wins, x_wins), np.where(self.swap, x_wins, y_wins), counts.ties[self.order]])
+
+    def counts_with(self, counts: AnnotatorCounts, weights: np.ndarray) -> AnnotatorCounts:
+        """`counts` with the cells' weights replaced by `weights` (as `weights` gives them)."""
+        first, second, ties = weights
+        columns = np.empty((3, len(self.order)))
+        columns[:, self.order] = np.where(self.swap, second, first), np.where(self.swap, first, second), ties
+        return counts.replace(*columns)
 
 
-def held_out_votes(counts: AnnotatorCounts, agent_keys: np.ndarray | None, order: np.ndarray, options: dict,
+def held_out_votes(counts: AnnotatorCounts, agent_keys: np.ndarray | None, votes: CanonicalVotes, options: dict,
                    train: np.ndarray, test: np.ndarray, prior: float, start: None) -> tuple[None, float]:
     """`prior_choice`'s fit and score for am-Elo: `fit_am_elo` (with `options`, the ability prior among them)
-    on the training folds' votes, x wins, y wins and ties per cell in `order` (`canonical_cells`), and the
-    held-out votes' log-likelihood. A held-out vote on an agent with no training vote counts it at rating 0,
-    the prior's centre and the mean rating; one by an annotator with no training vote counts it as the
-    average annotator (relative ability M*theta = 1): the fit knows nothing else of either. Each fit starts
-    afresh (`start` is unused)."""
-    weights = np.empty_like(train)
-    weights[:, order] = train
-    trained = counts.replace(*weights)
+    on the training folds' votes (`CanonicalVotes.weights`), and the held-out votes' log-likelihood. A
+    held-out vote on an agent with no training vote counts it at rating 0, the prior's centre and the mean
+    rating; one by an annotator with no training vote counts it as the average annotator (relative ability
+    M*theta = 1): the fit knows nothing else of either. Each fit starts afresh (`start` is unused)."""
+    trained = votes.counts_with(counts, train)
     voting = np.flatnonzero(trained.records > 0)
     fitted = fit_am_elo(trained.select(voting), agent_keys, **(options | {"prior": prior, "tol": FOLD_TOL}))
     rating = np.zeros(len(counts.agents))
     rating[fitted.agents] = fitted.rating
     relative = np.ones(len(counts.judges))
     relative[voting] = fitted.ability * len(voting)
-    x, y = counts.x[order], counts.y[order]
-    z = relative[counts.judge[order]] * (rating[x] - rating[y])
-    wx, wy = test[0] + test[2] / 2, test[1] + test[2] / 2
-    return None, -float(np.sum(wx * np.logaddexp(0.0, -z) + wy * np.logaddexp(0.0, z)))
+    z = relative[counts.judge[votes.order]] * (rating[votes.first] - rating[votes.second])
+    first, second = test[0] + test[2] / 2, test[1] + test[2] / 2
+    return None, -float(np.sum(first * np.logaddexp(0.0, -z) + second * np.logaddexp(0.0, z)))
 
 
 @dataclass(frozen=True)
@@ -345,9 +366,9 @@ def stable_arena(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None, 
         raise NoEstimate(f"am-elo: no annotator has {min_records} or more votes")
     selected, choice = counts.select(eligible), None
     if options.get("prior") == AUTO:
-        order = canonical_cells(selected, agent_keys)
-        choice = choose_prior(np.stack([selected.x_wins, selected.y_wins, selected.ties])[:, order],
-                              partial(held_out_votes, selected, agent_keys, order, options), method="am-elo")
+        votes = CanonicalVotes.of(selected, agent_keys)
+        choice = choose_prior(votes.weights(selected), partial(held_out_votes, selected, agent_keys, votes, options),
+                              method="am-elo")
         options = options | {"prior": choice.prior}
     first = fit_am_elo(selected, agent_keys, **options)
     flagged = eligible[first.ability <= threshold]

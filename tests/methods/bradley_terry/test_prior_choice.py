@@ -5,13 +5,16 @@ one; too little data is refused in one line; the choice does not depend on store
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 
 from pipeline.methods import needed_statistics, run
 from pipeline.methods.bradley_terry.core import LN10
 from pipeline.methods.bradley_terry.prior_choice import GRID, fold_weights
 from pipeline.methods.convergence import RatingError
+from pipeline.stats import reduce_store
 from pipeline.stats.in_memory import statistics_of_records
+from pipeline.store import Store
 
 PLAYERS = 150
 EFFECT = 1.0  # style: log-odds per unit of Arena's normalised length difference
@@ -111,20 +114,29 @@ def test_auto_rates_and_predicts_better_than_a_fixed_small_prior(world, method):
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_the_choice_does_not_depend_on_store_ids(world, method):
-    """Shuffled rows give the players other store ids (ids follow first appearance): the same curve, choice and ratings."""
+def test_the_choice_does_not_depend_on_store_ids(world, method, tmp_path):
+    """Two stores of the same battles, one of which first ingested a ballot naming every other player (a store
+    numbers a file's new names in sorted order, so each player gets another id): the same curve, choice and ratings."""
     _, train, _ = world
     spec = f"{METHODS[method][0]},prior=auto"
-    rows = train[:400]
-    shuffled = [rows[i] for i in np.random.default_rng(3).permutation(len(rows))]
+    battles = tmp_path / "battles.csv"
+    pl.DataFrame(train[:400]).write_csv(battles)
+    unrelated = tmp_path / "unrelated.csv"
+    pl.DataFrame({"ranking": [">".join(f"p{i:03d}" for i in range(PLAYERS - 1, 0, -2))]}).write_csv(unrelated)
     results = []
-    for log in (rows, shuffled):
-        stats, names = statistics_of_records(log, "battles", needed_statistics([spec]))
-        ratings = run(spec, stats)
-        results.append((ratings.info, {names[a]: s for a, s in zip(ratings.agents.tolist(), ratings.score.tolist())}))
-    (info, score), (info_shuffled, score_shuffled) = results
-    assert info["prior_curve"] == info_shuffled["prior_curve"] and info["prior"] == info_shuffled["prior"]
-    assert score == pytest.approx(score_shuffled, abs=1e-6)
+    for label, first in (("plain", None), ("rotated", unrelated)):
+        store = Store(tmp_path / label)
+        if first is not None:
+            store.ingest([first], "ballots")
+        store.ingest([battles], "battles")
+        names = store.dictionary("agents").names
+        ratings = run(spec, reduce_store(store, "battles", needed_statistics([spec])))
+        results.append((names, ratings))
+    (names, ratings), (other_names, other) = results
+    assert names.index("p001") != other_names.index("p001")
+    assert ratings.info["prior_curve"] == other.info["prior_curve"] and ratings.info["prior"] == other.info["prior"]
+    score = {names[a]: s for a, s in zip(ratings.agents.tolist(), ratings.score.tolist())}
+    assert score == pytest.approx({other_names[a]: s for a, s in zip(other.agents.tolist(), other.score.tolist())}, abs=1e-6)
 
 
 def test_folds_deal_whole_battles_and_keep_every_weight():
