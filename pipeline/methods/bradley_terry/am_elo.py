@@ -38,6 +38,18 @@ finite and has no visible effect on annotators with tens of votes. The priors co
 weight 1, so am-Elo's results depend on the scale of the weights (with weights of 1e11 per vote,
 q = 1 is no prior at all).
 
+`prior=auto` chooses the ratings prior by held-out log-likelihood (`pipeline.methods.bradley_terry.prior_choice`,
+as m-Elo does): the votes of the annotators with at least `min_records` are dealt to 5 folds per (annotator,
+pair) cell (x wins, y wins, ties, in `CanonicalVotes`' order, so the choice does not depend on store ids),
+am-Elo is fitted at each prior of the grid on four folds, with `ability_prior` as given (it is not chosen),
+and scored on the fifth (`held_out_votes`). A held-out vote on an agent with no vote in the training folds
+counts it at rating 0, the ratings prior's centre (the mean rating); a vote by an annotator with no
+training vote counts it as the average annotator (relative ability M*theta = 1, the ability prior's
+centre): neither fit says more of them. The stable arena then runs with the chosen prior (annotators
+flagged later were part of the cross-validation: their held-out votes are scored with their fitted,
+negative, abilities). `info` records `prior` (the value chosen), `prior_chosen_by` and `prior_curve`;
+fewer than 20 votes' weight is refused in one line. Cost: 45 fits of am-Elo, each from its m-Elo start.
+
 Stable arena [AmElo, algorithm 3]: annotators with fewer than `min_records` votes (by weight) are
 left out; am-Elo is fitted on the others; those with ability theta_k <= `threshold` are flagged
 and the ratings are refitted without them. Scores are in Elo points for the average annotator:

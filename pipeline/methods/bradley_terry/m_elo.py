@@ -57,7 +57,11 @@ bootstrap on the same draws (docs/design-notes.md): the endpoints within 10% of 
 for at least 99% of the agents.
 
 Style control (`covariates=len,md`, battles whose files give those features): ratings and
-coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.bradley_terry.style_control`.
+coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.bradley_terry.style_control`
+(`prior=auto` too).
+
+Prior chosen by evidence (`prior=auto`): `pipeline.methods.bradley_terry.prior_choice`, 5-fold over battles; `info`
+records the value chosen (`prior`) and the curve (`prior_curve`).
 
 Time (`half_life_days=D`, default inf: none): each battle weighed by 0.5 ** (age in days / D), age from the
 newest battle rated. The weights are applied in the reduction (`pipeline.stats.recency`), so the counts

@@ -20,6 +20,13 @@ through the Schur complement of the ratings block, a graph Laplacian solved by
 `laplacian_solve` (dense Cholesky or conjugate gradients), so the cost stays that of a plain
 fit plus one solve per covariate.
 
+`prior=auto` chooses the prior by held-out log-likelihood (`pipeline.methods.bradley_terry.prior_choice`, as
+plain m-Elo does): the weight of each distinct battle is dealt to 5 folds (a tie stays half each way), the
+joint fit at each prior of the grid on four folds is scored by the log-likelihood of the fifth's battles
+with its ratings and coefficients (`held_out_battles`; an agent with no training battle sits at the
+prior's centre, rating 0); the covariates' normalisation is the full data's. `info` records `prior` (the
+value chosen), `prior_chosen_by` and `prior_curve`; fewer than 20 battles are refused in one line.
+
 Existence: with `prior=0` the ratings need the strongly connected comparison graph of
 `bradley_terry.existence_problems` (checked first, naming the agents); a covariate whose
 differences are all 0 is refused; covariates that separate wins from losses outright (no finite
