@@ -156,3 +156,26 @@ def test_auto_on_data_too_small_to_cross_validate_is_one_line(spec):
     with pytest.raises(RatingError, match=rf"^{name}: prior=auto needs at least 20 battles .* the data has 6; give the prior") as error:
         run(spec, stats)
     assert "\n" not in str(error.value)
+
+
+def test_am_elo_scores_an_absent_annotator_as_the_average_one_and_an_absent_model_at_the_prior_centre():
+    from scipy.special import log_expit
+
+    from pipeline.backtest.stability import simulate_votes
+    from pipeline.methods.bradley_terry.am_elo import CanonicalVotes, fit_am_elo, held_out_votes
+    from pipeline.methods.bradley_terry.prior_choice import FOLD_TOL
+
+    counts, _ = simulate_votes(5, 3, 60, seed=7)
+    votes = CanonicalVotes.of(counts)
+    weights = votes.weights(counts)
+    judge = counts.judge[votes.order]
+    held = (judge == 2) | (votes.second == 4)  # every vote of annotator 2, every vote on model 4
+    train, test = np.where(held, 0.0, weights), np.where(held, weights, 0.0)
+    _, score = held_out_votes(counts, None, votes, {"ability_prior": 1.0}, train, test, 1.0, None)
+    fitted = fit_am_elo(votes.counts_with(counts, train).select(np.array([0, 1])), prior=1.0, tol=FOLD_TOL)
+    assert fitted.agents.tolist() == [0, 1, 2, 3]
+    rating = np.r_[fitted.rating, 0.0]  # model 4: the prior's centre
+    relative = np.r_[fitted.ability * 2, 1.0]  # annotator 2: the average annotator
+    z = relative[judge] * (rating[votes.first] - rating[votes.second])
+    expected = np.sum(test[0] * log_expit(z) + test[1] * log_expit(-z) + test[2] / 2 * (log_expit(z) + log_expit(-z)))
+    assert score == pytest.approx(expected, rel=1e-9)
