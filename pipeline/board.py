@@ -57,8 +57,7 @@ import pipeline.games  # noqa: F401  (registers the nfg kind)
 from pipeline.logs import KINDS, Mapping, MappingError, log_kind
 from pipeline.logs.presets import with_preset
 from pipeline.methods import REGISTRY, Ratings, Spec, needed_statistics, run
-from pipeline.methods.bradley_terry.m_elo import AUTO
-from pipeline.methods.bradley_terry.prior_choice import MIN_BATTLES
+from pipeline.methods.bradley_terry import AUTO, MIN_BATTLES
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.registry import Size, over_budget, unique_specs
 from pipeline.methods.standing import MIN_RECORDS, PROVISIONAL, Standing, check_standing

@@ -116,6 +116,10 @@ def dated_store(tmp_path_factory):
     ("dated", ["-m", "elo", "--as-of", "soon"], "--as-of 'soon' is not a date (YYYY-MM-DD)"),
     ("dated", ["-m", "m-elo:prior=auto", "--as-of", "2024-01-05"],
      "m-elo: prior=auto needs at least 20 battles to cross-validate, and the log holds 15 as of 2024-01-05"),
+    ("dated", ["-m", "am-elo:prior=auto", "--as-of", "2024-01-05"],  # the spec parses: the rule takes auto
+     "am-elo: prior=auto needs at least 20 battles to cross-validate, and the log holds 15 as of 2024-01-05"),
+    ("dated", ["-m", "m-elo:prior=auto,covariates=len", "--as-of", "2024-01-05"],
+     "m-elo: prior=auto needs at least 20 battles to cross-validate, and the log holds 15 as of 2024-01-05"),
     ("undated", ["-m", "m-elo:half_life_days=7"], "half_life_days=7 needs every record dated, and"),
     ("undated", ["-m", "elo", "--as-of", "2024-01-05"], "--as-of 2024-01-05 needs every record dated, and"),
 ])

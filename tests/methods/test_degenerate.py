@@ -59,8 +59,7 @@ def test_a_documented_result_or_a_one_line_refusal_naming_the_agents(degenerate,
             run(spec, stats)
         message = refused.value.named(names)
         assert REFUSALS[case] in message and message.startswith(spec.partition(":")[0] + ": ") and "\n" not in message
-        hint = "prior=auto to choose a prior by cross-validation" if spec.startswith("m-elo") else "prior=0.01 for a small Gaussian prior"
-        assert message.endswith(f"use {spec.partition(':')[0]}:{hint}")
+        assert message.endswith(f"use {spec.partition(':')[0]}:prior=auto to choose a prior by cross-validation")
         return
     ratings = run(spec, stats)
     by_name = {names[a]: int(r) for a, r in zip(ratings.agents, ratings.rank)}

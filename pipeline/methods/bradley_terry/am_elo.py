@@ -38,6 +38,18 @@ finite and has no visible effect on annotators with tens of votes. The priors co
 weight 1, so am-Elo's results depend on the scale of the weights (with weights of 1e11 per vote,
 q = 1 is no prior at all).
 
+`prior=auto` chooses the ratings prior by held-out log-likelihood (`pipeline.methods.bradley_terry.prior_choice`,
+as m-Elo does): the votes of the annotators with at least `min_records` are dealt to 5 folds per (annotator,
+pair) cell (x wins, y wins, ties, in `CanonicalVotes`' order, so the choice does not depend on store ids),
+am-Elo is fitted at each prior of the grid on four folds, with `ability_prior` as given (it is not chosen),
+and scored on the fifth (`held_out_votes`). A held-out vote on an agent with no vote in the training folds
+counts it at rating 0, the ratings prior's centre (the mean rating); a vote by an annotator with no
+training vote counts it as the average annotator (relative ability M*theta = 1, the ability prior's
+centre): neither fit says more of them. The stable arena then runs with the chosen prior (annotators
+flagged later were part of the cross-validation: their held-out votes are scored with their fitted,
+negative, abilities). `info` records `prior` (the value chosen), `prior_chosen_by` and `prior_curve`;
+fewer than 20 votes' weight is refused in one line. Cost: 45 fits of am-Elo, each from its m-Elo start.
+
 Stable arena [AmElo, algorithm 3]: annotators with fewer than `min_records` votes (by weight) are
 left out; am-Elo is fitted on the others; those with ability theta_k <= `threshold` are flagged
 and the ratings are refitted without them. Scores are in Elo points for the average annotator:
@@ -53,6 +65,7 @@ keeps the counts and the threshold.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -62,6 +75,7 @@ from scipy.special import expit
 
 from pipeline.methods.bradley_terry import core as bradley_terry
 from pipeline.methods.bradley_terry.core import Cells, dense_fits, elo_points, fit_or_refuse, spread
+from pipeline.methods.bradley_terry.prior_choice import AUTO, FOLD_TOL, PRIOR, PriorChoice, choose_prior
 from pipeline.methods.bradley_terry.steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.convergence import SHOWN, ConvergenceError, NoEstimate, RatingError
 from pipeline.methods.ratings import Ratings
@@ -232,7 +246,7 @@ def fit_am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None, *,
         raise RatingError(f"am-elo: {pooled.n} rated agents need a dense {pooled.n} x {pooled.n} Newton system "
                           f"({8 * pooled.n**2 / 2**20:.0f} MB), beyond its bound of {bradley_terry.DENSE_BYTES / 2**20:.0f} MB; "
                           "rate this board with m-elo, or split it")
-    beta = fit_or_refuse(pooled, store_ids, "am-elo", prior=prior).beta
+    beta = fit_or_refuse(pooled, store_ids, "am-elo", hint="prior=auto to choose a prior by cross-validation", prior=prior).beta
     r, theta = (beta - beta.mean()) * m, np.full(m, 1.0 / m)
     penalty = prior / m**2
     previous, size, u, v = np.inf, np.inf, np.zeros(pooled.n), np.zeros(m)
@@ -292,6 +306,58 @@ def _in_counts_order(cells: AnnotatorCells, rating: np.ndarray, theta: np.ndarra
     return AmFit(cells.rated[order], rating[order], ability, iterations, canonical, stopped)
 
 
+@dataclass(frozen=True, eq=False)
+class CanonicalVotes:
+    """The counts' cells as `AnnotatorCells` sums them, whatever the store ids: ordered by annotator name, then
+    by their agents' names (`agent_keys`), each oriented first agent by name first (`swap`: the store's x is
+    second by name)."""
+
+    order: np.ndarray
+    swap: np.ndarray  # per cell in `order`
+    first: np.ndarray  # local agent indices, per cell in `order`
+    second: np.ndarray
+
+    @classmethod
+    def of(cls, counts: AnnotatorCounts, agent_keys: np.ndarray | None = None) -> CanonicalVotes:
+        keys = np.arange(len(counts.agents)) if agent_keys is None else np.asarray(agent_keys)
+        key_x, key_y = keys[counts.x], keys[counts.y]
+        order = np.lexsort((np.maximum(key_x, key_y), np.minimum(key_x, key_y), counts.judge_keys[counts.judge]))
+        swap = (key_x > key_y)[order]
+        x, y = counts.x[order], counts.y[order]
+        return cls(order, swap, np.where(swap, y, x), np.where(swap, x, y))
+
+    def weights(self, counts: AnnotatorCounts) -> np.ndarray:
+        """3 x cells: the first agent's wins, the second's, ties."""
+        x_wins, y_wins = counts.x_wins[self.order], counts.y_wins[self.order]
+        return np.stack([np.where(self.swap, y_wins, x_wins), np.where(self.swap, x_wins, y_wins), counts.ties[self.order]])
+
+    def counts_with(self, counts: AnnotatorCounts, weights: np.ndarray) -> AnnotatorCounts:
+        """`counts` with the cells' weights replaced by `weights` (as `weights` gives them)."""
+        first, second, ties = weights
+        columns = np.empty((3, len(self.order)))
+        columns[:, self.order] = np.where(self.swap, second, first), np.where(self.swap, first, second), ties
+        return counts.replace(*columns)
+
+
+def held_out_votes(counts: AnnotatorCounts, agent_keys: np.ndarray | None, votes: CanonicalVotes, options: dict,
+                   train: np.ndarray, test: np.ndarray, prior: float, start: None) -> tuple[None, float]:
+    """`prior_choice`'s fit and score for am-Elo: `fit_am_elo` (with `options`, the ability prior among them)
+    on the training folds' votes (`CanonicalVotes.weights`), and the held-out votes' log-likelihood. A
+    held-out vote on an agent with no training vote counts it at rating 0, the prior's centre and the mean
+    rating; one by an annotator with no training vote counts it as the average annotator (relative ability
+    M*theta = 1): the fit knows nothing else of either. Each fit starts afresh (`start` is unused)."""
+    trained = votes.counts_with(counts, train)
+    voting = np.flatnonzero(trained.records > 0)
+    fitted = fit_am_elo(trained.select(voting), agent_keys, **(options | {"prior": prior, "tol": FOLD_TOL}))
+    rating = np.zeros(len(counts.agents))
+    rating[fitted.agents] = fitted.rating
+    relative = np.ones(len(counts.judges))
+    relative[voting] = fitted.ability * len(voting)
+    z = relative[counts.judge[votes.order]] * (rating[votes.first] - rating[votes.second])
+    first, second = test[0] + test[2] / 2, test[1] + test[2] / 2
+    return None, -float(np.sum(first * np.logaddexp(0.0, -z) + second * np.logaddexp(0.0, z)))
+
+
 @dataclass(frozen=True)
 class Arena:
     """The stable arena's outcome: the final fit and which annotators were used or flagged."""
@@ -300,28 +366,36 @@ class Arena:
     first: AmFit
     eligible: np.ndarray  # annotator indices with at least min_records votes
     flagged: np.ndarray  # annotator indices (into counts.judges) with ability <= threshold
+    prior_choice: PriorChoice | None = None  # with prior=auto
 
 
 def stable_arena(counts: AnnotatorCounts, agent_keys: np.ndarray | None = None, *, threshold: float = 0.0,
                  min_records: int = 1, **options) -> Arena:
-    """[AmElo, algorithm 3]: drop thin annotators, fit, flag low abilities, refit without them."""
+    """[AmElo, algorithm 3]: drop thin annotators, fit, flag low abilities, refit without them. With
+    `prior="auto"`, the ratings prior is chosen first on the eligible annotators' votes (`held_out_votes`)."""
     eligible = np.flatnonzero(counts.records >= min_records)
     if len(eligible) == 0:
         raise NoEstimate(f"am-elo: no annotator has {min_records} or more votes")
-    first = fit_am_elo(counts.select(eligible), agent_keys, **options)
+    selected, choice = counts.select(eligible), None
+    if options.get("prior") == AUTO:
+        votes = CanonicalVotes.of(selected, agent_keys)
+        choice = choose_prior(votes.weights(selected), partial(held_out_votes, selected, agent_keys, votes, options),
+                              method="am-elo")
+        options = options | {"prior": choice.prior}
+    first = fit_am_elo(selected, agent_keys, **options)
     flagged = eligible[first.ability <= threshold]
     if len(flagged) == 0:
-        return Arena(first, first, eligible, flagged)
+        return Arena(first, first, eligible, flagged, choice)
     kept = np.setdiff1d(eligible, flagged)
     if len(kept) == 0:
         raise NoEstimate("am-elo: every annotator was flagged")
-    return Arena(fit_am_elo(counts.select(kept), agent_keys, **options), first, eligible, flagged)
+    return Arena(fit_am_elo(counts.select(kept), agent_keys, **options), first, eligible, flagged, choice)
 
 
 @method("am-elo", needs=("annotators", "agent_keys"), kinds=("battles",),
-        rules={"min_records": at_least(1), "prior": NON_NEGATIVE, "ability_prior": NON_NEGATIVE, "scale": POSITIVE, "tol": POSITIVE,
+        rules={"min_records": at_least(1), "prior": PRIOR, "ability_prior": NON_NEGATIVE, "scale": POSITIVE, "tol": POSITIVE,
                "max_iter": at_least(1)})
-def am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray, *, threshold: float = 0.0, min_records: int = 1, prior: float = 0.0,
+def am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray, *, threshold: float = 0.0, min_records: int = 1, prior: float | str = 0.0,
            ability_prior: float = 1.0, scale: float = 400.0, anchor: float = 1000.0, tol: float = 1e-8,
            max_iter: int = 200) -> Ratings:
     """am-Elo: ratings and annotator abilities, refitted without annotators at or below the threshold."""
@@ -344,7 +418,7 @@ def am_elo(counts: AnnotatorCounts, agent_keys: np.ndarray, *, threshold: float 
             "stopped": final.stopped,
             "annotators_used": int(len(arena.eligible) - len(arena.flagged)), "annotators_flagged": int(flagged.sum()),
             "annotators_too_few_records": int(m - len(arena.eligible)), "annotators_flagged_at": f"ability <= {threshold}",
-            "unrated_agents": counts.agents[unrated].tolist()}
+            "unrated_agents": counts.agents[unrated].tolist()} | ({} if arena.prior_choice is None else arena.prior_choice.info())
     score = np.empty(len(final.agents))
     score[final.canonical] = elo_points(final.rating[final.canonical], scale, anchor)  # sums in name order
     return Ratings.from_scores(counts.agents[final.agents], score, info=info, tables={"annotators": annotators})

@@ -57,7 +57,11 @@ bootstrap on the same draws (docs/design-notes.md): the endpoints within 10% of 
 for at least 99% of the agents.
 
 Style control (`covariates=len,md`, battles whose files give those features): ratings and
-coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.bradley_terry.style_control`.
+coefficients fitted jointly, with bootstrap intervals, by `pipeline.methods.bradley_terry.style_control`
+(`prior=auto` too).
+
+Prior chosen by evidence (`prior=auto`): `pipeline.methods.bradley_terry.prior_choice`, 5-fold over battles; `info`
+records the value chosen (`prior`) and the curve (`prior_curve`).
 
 Time (`half_life_days=D`, default inf: none): each battle weighed by 0.5 ** (age in days / D), age from the
 newest battle rated. The weights are applied in the reduction (`pipeline.stats.recency`), so the counts
@@ -71,12 +75,13 @@ comparisons); `games=player` weights each pair 1/(L-1) (see `pipeline.stats.game
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from scipy.special import expit
 
 from pipeline.methods.bradley_terry.core import STEP_TOL, Cells, Fit, dense_fits, dense_hessian, dense_solve, elo_points, elo_tolerance, evaluate, existence_problems, fit, fit_or_refuse, incidence
-from pipeline.methods.bradley_terry.prior_choice import FOLDS, choose_prior
+from pipeline.methods.bradley_terry.prior_choice import AUTO, FOLD_TOL, PRIOR, choose_prior
 from pipeline.methods.bradley_terry.steps import Banded, SolveLog
 from pipeline.methods.bradley_terry.style_control import parse_covariates, style_controlled
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
@@ -347,8 +352,14 @@ def bootstrap_intervals(cells: Cells, full: Fit, options: dict, rounds: int, see
 
 
 HALF_LIFE_RULE = Rule(lambda value: value > 0, "positive (inf: every record weighs the same)", infinite=True)
-AUTO = "auto"  # prior=auto: chosen by cross-validation (`pipeline.methods.bradley_terry.prior_choice`)
-PRIOR = Rule(lambda value: value == AUTO or (not isinstance(value, str) and value >= 0), "non-negative, or auto", texts=(AUTO,))
+
+
+def held_out_pairs(cells: Cells, davidson: bool, max_iter: int, train: np.ndarray, test: np.ndarray, prior: float,
+                   start: Fit | None) -> tuple[Fit, float]:
+    """`prior_choice`'s fit and score for m-Elo: the fit on the training folds' x wins, y wins and ties per
+    cell, and the held-out cells' log-likelihood (an agent with no training battle sits at the prior's centre)."""
+    fitted = fit(cells.with_weights(*train), davidson=davidson, prior=prior, tol=FOLD_TOL, max_iter=max_iter, start=start)
+    return fitted, evaluate(cells.with_weights(*test), fitted.beta, fitted.log_nu, 0.0).log_likelihood
 
 
 def _distinct_features(covariates: object) -> bool:
@@ -379,8 +390,6 @@ def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts
     if covariates:
         if ties != "half":
             raise ValueError("m-elo: covariates need ties=half")
-        if prior == AUTO:
-            raise ValueError("m-elo: prior=auto is not available with covariates; give the prior (for example prior=1)")
         return style_controlled(features, agent_keys, parse_covariates(covariates), prior=prior, bootstrap=bootstrap,
                                 seed=seed, scale=scale, anchor=anchor, tol=tol, max_iter=max_iter, client=client,
                                 established=established)
@@ -391,9 +400,9 @@ def m_elo(pairs: PairwiseCounts, agent_keys: np.ndarray, per_game: PerGameCounts
     solves = SolveLog()
     chosen: dict[str, object] = {}
     if prior == AUTO:
-        prior, curve = choose_prior(cells, davidson=ties == "davidson", max_iter=max_iter, seed=seed)
-        chosen = {"prior": prior, "prior_chosen_by": f"held-out log-likelihood per battle, {FOLDS}-fold over battles",
-                  "prior_curve": curve}
+        choice = choose_prior(np.stack([cells.x_wins, cells.y_wins, cells.ties]),
+                              partial(held_out_pairs, cells, ties == "davidson", max_iter), method="m-elo", seed=seed)
+        prior, chosen = choice.prior, choice.info()
     options = {"davidson": ties == "davidson", "prior": prior, "tol": tol, "max_iter": max_iter}
     full = fit_or_refuse(cells, by_key, "m-elo", solves=solves, hint="prior=auto to choose a prior by cross-validation",
                          **options)

@@ -20,6 +20,13 @@ through the Schur complement of the ratings block, a graph Laplacian solved by
 `laplacian_solve` (dense Cholesky or conjugate gradients), so the cost stays that of a plain
 fit plus one solve per covariate.
 
+`prior=auto` chooses the prior by held-out log-likelihood (`pipeline.methods.bradley_terry.prior_choice`, as
+plain m-Elo does): the weight of each distinct battle is dealt to 5 folds (a tie stays half each way), the
+joint fit at each prior of the grid on four folds is scored by the log-likelihood of the fifth's battles
+with its ratings and coefficients (`held_out_battles`; an agent with no training battle sits at the
+prior's centre, rating 0); the covariates' normalisation is the full data's. `info` records `prior` (the
+value chosen), `prior_chosen_by` and `prior_curve`; fewer than 20 battles are refused in one line.
+
 Existence: with `prior=0` the ratings need the strongly connected comparison graph of
 `bradley_terry.existence_problems` (checked first, naming the agents); a covariate whose
 differences are all 0 is refused; covariates that separate wins from losses outright (no finite
@@ -35,6 +42,7 @@ tiers) and for the coefficients.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -42,6 +50,7 @@ from scipy.special import expit
 
 from pipeline.logs.orders import A_WINS, B_WINS, TIE
 from pipeline.methods.bradley_terry.core import LN10, STEP_TOL, Cells, elo_points, elo_tolerance, existence_problems, laplacian_solve
+from pipeline.methods.bradley_terry.prior_choice import AUTO, FOLD_TOL, choose_prior
 from pipeline.methods.bradley_terry.steps import ARMIJO, FLOOR, MIN_STEP_SHARE
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.methods.numerics.fanout import fan_out
@@ -238,7 +247,21 @@ def _pair_cells(design: Design) -> Cells:
                  np.bincount(design.cell, y_side, minlength=cells), np.zeros(cells))
 
 
-def style_controlled(features: BattleFeatures, agent_keys: np.ndarray, covariates: tuple[str, ...], *, prior: float,
+def held_out_battles(design: Design, max_iter: int, train: np.ndarray, test: np.ndarray, prior: float,
+                     start: CovariateFit | None) -> tuple[CovariateFit, float]:
+    """`prior_choice`'s fit and score for style control: the joint fit on the training folds' weight of each
+    distinct battle, and the held-out battles' log-likelihood with the fitted ratings and coefficients (an agent
+    with no training battle sits at the prior's centre, rating 0). A battle's weight is its winner's, or half
+    each side's for a tie: `share` of it is a's."""
+    total = design.wa + design.wb
+    share = np.divide(design.wa, total, out=np.zeros_like(total), where=total > 0)
+    fitted = fit_covariates(design.with_weights(train[0] * share, train[0] * (1 - share)), prior=prior, tol=FOLD_TOL,
+                            max_iter=max_iter, start=start)
+    held_out = design.with_weights(test[0] * share, test[0] * (1 - share))
+    return fitted, _log_likelihood(held_out, fitted.beta, fitted.gamma, 0.0)[0]
+
+
+def style_controlled(features: BattleFeatures, agent_keys: np.ndarray, covariates: tuple[str, ...], *, prior: float | str,
                      bootstrap: int, seed: int, scale: float, anchor: float, tol: float, max_iter: int,
                      client=None, established: np.ndarray | None = None) -> Ratings:
     """m-Elo ratings controlled for `covariates`, their coefficients (`tables["coefficients"]`, `info`) and
@@ -248,14 +271,19 @@ def style_controlled(features: BattleFeatures, agent_keys: np.ndarray, covariate
     by_key[agent_keys] = features.agents
     if prior == 0 and (problem := existence_problems(_pair_cells(design))) is not None:
         message, local = problem
-        raise NoEstimate(f"m-elo: the maximum-likelihood ratings do not exist: {message}; use m-elo:prior=0.01 for a "
-                         "small Gaussian prior", by_key[local].tolist())
+        raise NoEstimate(f"m-elo: the maximum-likelihood ratings do not exist: {message}; use m-elo:prior=auto to choose "
+                         "a prior by cross-validation", by_key[local].tolist())
+    chosen: dict[str, object] = {}
+    if prior == AUTO:
+        choice = choose_prior((design.wa + design.wb)[None], partial(held_out_battles, design, max_iter), method="m-elo",
+                              seed=seed)
+        prior, chosen = choice.prior, choice.info()
     options = {"prior": prior, "tol": tol, "max_iter": max_iter}
     full = fit_covariates(design, **options)
     points, tie = scale / LN10, elo_tolerance(tol, scale)
     info: dict[str, object] = {"logistic_scale": scale, "anchor": f"mean rating = {anchor}", "iterations": full.iterations,
                                "stopped": full.stopped, "last_step": full.last_step, "log_likelihood": full.log_likelihood,
-                               "covariates": {c: float(g) for c, g in zip(covariates, full.gamma)}}
+                               "covariates": {c: float(g) for c, g in zip(covariates, full.gamma)}} | chosen
     table = {"feature": list(covariates), "coefficient": full.gamma, "elo_points": points * full.gamma,
              "normaliser": rms}
     extras: dict[str, np.ndarray] = {}
