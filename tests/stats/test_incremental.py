@@ -3,6 +3,7 @@ through the cache reads only the new files' units and gives the same bytes as on
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pipeline.board import Board, rate, reduce
 from pipeline.stats import EXTRAS, reduce_store
 from pipeline.stats import reduce as reduce_module
 from pipeline.stats import sequence as sequence_module
+from pipeline.stats.extras import Kept
 from pipeline.store import Store
 from tests.conftest import SAMPLES
 from tests.stats.test_cache import (SAMPLE_STORES, assert_identical, cache_files, every_statistic, is_snapshot, sample_store,
@@ -164,3 +166,28 @@ def test_a_damaged_snapshot_is_refused_and_the_sequence_built_from_every_unit(tm
         np.savez(handle, **arrays)
     assert_identical(expected, reduce_store(store, "games", {"sequence"}, use_cache=True))
     assert f"{snapshot}: cached snapshot refused" in caplog.text
+
+
+def test_a_nightly_merges_new_reviews_of_kept_queries_again_and_gives_what_a_reduction_from_scratch_gives(tmp_path, monkeypatch):
+    lines = [json.loads(line) for line in (SAMPLES / "council/reviews.jsonl").read_text(encoding="utf-8").splitlines()]
+    lines = [review for review in lines if not review["query_id"].startswith("bad")]
+    old, later = lines[: len(lines) // 2], lines[len(lines) // 2:]
+    first = old[0]
+    again = first | {"ranking": first["ranking"][::-1], "timestamp": "2030-01-01T00:00:00Z"}  # replaces a kept review
+    newcomer = old[1] | {"reviewer": "zephyr-3b", "category": "aaa"}  # a new reviewer of a kept query: its category is the smallest
+    (tmp_path / "old.jsonl").write_text("".join(json.dumps(review) + "\n" for review in old))
+    (tmp_path / "new.jsonl").write_text("".join(json.dumps(review) + "\n" for review in [again, newcomer, *later]))
+    store = Store(tmp_path / "store")
+    store.ingest([tmp_path / "old.jsonl"], "reviews")
+    reduce_store(store, "reviews", {"council_reviews"}, use_cache=True)
+    store.ingest([tmp_path / "new.jsonl"], "reviews")
+    extended = []
+    extra = EXTRAS["council_reviews"]
+    recording = Kept(extra.kept.finalize, lambda *args: extended.append(1) or extra.kept.extend(*args))
+    monkeypatch.setitem(EXTRAS, "council_reviews", dataclasses.replace(extra, kept=recording))
+    nightly = reduce_store(store, "reviews", {"council_reviews"}, use_cache=True)
+    monkeypatch.undo()
+    assert extended == [1]
+    fresh = reduce_store(store, "reviews", {"council_reviews"})
+    assert fresh.extra["council_reviews"].duplicates == 1
+    assert_identical(fresh, nightly)
