@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
-from pipeline.stats.encoding import Arrays, arrays_table, table_arrays
+from pipeline.stats.encoding import Arrays, arrays_table, table_arrays, table_from_ipc, table_to_ipc
 from pipeline.stats.extras import Extra, Kept, register_extra, same_ids
 from pipeline.stats.in_memory import statistics_of_records
 from pipeline.arrays import sort_positions
@@ -144,6 +144,17 @@ def council_reviews(rows: tuple[Row, ...], name_order: np.ndarray) -> CouncilRev
     return reviews_of_table(_rows_table(kept), len(rows) - len(kept), name_order)
 
 
+def sorted_distinct(keys: np.ndarray, bound: int) -> np.ndarray:
+    """The distinct values of `keys` (integers in [0, bound)), sorted: marked in a table of
+    `bound` flags where it is not much larger than the keys (10x faster than `np.unique`), else sorted."""
+    if bound <= 8 * len(keys) + 4096:
+        seen = np.zeros(bound, bool)
+        seen[keys] = True
+        return np.flatnonzero(seen).astype(np.int64)
+    keys = np.sort(keys)
+    return keys[np.r_[True, keys[1:] != keys[:-1]]] if len(keys) else keys
+
+
 def reviews_of_table(table: pa.Table, duplicates: int, name_order: np.ndarray) -> CouncilReviews:
     """The reviews of `table` (`ROW_SCHEMA`, one row per query and reviewer, in that order): per
     query the union of the answering models, the smallest category and the latest time, computed
@@ -163,14 +174,15 @@ def reviews_of_table(table: pa.Table, duplicates: int, name_order: np.ndarray) -
     models = table.column("models").combine_chunks()
     answering = np.asarray(pc.list_flatten(models).to_numpy(), np.int64)
     width = int(answering.max(initial=0)) + 1
-    pairs = np.unique(query[np.asarray(pc.list_parent_indices(models).to_numpy(), np.int64)] * width + answering)
+    pairs = sorted_distinct(query[np.asarray(pc.list_parent_indices(models).to_numpy(), np.int64)] * width + answering,
+                            queries * width)
     candidate_offsets = np.r_[0, np.cumsum(np.bincount(pairs // width, minlength=queries))].astype(np.int64)
     candidates = pairs % width
     order = table.column("order").combine_chunks()
     ranked = np.asarray(pc.list_flatten(order).to_numpy(), np.int64)
     order_offsets = np.r_[0, np.cumsum(pc.list_value_length(order).to_numpy(zero_copy_only=False))].astype(np.int64)
     reviewer = np.asarray(table.column("reviewer").to_numpy(), np.int64)
-    ids = np.union1d(candidates, reviewer)
+    ids = np.flatnonzero(np.bincount(np.r_[candidates, reviewer]))  # the agents of these reviews, sorted
     return CouncilReviews(
         tuple(query_id.take(pa.array(starts)).to_pylist()), tuple(smallest.to_pylist()), stamp.astype(np.int64),
         any_dated.astype(bool), candidate_offsets, candidates, query, reviewer, table.column("abstained").to_numpy().astype(bool),
@@ -187,13 +199,26 @@ def _finalize_kept(rows: tuple[Row, ...], present: np.ndarray, name_orders: Mapp
     """The reviews, and their snapshot (`Kept`): the latest row of each query and reviewer, in
     that order, as a table, and how many earlier ones were dropped."""
     kept = _latest(rows)
-    table = _rows_table(kept)
+    [table] = _narrowed([_rows_table(kept)])
     duplicates = len(rows) - len(kept)
     return reviews_of_table(table, duplicates, name_orders["agents"]), _snapshot(table, duplicates)
 
 
+IDS = ("reviewer", "models", "order")  # the columns of agent ids
+
+
+def _narrowed(tables: Sequence[pa.Table]) -> list[pa.Table]:
+    """The tables with agent ids in the smallest unsigned type that holds them all: a kept table
+    is sorted, encoded and decoded every night, and a list of bytes moves 8 times as fast."""
+    largest = max([0] + [pc.max(pc.list_flatten(t.column(c)) if c != "reviewer" else t.column(c)).as_py() or 0
+                         for t in tables for c in IDS if t.num_rows])
+    ids = pa.from_numpy_dtype(np.min_scalar_type(largest))
+    schema = pa.schema([pa.field(f.name, pa.list_(ids) if f.name in IDS[1:] else ids) if f.name in IDS else f for f in ROW_SCHEMA])
+    return [t.cast(schema) for t in tables]
+
+
 def _snapshot(table: pa.Table, duplicates: int) -> Arrays:
-    return table_arrays(table) | {"duplicates": np.asarray(duplicates, np.int64)}
+    return {"table": table_to_ipc(table), "duplicates": np.asarray(duplicates, np.int64)}
 
 
 def _extend(kept: Arrays, tail: tuple[Row, ...] | None, present: np.ndarray,
@@ -202,16 +227,16 @@ def _extend(kept: Arrays, tail: tuple[Row, ...] | None, present: np.ndarray,
     these rows name are merged again (from the snapshot's kept rows of those queries, since a
     kept row is the latest of its query and reviewer among all the earlier ones), then put in
     their place by query id. Reviews never depend on order of arrival, so there is no late data."""
-    table = arrays_table(kept).cast(ROW_SCHEMA)
+    table = table_from_ipc(kept["table"])
     duplicates = int(kept["duplicates"])
     if tail:
         named = pa.array(sorted({row[0] for row in tail}), pa.string())
         touched = pc.is_in(table.column("query_id"), value_set=named)
-        earlier = _decode(table_arrays(table.filter(touched)))
+        earlier = _decode(table_arrays(table.filter(touched).cast(ROW_SCHEMA)))
         merged = tuple(sorted(earlier + tail))
         latest = _latest(merged)
         duplicates += len(merged) - len(latest)
-        table = pa.concat_tables([table.filter(pc.invert(touched)), _rows_table(latest)])
+        table = pa.concat_tables(_narrowed([table.filter(pc.invert(touched)), _rows_table(latest)]))
         table = table.take(pc.sort_indices(table, [("query_id", "ascending"), ("reviewer", "ascending")]))
     return reviews_of_table(table, duplicates, name_orders["agents"]), _snapshot(table, duplicates)
 
