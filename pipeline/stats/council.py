@@ -119,7 +119,7 @@ def _merge(a: tuple[Row, ...], b: tuple[Row, ...]) -> tuple[Row, ...]:
 
 
 def _encode(rows: tuple[Row, ...]) -> Arrays:
-    return table_arrays(pa.Table.from_pylist([dict(zip(ROW_SCHEMA.names, row)) for row in rows], schema=ROW_SCHEMA))
+    return table_arrays(_rows_table(rows))
 
 
 def _decode(arrays: Arrays) -> tuple[Row, ...]:
