@@ -14,6 +14,11 @@ partial is data only. It is an `.npz` of plain arrays (`Partial.to_arrays`), rea
 load, belongs to another key or fails its checksum (truncated, tampered, of an older format)
 is ignored and the unit recomputed; `.pkl` files of earlier versions are never opened. In a store
 in object storage the cache is objects under `<store>/cache/`, each put whole in one request.
+
+A statistic as large as the log (`Extra.kept`) is cached per unit in a file of its own, and kept
+finalized too: a `Snapshot` (the same kind of checked `.npz`, one per kind, statistic, layout and
+category, naming the cache keys of the units whose rows it holds) that the next reduction extends
+by the new units' rows rather than merging every unit's partial again (`pipeline.stats.reduce`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Council Borda needs what the core statistics lose: which query a review belongs 
 (self-votes), abstentions, each query's number of answers N, category and time. A partial value
 is the sorted tuple of the unit's review rows; merging sorts the union by the whole row (a total
 key), so the merged value is the same whatever the partitioning and the merge order. It is
-O(reviews) in memory, which suits council logs (one row per reviewer and query).
+O(reviews) in memory, which suits council logs (one row per reviewer and query). The reviews are
+built from the latest row of each query and reviewer on whole columns (`reviews_of_table`), and
+kept between nightlies (`Extra.kept`): new reviews merge again only the queries they name.
 
 The same reviews reduce to the core statistics as the reviews kind says
 (`pipeline.logs.reviews.review_orders`, self-votes excluded); `CouncilReviews.statistics()` does

@@ -18,6 +18,9 @@ Each extra's merge is one of three:
 `resize` re-embeds a partial in the larger id space of a dictionary that grew (ids only grow):
 a cached partial stays valid when a new file brings new agents, so after new files only their
 units are read. An extra without `resize` is recomputed from every unit whenever a dictionary grew.
+An extra whose statistic is as large as the log (`sequence`, `council_reviews`) also declares
+`kept` (`Kept`): a cached reduction keeps its finalized statistic as a snapshot and extends it by
+the new units' rows, so that a nightly's cost follows the new rows rather than the whole log.
 
 Partials are cached in the store (`pipeline.stats.cache`) as plain arrays, never pickled: `encode`
 turns a partial value into named arrays of numbers, booleans or bytes, and `decode` reads them
