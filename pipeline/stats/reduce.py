@@ -225,7 +225,8 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
         for name in sorted(kept):
             built = extend_kept(name, snapshots.get(name), tails[name], reduced.agents, names)
             if built is None:  # late data: every unit's partial, from the cache
-                everything = sum_units(client, [(unit, frozenset()) for unit in units], kind, n, statistics, dense, root, kept, advance)
+                with stage(f"reduce units again (rows before the kept {name})", len(units)) as again:
+                    everything = sum_units(client, [(unit, frozenset()) for unit in units], kind, n, statistics, dense, root, kept, again)
                 built = EXTRAS[name].kept.finalize(everything.extra[name], reduced.agents, names)
             extra[name], arrays = built
             if name not in snapshots or snapshots[name].units != set(keys[name]):
