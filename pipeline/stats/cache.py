@@ -14,6 +14,11 @@ partial is data only. It is an `.npz` of plain arrays (`Partial.to_arrays`), rea
 load, belongs to another key or fails its checksum (truncated, tampered, of an older format)
 is ignored and the unit recomputed; `.pkl` files of earlier versions are never opened. In a store
 in object storage the cache is objects under `<store>/cache/`, each put whole in one request.
+
+A statistic as large as the log (`Extra.kept`) is cached per unit in a file of its own, and kept
+finalized too: a `Snapshot` (the same kind of checked `.npz`, one per kind, statistic, layout and
+category, naming the cache keys of the units whose rows it holds) that the next reduction extends
+by the new units' rows rather than merging every unit's partial again (`pipeline.stats.reduce`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import io
 import json
 import logging
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +43,7 @@ FORMAT = 5  # 3: .npz of arrays with a checksum (1 and 2 were pickles: never rea
 # positions; 5: sequence partials are compact runs (int32 agents, columns of default values left out)
 SUFFIX = ".npz"
 KEY, CHECKSUM = "cache.key", "cache.sha256"
+SNAPSHOT_UNITS = "snapshot.units"  # the cache keys of the units a snapshot holds
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +78,9 @@ def text(array: np.ndarray) -> str:
     return bytes(array.astype(np.uint8)).decode("ascii")
 
 
-def load(path: Path | str, key: str, n: int) -> Partial | None:
-    """The cached partial of `key` in an id space of size n; None if absent, not valid or not re-embeddable."""
+def load_arrays(path: Path | str, key: str, what: str = "partial") -> Arrays | None:
+    """The arrays cached at `path` under `key`; None if absent or refused (another key, a checksum
+    that does not match, not an .npz: logged, and the caller recomputes)."""
     if is_url(path):
         try:
             source = io.BytesIO(read_object(path))
@@ -87,11 +95,23 @@ def load(path: Path | str, key: str, n: int) -> Partial | None:
             arrays = {name: stored[name] for name in stored.files}
         found, recorded = text(arrays.pop(KEY)), text(arrays.pop(CHECKSUM))
         if found != key:
-            raise ValueError(f"it holds the partial of another key ({found[:16]}...)")
+            raise ValueError(f"it holds the {what} of another key ({found[:16]}...)")
         if recorded != checksum(arrays):
             raise ValueError("its checksum does not match its content")
-        partial = Partial.from_arrays(arrays)
     except (OSError, EOFError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as error:
+        log.warning("%s: cached %s refused (%s); recomputing it", path, what, error)
+        return None
+    return arrays
+
+
+def load(path: Path | str, key: str, n: int) -> Partial | None:
+    """The cached partial of `key` in an id space of size n; None if absent, not valid or not re-embeddable."""
+    arrays = load_arrays(path, key)
+    if arrays is None:
+        return None
+    try:
+        partial = Partial.from_arrays(arrays)
+    except (KeyError, ValueError, TypeError) as error:
         log.warning("%s: cached partial refused (%s); recomputing it", path, error)
         return None
     if partial.n == n:
@@ -101,10 +121,10 @@ def load(path: Path | str, key: str, n: int) -> Partial | None:
     return None
 
 
-def store(path: Path, key: str, partial: Partial) -> None:
-    arrays = partial.to_arrays()
+def store_arrays(path: Path | str, key: str, arrays: Arrays) -> None:
+    """`arrays` under `key` at `path`, with their checksum, written whole."""
     marks = {KEY: key, CHECKSUM: checksum(arrays)}
-    arrays |= {name: np.frombuffer(value.encode("ascii"), np.uint8) for name, value in marks.items()}
+    arrays = arrays | {name: np.frombuffer(value.encode("ascii"), np.uint8) for name, value in marks.items()}
 
     def write(tmp: Path) -> None:
         with tmp.open("wb") as handle:
@@ -116,3 +136,37 @@ def store(path: Path, key: str, partial: Partial) -> None:
         write_object(path, buffer.getvalue())
     else:
         atomic_write(path, write)
+
+
+def store(path: Path | str, key: str, partial: Partial) -> None:
+    store_arrays(path, key, partial.to_arrays())
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A finalized statistic as large as the log (`Extra.kept`), kept between reductions with the
+    cache keys of the units whose rows it holds: the next reduction extends it by the other units."""
+
+    units: frozenset[str]
+    arrays: Arrays
+
+
+def snapshot_path(root: str, kind: str, name: str, dense: bool, category: str | None) -> tuple[Path | str, str]:
+    """Where the snapshot of extra `name` lives, beside the partials, and its key: one per kind,
+    statistic, layout and category (each reduction replaces it with the one holding every unit)."""
+    key = hashlib.sha256(json.dumps([FORMAT, "snapshot", kind, name, dense, category]).encode()).hexdigest()
+    return cache_path(root, kind, key), key
+
+
+def load_snapshot(root: str, kind: str, name: str, dense: bool, category: str | None) -> Snapshot | None:
+    path, key = snapshot_path(root, kind, name, dense, category)
+    arrays = load_arrays(path, key, "snapshot")
+    if arrays is None:
+        return None
+    units = arrays.pop(SNAPSHOT_UNITS, None)
+    return None if units is None else Snapshot(frozenset(units.astype(str).tolist()), arrays)
+
+
+def store_snapshot(root: str, kind: str, name: str, dense: bool, category: str | None, snapshot: Snapshot) -> None:
+    path, key = snapshot_path(root, kind, name, dense, category)
+    store_arrays(path, key, snapshot.arrays | {SNAPSHOT_UNITS: np.array(sorted(snapshot.units), dtype="S64")})

@@ -18,6 +18,9 @@ Each extra's merge is one of three:
 `resize` re-embeds a partial in the larger id space of a dictionary that grew (ids only grow):
 a cached partial stays valid when a new file brings new agents, so after new files only their
 units are read. An extra without `resize` is recomputed from every unit whenever a dictionary grew.
+An extra whose statistic is as large as the log (`sequence`, `council_reviews`) also declares
+`kept` (`Kept`): a cached reduction keeps its finalized statistic as a snapshot and extends it by
+the new units' rows, so that a nightly's cost follows the new rows rather than the whole log.
 
 Partials are cached in the store (`pipeline.stats.cache`) as plain arrays, never pickled: `encode`
 turns a partial value into named arrays of numbers, booleans or bytes, and `decode` reads them
@@ -45,6 +48,24 @@ EVERY_KIND = "*"  # a `columns` key: the extra applies to every stored kind, rea
 
 
 @dataclass(frozen=True)
+class Kept:
+    """How an extra as large as the log keeps its finalized statistic between reductions (a
+    snapshot in the store's cache, `pipeline.stats.cache.Snapshot`), so that a reduction after new
+    files finalizes only their rows and extends the snapshot, rather than building the whole
+    statistic again from every unit's partial.
+
+    `finalize(merged, present, name_orders)` is `Extra.finalize` that also gives the snapshot's
+    arrays (store ids only: `present` grows with new agents). `extend(arrays, merged, present,
+    name_orders)` gives the same from a snapshot and the merged partial of the units it lacks
+    (None if there are none), equal bit for bit to `finalize` of every unit's partial, or None
+    where it cannot (rows of those units that belong before the snapshot's end: late data), and
+    the reduction then finalizes every unit's partial."""
+
+    finalize: Callable[[Any, np.ndarray, Mapping[str, np.ndarray]], tuple[Any, Arrays]]
+    extend: Callable[[Arrays, Any, np.ndarray, Mapping[str, np.ndarray]], tuple[Any, Arrays] | None]
+
+
+@dataclass(frozen=True)
 class Extra:
     name: str
     columns: Mapping[str, tuple[str, ...]]  # log kind (or EVERY_KIND) -> stored columns read
@@ -59,6 +80,7 @@ class Extra:
     # None: recomputed, not re-embedded, when the id space grew (`same_ids` for a partial that does not depend on its size)
     subtract: Callable[[Any, Any], Any] | None = None  # (x, y): the partial of x's units that y (of a subset of them) lacks;
     # None where a partial cannot be subtracted. Backtests count a training set as the whole log minus the held-out units.
+    kept: Kept | None = None  # a statistic as large as the log: kept finalized between reductions through the cache
 
     def __post_init__(self) -> None:
         for kind in self.columns:

@@ -280,8 +280,11 @@ class Partial:
         return cls(n, arrays["appearances"], *core, {name: EXTRAS[name].decode(under_prefix(f"extra.{name}", arrays)) for name in extras})
 
     def __add__(self, other: Partial) -> Partial:
+        """The partial of both's records. An extra one of them lacks is the other's: a cached
+        reduction leaves out of a unit the kept statistics (`Extra.kept`) whose snapshot holds its rows."""
         add = lambda x, y: None if x is None else x + y  # noqa: E731
-        extra = {name: EXTRAS[name].merge(value, other.extra[name]) for name, value in self.extra.items()}
+        extra = {name: EXTRAS[name].merge(self.extra[name], other.extra[name]) if name in self.extra and name in other.extra
+                 else self.extra.get(name, other.extra.get(name)) for name in sorted(self.extra.keys() | other.extra.keys())}
         return Partial(self.n, self.appearances + other.appearances, add(self.pairs, other.pairs),
                        add(self.positions, other.positions), add(self.histogram, other.histogram), extra)
 

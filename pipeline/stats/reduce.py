@@ -14,7 +14,7 @@ import dataclasses
 import datetime as dt
 import operator
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import dask.threaded  # passed as the scheduler: its name, "threads", would make dask import distributed (~1 s)
@@ -30,6 +30,7 @@ from pipeline.logs.kinds import DICTIONARIES, ROWS_PER_TASK, TIMESTAMP
 from pipeline.progress import local_tasks_advance, stage
 from pipeline.stats import cache
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
+from pipeline.stats.encoding import Arrays
 from pipeline.stats.extras import EXTRAS, extra_columns, extra_partials, fallback_columns
 from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, comparison_partial, finalize, weak_order_partial
 from pipeline.stats.recency import HALF_LIFE, NO_DECAY, Decay, newest_timestamp, partition_day
@@ -182,24 +183,34 @@ def reduce_unit(unit: Unit, kind: str, n: int, statistics: frozenset[str], dense
     return reduce_table(_read(unit, kind, statistics), kind, n, statistics, dense, unit.decay)
 
 
-def cached_reduce_unit(root: str, unit: Unit, kind: str, n: int, statistics: frozenset[str], dense: bool) -> Partial:
-    """`reduce_unit`, through the store's cache of partials."""
-    key = cache.cache_key(root, kind, statistics, dense, unit)
-    path = cache.cache_path(root, kind, key)
-    partial = cache.load(path, key, n)
-    if partial is None:
-        partial = reduce_unit(unit, kind, n, statistics, dense)
-        cache.store(path, key, partial)
+def cached_reduce_unit(root: str, unit: Unit, kind: str, n: int, statistics: frozenset[str], dense: bool,
+                       kept: frozenset[str] = frozenset(), skip: frozenset[str] = frozenset()) -> Partial:
+    """`reduce_unit`, through the store's cache of partials. Each extra of `kept` (kept finalized
+    between reductions, `Extra.kept`) is cached in a file of its own, so that a unit whose rows
+    their snapshot holds already is read without those in `skip` (its partial then lacks them)."""
+    parts = [statistics - kept, *(frozenset({name}) for name in sorted(kept - skip))]
+    places = [(cache.cache_path(root, kind, key), key) for key in (cache.cache_key(root, kind, part, dense, unit) for part in parts)]
+    loaded = [cache.load(path, key, n) for path, key in places]
+    if all(partial is not None for partial in loaded):
+        partial = loaded[0]
+        partial.extra |= {name: value for other in loaded[1:] for name, value in other.extra.items()}
+        return partial
+    partial = reduce_unit(unit, kind, n, statistics - skip, dense)
+    rest = dataclasses.replace(partial, extra={name: value for name, value in partial.extra.items() if name not in kept})
+    for part, (path, key) in zip(parts, places):
+        cache.store(path, key, rest if part is parts[0] else Partial(n, partial.appearances, extra={name: partial.extra[name] for name in part}))
     return partial
 
 
-def reduce_batch(units: list[Unit], kind: str, n: int, statistics: frozenset[str], dense: bool, root: str | None) -> Partial:
-    """The sum of several units' partials, added where they are computed: dense partials are
-    n*n arrays, and shipping one per unit between worker processes cost more than computing it."""
+def reduce_batch(units: list[tuple[Unit, frozenset[str]]], kind: str, n: int, statistics: frozenset[str], dense: bool,
+                 root: str | None, kept: frozenset[str] = frozenset()) -> Partial:
+    """The sum of several units' partials (each unit with the kept statistics its snapshot holds:
+    see `cached_reduce_unit`), added where they are computed: dense partials are n*n arrays, and
+    shipping one per unit between worker processes cost more than computing it."""
     total = None
-    for unit in units:
+    for unit, skip in units:
         partial = (reduce_unit(unit, kind, n, statistics, dense) if root is None
-                   else cached_reduce_unit(root, unit, kind, n, statistics, dense))
+                   else cached_reduce_unit(root, unit, kind, n, statistics, dense, kept, skip))
         total = partial if total is None else total + partial
         return_freed_memory()  # the unit's temporaries: its partial is smaller
     return total
@@ -233,7 +244,9 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     read, over records without a timestamp, and a date before the first record (`check_dated`).
 
     With `use_cache`, per-unit partials are kept in `<store>/cache/` and reused by later calls,
-    so that only newly ingested files are read (the workers must be able to write to the store).
+    so that only newly ingested files are read (the workers must be able to write to the store);
+    the extras as large as the log (`Extra.kept`) are kept there finalized too, and extended by
+    the new units' rows where these come after them (`extend_kept`).
     """
     statistics = check_statistics(kind, statistics)
     check_dated(store, kind, as_of, half_life_days)
@@ -250,19 +263,52 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     n = len(agents)
     dense = n <= DENSE_MAX_AGENTS if dense is None else dense
     root = (store.url if store.objects else store.locate(".")) if use_cache else None
+    names = {space: store.dictionary(space).name_order() for space in DICTIONARIES}
+    kept = frozenset(name for name in statistics & EXTRAS.keys() if EXTRAS[name].kept is not None) if root else frozenset()
+    keys = {name: [cache.cache_key(root, kind, frozenset({name}), dense, unit) for unit in units] for name in kept}
+    snapshots = {name: cache.load_snapshot(root, kind, name, dense, category) for name in kept}
+    snapshots = {name: s for name, s in snapshots.items() if s is not None and s.units <= set(keys[name])}  # else a unit left
+    skips = [frozenset(name for name, s in snapshots.items() if keys[name][i] in s.units) for i in range(len(units))]
+    with stage("reduce units", len(units)) as advance:
+        total = sum_units(client, list(zip(units, skips)), kind, n, statistics, dense, root, kept, advance)
+        tails = {name: total.extra.pop(name, None) for name in kept}
+        reduced = finalize(kind, total, statistics - kept, names)
+        extra = dict(reduced.extra)
+        for name in sorted(kept):
+            built = extend_kept(name, snapshots.get(name), tails[name], reduced.agents, names)
+            if built is None:  # late data: every unit's partial, from the cache
+                with stage(f"reduce units again (rows before the kept {name})", len(units)) as again:
+                    everything = sum_units(client, [(unit, frozenset()) for unit in units], kind, n, statistics, dense, root, kept, again)
+                built = EXTRAS[name].kept.finalize(everything.extra[name], reduced.agents, names)
+            extra[name], arrays = built
+            if name not in snapshots or snapshots[name].units != set(keys[name]):
+                cache.store_snapshot(root, kind, name, dense, category, cache.Snapshot(frozenset(keys[name]), arrays))
+    return dataclasses.replace(reduced, extra=dict(sorted(extra.items())), decay=decay)
+
+
+def extend_kept(name: str, snapshot: cache.Snapshot | None, tail: object, present: np.ndarray,
+                names: Mapping[str, np.ndarray]) -> tuple[object, Arrays] | None:
+    """Kept statistic `name` and its next snapshot: the snapshot extended by the merged partial of
+    the units it lacks (`tail`), or, without a snapshot, `tail` (then of every unit) finalized;
+    None where the tail's rows do not all come after the snapshot's (late data)."""
+    if snapshot is None:
+        return EXTRAS[name].kept.finalize(tail, present, names)
+    return EXTRAS[name].kept.extend(snapshot.arrays, tail, present, names)
+
+
+def sum_units(client, units: list[tuple[Unit, frozenset[str]]], kind: str, n: int, statistics: frozenset[str], dense: bool,
+              root: str | None, kept: frozenset[str], advance: Callable[..., None]) -> Partial:
+    """The sum of the units' partials (each unit with the kept statistics to leave out), computed
+    on `client`'s workers or on local threads in batches, `advance(units)` as each batch ends."""
     slots = sum(client.nthreads().values()) if client is not None else (os.cpu_count() or 1)
     count = max(min(len(units), 2 * slots), -(-len(units) // UNITS_PER_BATCH))
-    batches = [list(b) for b in np.array_split(np.array(units, dtype=object), count)]
-    reduced = [dask.delayed(reduce_batch)(batch, kind, n, statistics, dense, root) for batch in batches]
-    names = {space: store.dictionary(space).name_order() for space in DICTIONARIES}
+    batches = [[units[i] for i in chosen] for chosen in np.array_split(np.arange(len(units)), count)]
+    reduced = [dask.delayed(reduce_batch)(batch, kind, n, statistics, dense, root, kept) for batch in batches]
     units_of = {task.key: len(batch) for task, batch in zip(reduced, batches)}
-    with stage("reduce units", len(units)) as advance:
-        if client is None:
-            with local_tasks_advance(advance, units_of):
-                stats = dask.delayed(finalize)(kind, tree_sum(reduced), statistics, names).compute(scheduler=dask.threaded.get)
-        else:
-            stats = finalize(kind, gathered_sum(client, reduced, lambda key: advance(units_of[key])), statistics, names)
-    return stats if decay is None else dataclasses.replace(stats, decay=decay)
+    if client is None:
+        with local_tasks_advance(advance, units_of):
+            return tree_sum(reduced).compute(scheduler=dask.threaded.get)
+    return gathered_sum(client, reduced, lambda key: advance(units_of[key]))
 
 
 def gathered_sum(client, reduced: list[Delayed], ended: Callable[[object], None] = lambda key: None) -> Partial:

@@ -34,6 +34,11 @@ is 33 bytes a battle with timestamps and 25 without, input included (54 and 45 b
 benchmarks/bench_elo_memory.py). Under Dask each batch's runs travel to the client once, and the
 client finalizes their sum (`pipeline.stats.reduce.gathered_sum`): no worker holds them then.
 
+Between nightlies (`Extra.kept`) the finalized sequence is kept in the store's cache, 3 bytes a
+battle below 256 agents, with its last (timestamp, position): new rows that all come after it are
+finalized alone and appended (`_extend`); a new row at or before it (late data) makes the
+reduction finalize every unit's runs, as from scratch.
+
 A game of L players gives its L(L-1)/2 pairs, listed by the players' order in the game (place,
 then id); they form one *group*, which online Elo updates simultaneously. A battle is a group
 of its own.
@@ -55,7 +60,7 @@ from pipeline.logs import LogKind, log_kind
 from pipeline.logs.identity import INGEST_POSITION
 from pipeline.logs.orders import A_WINS, B_WINS, TIE
 from pipeline.stats.encoding import Arrays, table_from_array, table_to_array
-from pipeline.stats.extras import Extra, register_extra, same_ids
+from pipeline.stats.extras import Extra, Kept, register_extra, same_ids
 from pipeline.weights import UNIT, to_units
 
 SORT_KEY = ["timestamp", "position", "group_id", "sub", "a", "b", "outcome", "units"]
@@ -229,7 +234,7 @@ def _merge(x: Runs, y: Runs) -> Runs:
 
 
 def _encode(runs: Runs) -> Arrays:
-    return {f"run{i}": table_to_array(run) for i, run in enumerate(runs.tables)}
+    return {f"run{i}": table_to_array(run, steps=("timestamp", "position")) for i, run in enumerate(runs.tables)}
 
 
 def _decode(arrays: Arrays) -> Runs:
@@ -390,7 +395,90 @@ def _finalize(runs: Runs, present: np.ndarray, name_orders: Mapping[str, np.ndar
     return ComparisonSequence(present, a, b, score, weight, players, group)
 
 
+def _key_at(run: pa.Table, row: int) -> tuple[int, int]:
+    """A run's (timestamp, position) at `row`, missing values as `UNKNOWN` (first)."""
+    values = [run.column(name)[row].as_py() if name in run.column_names else None for name in ("timestamp", "position")]
+    return tuple(UNKNOWN if value is None else value for value in values)
+
+
+def _ends(runs: Iterable[pa.Table]) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """The smallest and largest (timestamp, position) of the runs' rows (each run is sorted by
+    the whole key, whose first two columns these are); None without rows."""
+    runs = [run for run in runs if run.num_rows]
+    if not runs:
+        return None
+    return min(_key_at(run, 0) for run in runs), max(_key_at(run, run.num_rows - 1) for run in runs)
+
+
+def _kept(seq: ComparisonSequence, end: tuple[int, int] | None) -> Arrays:
+    """The snapshot of a finalized sequence (`Kept`): agents as store ids (in the smallest
+    unsigned type that holds them: 3 bytes a battle below 256 agents), scores as halves (uint8),
+    each row's start of a group or not, and the (timestamp, position) of the last row; a
+    `uniform` column (and starts where every row starts a group, as battles do) as its one value.
+    It is read, checked and written whole each night: its size is the nightly's cost per stored row."""
+    starts = np.r_[True, seq.group[1:] != seq.group[:-1]] if len(seq) else np.zeros(0, bool)
+    ids = np.min_scalar_type(int(seq.agents[-1]) if len(seq.agents) else 0)
+    arrays = {"a": seq.agents[seq.a].astype(ids), "b": seq.agents[seq.b].astype(ids),
+              "halves": (seq.score * 2).astype(np.uint8), "starts": starts[:1] if starts.all() else starts,
+              "rows": np.asarray(len(seq), np.int64), "end": np.asarray(end or (), np.int64)}
+    return arrays | {name: x[:1].copy() if is_uniform(x) else x for name, x in (("weight", seq.weight), ("players", seq.players))}
+
+
+def _finalize_kept(runs: Runs, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> tuple[ComparisonSequence, Arrays]:
+    ends = _ends(runs.tables)
+    seq = _finalize(runs, present, name_orders)
+    return seq, _kept(seq, ends and ends[1])
+
+
+def _joined(head: np.ndarray, head_rows: int, tail: np.ndarray, dtype, uniform_from: int) -> np.ndarray:
+    """A column of a snapshot's rows (its one value if `uniform`) then the tail's, as `_finalize`
+    gives it for all their rows: a `uniform` view where they all have one value and there are at
+    least `uniform_from` rows (players from one, weights from two)."""
+    rows = head_rows + len(tail)
+    parts = [part for part in (head, tail) if len(part)]
+    low, high = min(part.min() for part in parts), max(part.max() for part in parts)
+    if low == high and rows >= uniform_from:
+        return uniform(np.asarray(low, dtype), rows)
+    return np.concatenate([np.broadcast_to(head, (head_rows,)), tail]).astype(dtype, copy=False)
+
+
+def _extend(kept: Arrays, tail: Runs | None, present: np.ndarray,
+            name_orders: Mapping[str, np.ndarray]) -> tuple[ComparisonSequence, Arrays] | None:
+    """The sequence of a snapshot's rows then the tail's, when every tail row comes after the
+    snapshot's last by (timestamp, position) (an ordered append: a new file of later battles, or
+    without timestamps, any new file); None otherwise (late data). No row is then tied with one
+    across the boundary, so `_finalize` of all the rows would give the same."""
+    tail = tail if tail is not None else Runs([])
+    ends = _ends(tail.tables)
+    head_rows = int(kept["rows"])
+    if not head_rows:
+        return _finalize_kept(tail, present, name_orders)
+    end = tuple(kept["end"].tolist())
+    if ends is not None and ends[0] <= end:
+        return None
+    new = _finalize(tail, present, name_orders)
+    added = _kept(new, ends and ends[1])
+    rows = head_rows + len(new)
+    index = np.int32 if rows < 2**31 else np.int64
+    local = np.searchsorted(present, np.arange(int(max(kept["a"].max(), kept["b"].max())) + 1)).astype(np.int32)  # by store id
+    agents = [np.concatenate([local[kept[name]], getattr(new, name)]) for name in ("a", "b")]
+    head_group = np.cumsum(np.broadcast_to(kept["starts"], (head_rows,)), dtype=index) - 1
+    group = np.concatenate([head_group, new.group.astype(index) + (head_group[-1] + 1)])
+    score = np.concatenate([kept["halves"].astype(np.float32) / np.float32(2), new.score])
+    seq = ComparisonSequence(present, *agents, score,
+                             _joined(kept["weight"], head_rows, new.weight, np.float64, 2),
+                             _joined(kept["players"], head_rows, new.players, np.int32, 1), group)
+    if not len(new):
+        return seq, kept
+    both = {name: np.concatenate([kept[name], added[name]]) for name in ("a", "b", "halves")}
+    both["starts"] = kept["starts"][:1] if len(kept["starts"]) == len(added["starts"]) == 1 else np.concatenate(
+        [np.broadcast_to(kept["starts"], (head_rows,)), np.broadcast_to(added["starts"], (len(new),))])
+    both |= {name: x[:1].copy() if is_uniform(x) else x for name, x in (("weight", seq.weight), ("players", seq.players))}
+    return seq, both | {"rows": np.asarray(rows, np.int64), "end": added["end"]}
+
+
 SEQUENCE = register_extra(Extra(
     "sequence", {kind: (column, "timestamp", INGEST_POSITION) for kind, column in ID_COLUMNS.items()}, _partial, _merge, _finalize,
     _encode, _decode, fallbacks={column: INGEST_POSITION for column in ID_COLUMNS.values()}, resize=same_ids,
+    kept=Kept(_finalize_kept, _extend),
 ))

@@ -3,6 +3,7 @@ through the cache reads only the new files' units and gives the same bytes as on
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,11 +11,14 @@ import numpy as np
 import pytest
 
 from pipeline.board import Board, rate, reduce
-from pipeline.stats import EXTRAS
+from pipeline.stats import EXTRAS, reduce_store
 from pipeline.stats import reduce as reduce_module
+from pipeline.stats import sequence as sequence_module
+from pipeline.stats.extras import Kept
 from pipeline.store import Store
 from tests.conftest import SAMPLES
-from tests.stats.test_cache import assert_identical
+from tests.stats.test_cache import (SAMPLE_STORES, assert_identical, cache_files, every_statistic, is_snapshot, sample_store,
+                                    split_sample)
 
 BATTLE_METHODS = ("elo", "m-elo", "copeland", "deviation", "am-elo")
 
@@ -97,3 +101,93 @@ def test_council_board_reads_only_new_files_and_matches_a_rating_from_scratch(tm
 @pytest.mark.parametrize("name", sorted(EXTRAS))
 def test_every_registered_extra_declares_how_it_moves_into_a_larger_id_space(name):
     assert EXTRAS[name].resize is not None
+
+
+def finalized_rows(monkeypatch) -> list[int]:
+    """The length of every sequence finalized from sorted runs from now on."""
+    lengths: list[int] = []
+    original = sequence_module._finalize
+
+    def recording(runs, *args):
+        seq = original(runs, *args)
+        lengths.append(len(seq))
+        return seq
+
+    monkeypatch.setattr(sequence_module, "_finalize", recording)
+    return lengths
+
+
+def sequence_rows(tmp_path: Path, files: list[Path], kind: str) -> int:
+    store = Store(tmp_path / f"alone-{files[0].stem}")
+    store.ingest(files, kind)
+    return len(reduce_store(store, kind, {"sequence"}).extra["sequence"])
+
+
+@pytest.mark.parametrize("kind", ["battles", "games"])
+def test_nightlies_finalize_only_the_new_rows_of_the_sequence_when_they_come_after_the_kept_ones(tmp_path, monkeypatch, kind):
+    parts = split_sample(SAMPLES / SAMPLE_STORES[kind], tmp_path / "sample")  # in time (or file) order
+    store = Store(tmp_path / "store")
+    store.ingest(parts[:1], kind)
+    statistics = every_statistic(kind)
+    reduce_store(store, kind, statistics, target_rows=200, use_cache=True)  # keeps the sequence of the first part
+    for part in parts[1:]:  # two nights: the second extends what the first kept
+        store.ingest([part], kind)
+        finalized = finalized_rows(monkeypatch)
+        nightly = reduce_store(store, kind, statistics, target_rows=200, use_cache=True)
+        monkeypatch.undo()
+        assert finalized == [sequence_rows(tmp_path, [part], kind)]  # the new part's rows alone
+        assert_identical(reduce_store(store, kind, statistics, target_rows=200), nightly)
+
+
+def test_late_rows_make_the_nightly_finalize_every_row_and_match_a_reduction_from_scratch(tmp_path, monkeypatch):
+    first, middle, last = split_sample(SAMPLES / SAMPLE_STORES["games"], tmp_path / "sample")  # races in time order
+    store = Store(tmp_path / "store")
+    store.ingest([first, last], "games")
+    reduce_store(store, "games", {"sequence"}, use_cache=True)
+    store.ingest([middle], "games")  # races before the last kept one: they belong inside the kept sequence
+    finalized = finalized_rows(monkeypatch)
+    nightly = reduce_store(store, "games", {"sequence"}, use_cache=True)
+    monkeypatch.undo()
+    fresh = reduce_store(store, "games", {"sequence"})
+    assert_identical(fresh, nightly)
+    assert finalized == [len(fresh.extra["sequence"])]  # every row, not the new ones after the kept
+    store.ingest([tmp_path / "sample" / "part0.csv"], "games")  # nothing new: the snapshot of every unit answers
+    assert_identical(fresh, reduce_store(store, "games", {"sequence"}, use_cache=True))
+
+
+def test_a_damaged_snapshot_is_refused_and_the_sequence_built_from_every_unit(tmp_path, caplog):
+    store = sample_store(tmp_path, "games")
+    expected = reduce_store(store, "games", {"sequence"}, use_cache=True)
+    [snapshot] = [path for path in cache_files(store) if is_snapshot(path)]
+    with np.load(snapshot, allow_pickle=False) as stored:  # a valid .npz, its agents changed, key and checksum kept
+        arrays = {name: stored[name] for name in stored.files}
+    arrays["a"] = arrays["b"]
+    with snapshot.open("wb") as handle:
+        np.savez(handle, **arrays)
+    assert_identical(expected, reduce_store(store, "games", {"sequence"}, use_cache=True))
+    assert f"{snapshot}: cached snapshot refused" in caplog.text
+
+
+def test_a_nightly_merges_new_reviews_of_kept_queries_again_and_gives_what_a_reduction_from_scratch_gives(tmp_path, monkeypatch):
+    lines = [json.loads(line) for line in (SAMPLES / "council/reviews.jsonl").read_text(encoding="utf-8").splitlines()]
+    lines = [review for review in lines if not review["query_id"].startswith("bad")]
+    old, later = lines[: len(lines) // 2], lines[len(lines) // 2:]
+    first = old[0]
+    again = first | {"ranking": first["ranking"][::-1], "timestamp": "2030-01-01T00:00:00Z"}  # replaces a kept review
+    newcomer = old[1] | {"reviewer": "zephyr-3b", "category": "aaa"}  # a new reviewer of a kept query: its category is the smallest
+    (tmp_path / "old.jsonl").write_text("".join(json.dumps(review) + "\n" for review in old))
+    (tmp_path / "new.jsonl").write_text("".join(json.dumps(review) + "\n" for review in [again, newcomer, *later]))
+    store = Store(tmp_path / "store")
+    store.ingest([tmp_path / "old.jsonl"], "reviews")
+    reduce_store(store, "reviews", {"council_reviews"}, use_cache=True)
+    store.ingest([tmp_path / "new.jsonl"], "reviews")
+    extended = []
+    extra = EXTRAS["council_reviews"]
+    recording = Kept(extra.kept.finalize, lambda *args: extended.append(1) or extra.kept.extend(*args))
+    monkeypatch.setitem(EXTRAS, "council_reviews", dataclasses.replace(extra, kept=recording))
+    nightly = reduce_store(store, "reviews", {"council_reviews"}, use_cache=True)
+    monkeypatch.undo()
+    assert extended == [1]
+    fresh = reduce_store(store, "reviews", {"council_reviews"})
+    assert fresh.extra["council_reviews"].duplicates == 1
+    assert_identical(fresh, nightly)

@@ -314,3 +314,23 @@ def test_a_manifest_on_s3_naming_a_path_outside_the_store_is_refused_in_one_line
         assert line.startswith(f"error: {url}/manifests/0000000001.json: ") and "'battles/../../elsewhere/outside.parquet'" in line, line
         assert "outside the store" in line
     assert s3.objects(aws) == before
+
+
+def test_a_nightly_on_s3_extends_the_kept_sequence_by_the_new_rows_as_a_reduction_from_scratch_gives(aws, s3, tmp_path, monkeypatch):  # noqa: F811
+    from pipeline.stats import reduce_store
+    from tests.stats.test_cache import SAMPLE_STORES, assert_identical, split_sample
+    from tests.stats.test_incremental import finalized_rows, sequence_rows
+
+    url = f"s3://{aws}/store"
+    *old, new = split_sample(SAMPLES / SAMPLE_STORES["games"], tmp_path / "sample")  # races in time order
+    Store(url).ingest([str(path) for path in old], "games")
+    reduce_store(Store(url), "games", {"sequence"}, use_cache=True)
+    before = s3.objects(aws)
+    Store(url).ingest([str(new)], "games")
+    finalized = finalized_rows(monkeypatch)
+    nightly = reduce_store(Store(url), "games", {"sequence"}, use_cache=True)
+    assert finalized == [sequence_rows(tmp_path, [new], "games")]  # the new races alone
+    after = {key: etag for key, etag in s3.objects(aws).items() if key.startswith("store/cache/")}
+    assert len(after.keys() - before.keys()) == 2  # the new unit's partials: its sequence run, and the rest
+    assert len([key for key in after.keys() & before.keys() if after[key] != before[key]]) == 1  # the snapshot, extended
+    assert_identical(reduce_store(Store(url), "games", {"sequence"}), nightly)
