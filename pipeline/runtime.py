@@ -41,9 +41,12 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import ssl
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+
+from pipeline.cancellation import STOP
 
 SCHEDULER_ENV = "VASE_DASK_SCHEDULER"
 LOOPBACK = "127.0.0.1"
@@ -143,11 +146,24 @@ def local_cluster(workers: int = 2) -> Iterator[object]:
             n_workers=workers, threads_per_worker=1, processes=True, host=f"tls://{LOOPBACK}", security=security,
             dashboard_address=f"{LOOPBACK}:0", worker_dashboard_address=f"{LOOPBACK}:0", silence_logs=dask_log_level(),
         ) as cluster:
-            yield cluster
+            try:
+                yield cluster
+            except BaseException:
+                if STOP.is_set():  # SIGTERM: a worker in a task would finish it before closing (minutes in a solver)
+                    kill_workers(cluster)
+                    nanny_log.addFilter(slow_exits)
+                raise
             if dask_log_level() > logging.INFO:
                 nanny_log.addFilter(slow_exits)
     finally:
         nanny_log.removeFilter(slow_exits)
+
+
+def kill_workers(cluster: object) -> None:
+    """SIGKILL the worker processes of a LocalCluster (not its nannies, which then close at once)."""
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        with suppress(ProcessLookupError, TypeError):  # TypeError: a worker with no process (pid None)
+            os.kill(nanny.pid, signal.SIGKILL)
 
 
 @contextmanager
