@@ -35,6 +35,10 @@ LocalCluster worker's "Compute Failed" block (the task, its exception and traceb
 worker process on the terminal: the exception reaches the caller, which reports it in one line,
 `--debug` showing its traceback) and its warning that a task was cancelled as the cluster closed
 after that failure. The workers load this module as their Dask preload to drop them.
+
+Stopped (SIGTERM, `pipeline.cancellation`): a LocalCluster's workers are killed before it closes, so it
+closes in a fraction of a second instead of its nannies waiting 4 s for each worker (5.1 s against
+0.7 s for `vase rate --workers 2` at load 26), whatever task a worker was in.
 """
 
 from __future__ import annotations
@@ -151,7 +155,6 @@ def local_cluster(workers: int = 2) -> Iterator[object]:
             except BaseException:
                 if STOP.is_set():  # SIGTERM: a worker in a task would finish it before closing (minutes in a solver)
                     kill_workers(cluster)
-                    nanny_log.addFilter(slow_exits)
                 raise
             if dask_log_level() > logging.INFO:
                 nanny_log.addFilter(slow_exits)
