@@ -9,7 +9,8 @@ signal, so what runs long in it is made to stop, or left behind:
   helper thread while the caller waits where a signal reaches it (the main thread) or where it looks
   at `STOP` (any other thread), and the solver itself is asked to stop through its interrupt
   callbacks (`pipeline.methods.numerics.highs`);
-- a native loop (numba) that can run for seconds is cut into chunks with `raise_if_stopped()` between them;
+- a native loop (numba) holds the signal until it returns: one that runs for seconds in a call is to be
+  cut into chunks with `raise_if_stopped()` between them;
 - what still cannot stop at once (a MIP in its root LP, where HiGHS looks at its callbacks seconds
   apart; a thread of a local pool inside a chunk) is not waited for: once the main thread has
   unwound, the command leaves with `exit_now` instead of joining those threads.

@@ -67,7 +67,7 @@ def stopped_mid_work(tmp_path: Path, args: list[str], after_store: bool, cpu: fl
             child.kill()
         process.kill()
         process.wait()
-    alive = lambda: [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]  # noqa: E731
+    alive = lambda: [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
     until = time.monotonic() + BOUND  # a multiprocessing resource tracker leaves when its pipe closes
     while alive() and time.monotonic() < until:
         time.sleep(0.1)
