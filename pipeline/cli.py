@@ -17,13 +17,10 @@ temporary store deleted). Errors are one line on stderr; `--debug` shows the tra
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import signal
 import sys
 import tempfile
-import threading
 from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
@@ -37,6 +34,7 @@ from typer.core import TyperGroup
 
 from pipeline import __version__
 from pipeline import cli_mapping as mapped
+from pipeline.cancellation import STOP, exit_now, exit_on_sigterm
 from pipeline.progress import progress_display
 from pipeline.runtime import SCHEDULER_ENV, SchedulerError, dask_client, quiet_logs
 from pipeline.terminal import Output, visible
@@ -57,7 +55,8 @@ class OneLineErrors(TyperGroup):
     """Any error a command did not expect is printed as one line and exits 1; `--debug` re-raises it.
     A usage error (an unknown command or option, a missing or bad value) is one line and exits 2.
     A command stopped by SIGTERM (a scheduler's timeout, `kill`) unwinds as an exit with status
-    143, so what it holds is released: a temporary store is deleted, a local Dask cluster closed."""
+    143 within seconds, so what it holds is released: a temporary store is deleted, a local Dask cluster
+    closed; threads still inside native code are then not waited for (`pipeline.cancellation`)."""
 
     def main(self, *args, standalone_mode: bool = True, **kwargs):
         # Typer's standalone mode prints a usage error as a box of 5-10 lines; here it runs
@@ -73,6 +72,10 @@ class OneLineErrors(TyperGroup):
                 raise
             error_line("error", "aborted")
             status = 1
+        except SystemExit as exc:
+            if STOP.is_set() and standalone_mode:  # SIGTERM, unwound: threads still in native code are not waited for
+                exit_now(exc.code if isinstance(exc.code, int) else 1)
+            raise
         if not standalone_mode:
             return status
         sys.exit(status if isinstance(status, int) else 0)
@@ -92,23 +95,6 @@ class OneLineErrors(TyperGroup):
                 said = isinstance(exc, (DamagedStore, StoreDiskFull, SchedulerError, StorageError))  # their message is the whole story
                 error_line("error", str(exc) if said else f"{type(exc).__name__}: {exc} (--debug shows the traceback)")
                 raise typer.Exit(1) from None
-
-
-@contextlib.contextmanager
-def exit_on_sigterm():
-    """SIGTERM raises SystemExit(143) in the main thread while the block runs (the handler before is restored)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum, frame):
-        raise SystemExit(128 + signum)
-
-    before = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
 
 
 def usage_error(exc: typer.TyperException) -> int:

@@ -68,7 +68,7 @@ def read_ahead(batches: Iterator[T], depth: int = DEPTH) -> Iterator[T]:
             if isinstance(item, _Failed):
                 raise item.error
             yield item
-    except (SystemExit, KeyboardInterrupt):  # SIGTERM (`pipeline.cli.exit_on_sigterm`) or Ctrl-C
+    except (SystemExit, KeyboardInterrupt):  # SIGTERM (`pipeline.cancellation.exit_on_sigterm`) or Ctrl-C
         leaving = True
         raise
     finally:

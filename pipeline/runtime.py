@@ -35,15 +35,22 @@ LocalCluster worker's "Compute Failed" block (the task, its exception and traceb
 worker process on the terminal: the exception reaches the caller, which reports it in one line,
 `--debug` showing its traceback) and its warning that a task was cancelled as the cluster closed
 after that failure. The workers load this module as their Dask preload to drop them.
+
+Stopped (SIGTERM, `pipeline.cancellation`): a LocalCluster's workers are killed before it closes, so it
+closes in a fraction of a second instead of its nannies waiting 4 s for each worker (5.1 s against
+0.7 s for `vase rate --workers 2` at load 26), whatever task a worker was in.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import ssl
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+
+from pipeline.cancellation import STOP
 
 SCHEDULER_ENV = "VASE_DASK_SCHEDULER"
 LOOPBACK = "127.0.0.1"
@@ -143,11 +150,23 @@ def local_cluster(workers: int = 2) -> Iterator[object]:
             n_workers=workers, threads_per_worker=1, processes=True, host=f"tls://{LOOPBACK}", security=security,
             dashboard_address=f"{LOOPBACK}:0", worker_dashboard_address=f"{LOOPBACK}:0", silence_logs=dask_log_level(),
         ) as cluster:
-            yield cluster
+            try:
+                yield cluster
+            except BaseException:
+                if STOP.is_set():  # SIGTERM: a worker in a task would finish it before closing (minutes in a solver)
+                    kill_workers(cluster)
+                raise
             if dask_log_level() > logging.INFO:
                 nanny_log.addFilter(slow_exits)
     finally:
         nanny_log.removeFilter(slow_exits)
+
+
+def kill_workers(cluster: object) -> None:
+    """SIGKILL the worker processes of a LocalCluster (not its nannies, which then close at once)."""
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        with suppress(ProcessLookupError, TypeError):  # TypeError: a worker with no process (pid None)
+            os.kill(nanny.pid, signal.SIGKILL)
 
 
 @contextmanager

@@ -33,6 +33,16 @@ def _prefect_home(tmp_path_factory):
     os.environ.setdefault("PREFECT_HOME", str(tmp_path_factory.mktemp("prefect-home")))
 
 
+@pytest.fixture(autouse=True)
+def _not_stopped():
+    """A test that sends itself SIGTERM sets the process-wide stop (pipeline.cancellation.STOP), which stays
+    set in a command that is leaving; the next test starts unstopped."""
+    from pipeline.cancellation import STOP
+
+    yield
+    STOP.clear()
+
+
 @pytest.fixture
 def pentathlon():
     """A, B, C over five events: C is the Condorcet winner; Borda and plurality tie A and C."""

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from pipeline.cli import exit_on_sigterm
+from pipeline.cancellation import exit_on_sigterm
 from pipeline.overlap import Behind, read_ahead
 
 

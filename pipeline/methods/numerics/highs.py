@@ -13,6 +13,8 @@ Every LP and MIP of the rating methods goes through `solve`, with one policy:
   1.15's dual simplex does on some dense antisymmetric games of a few hundred agents), the LP is
   solved once more by the interior-point method with crossover; `Solution.retried` keeps the
   first status, for the method's `info`.
+- **Stoppable.** The solve runs on a helper thread (`pipeline.cancellation.run_native`) so SIGTERM
+  reaches the caller at once, and HiGHS's interrupt callbacks end it once the run is being stopped.
 - **One input form.** min cost @ x subject to row_lower <= A x <= row_upper and
   col_lower <= x <= col_upper, with A a dense array or any scipy sparse matrix (passed to HiGHS
   column-wise, no densifying), bounds as arrays with +-inf for free sides, and `integer` marking
@@ -30,6 +32,7 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.cancellation import STOP, raise_if_stopped, run_native
 from pipeline.methods.convergence import ConvergenceError, RatingError
 
 INF = highspy.kHighsInf
@@ -124,9 +127,18 @@ def _run(lp: highspy.HighsLp, options: Mapping[str, object]) -> tuple[str, highs
     h.setOptionValue("random_seed", 0)
     for key, value in options.items():
         h.setOptionValue(key, value)
+    for interrupt in (h.cbSimplexInterrupt, h.cbIpmInterrupt, h.cbMipInterrupt):
+        interrupt.subscribe(_interrupt_when_stopped)
     h.passModel(lp)
-    h.run()
+    run_native(h.run, "vase-highs")
+    raise_if_stopped()  # a solve cut short by a stop is no verdict
     raw = h.getModelStatus()
     if raw == highspy.HighsModelStatus.kModelEmpty:  # no columns: the empty point is optimal
         return OPTIMAL, h
     return _STATUS.get(raw, h.modelStatusToString(raw).lower()), h
+
+
+def _interrupt_when_stopped(event: highspy.HighsCallbackEvent) -> None:
+    """HiGHS's interrupt callbacks (simplex, IPM, branch and bound): stop the solve once the run is being stopped."""
+    if STOP.is_set():
+        event.interrupt()
