@@ -8,24 +8,28 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 
 from flows import tasks
-from pipeline.board import Board, Rated
+from pipeline import board as boards
+from pipeline.board import Board
 from pipeline.report import write_report
 from pipeline.report.outfolder import replacing_run
 from pipeline.runtime import FLOW_SCHEDULER, dask_client
+from pipeline.store import Store
 
 
 def rate_board(store: str, board: Board, out: str, client) -> list[Path]:
-    """The body shared by `ratings` and `nightly`: reduce once, rate per method, publish.
+    """The body shared by `ratings` and `nightly`: refuse the specs the store's footprint prices past the
+    budget, reduce once for the others, rate per method, publish.
 
     A method that cannot rate the data is logged (one line, agents named) and recorded in
     run.json; the other methods are published. A board `by` category also rates each category
     into `<out>/category=<folder>/`; a category that fails is logged and listed in run.json, and
     the others and the overall board are published."""
     start = time.perf_counter()
-    stats = tasks.reduce(store, board, client)
+    rated = boards.refuse_before_reading(Store(store), board)  # before any row is read
+    left = [spec for spec in board.methods if spec.canonical not in rated.refused]
+    stats = tasks.reduce(store, board, client, methods=left) if left else None
     timings = {"reduce": time.perf_counter() - start}
-    futures = [tasks.rate.submit(stats, spec, client, board.standing) for spec in board.methods]
-    rated = Rated()
+    futures = [tasks.rate.submit(stats, spec, client, board.standing) for spec in left]
     for future in futures:
         rated.add(future.result())
     timings["rate"] = time.perf_counter() - start - timings["reduce"]

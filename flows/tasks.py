@@ -30,9 +30,9 @@ def ingest(store: str, board: boards.Board) -> list[IngestReport]:
 
 
 @task(cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5)
-def reduce(store: str, board: boards.Board, client, use_cache: bool = True) -> Statistics:
+def reduce(store: str, board: boards.Board, client, use_cache: bool = True, methods: list[Spec] | None = None) -> Statistics:
     # Cached per-unit partials make the nightly incremental: only new files are read.
-    return boards.reduce(Store(store), board, client, use_cache)
+    return boards.reduce(Store(store), board, client, use_cache, methods=methods)
 
 
 @task(cache_policy=NO_CACHE)

@@ -323,15 +323,16 @@ def _game_file(board: Board) -> Path:
     return files[0]
 
 
-def reduce(store: Store, board: Board, client=None, use_cache: bool = False, category: str | None = None) -> Statistics:
-    """The statistics the board's methods need: reduced from its store (from one category's rows,
-    given one), or read from its file for a kind rated directly. Prompts of battles are named
-    here, for the games built from them."""
+def reduce(store: Store, board: Board, client=None, use_cache: bool = False, category: str | None = None,
+           methods: Sequence[Spec] | None = None) -> Statistics:
+    """The statistics the board's methods (or `methods` of them) need: reduced from its store (from one
+    category's rows, given one), or read from its file for a kind rated directly. Prompts of battles
+    are named here, for the games built from them."""
     kind = log_kind(board.kind)
     if not kind.stored:
         return kind.load(_game_file(board))[0]
-    stats = reduce_store(store, board.kind, needed_statistics(board.methods), client=client, use_cache=use_cache,
-                         category=category)
+    stats = reduce_store(store, board.kind, needed_statistics(board.methods if methods is None else methods), client=client,
+                         use_cache=use_cache, category=category)
     data = stats.extra.get("game_data")
     if isinstance(data, PromptCounts):
         named = dataclasses.replace(data, prompt_names=tuple(store.dictionary("prompts").names))
@@ -355,6 +356,25 @@ class Rated:
     def messages(self, names: Sequence[str]) -> dict[str, str]:
         """Each refusal as its one-line message, agents named."""
         return {spec: error.named(names) for spec, error in self.refused.items()}
+
+
+def stored_size(store: Store, kind: str) -> Size | None:
+    """What the cost models read, from the store's manifest alone (`Store.footprint`): exact for a store of one
+    file, a lower bound for several; None for a kind rated directly or a store without footprints."""
+    footprint = store.footprint(kind) if log_kind(kind).stored else None
+    return None if footprint is None else Size(footprint.agents, footprint.pairs, footprint.tasks, footprint.ballots)
+
+
+def refuse_before_reading(store: Store, board: Board) -> Rated:
+    """The board's specs that its store's footprint prices past the budget (`over_budget` of `stored_size`),
+    refused before a row is read: the reduction then computes only what the other specs need. A lower
+    bound refuses only what is certainly over; the other specs are judged again on the reduced statistics."""
+    rated = Rated()
+    if (size := stored_size(store, board.kind)) is not None:
+        for spec in board.methods:
+            if (refusal := over_budget(spec, size)) is not None:
+                rated.refused[spec.canonical] = RatingError(refusal)
+    return rated
 
 
 def input_size(stats: Statistics) -> Size:
@@ -545,8 +565,10 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
     timings["ingest"] = time.perf_counter() - start
     check_quarantined(store, board, reports)
     start = time.perf_counter()
+    refused = refuse_before_reading(store, board)
+    left = [spec for spec in board.methods if spec.canonical not in refused.refused]
     try:
-        stats = reduce(store, board, client)
+        stats = reduce(store, board, client, methods=left) if left else None
     except ValueError as exc:
         said = str(exc)
         if temporary_store:  # never a store the user did not ask for
@@ -557,7 +579,8 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
                 for r in reports)) from None
         raise ValueError(said) from None
     timings["reduce"] = time.perf_counter() - start
-    rated = rate(stats, board.methods, client, board.standing)
+    rated = rate(stats, left, client, board.standing) if left else Rated()
+    rated.add(refused)
     timings |= rated.timings
     categories = None
     with replacing_run(out):  # an earlier run's files in `out` (its category boards too) are never shown as this run's

@@ -118,6 +118,7 @@ class Cost:
     seconds: float
     bytes: float
     alternative: str
+    solver: str = ""  # the size of what the method solves, as a user can check it ("an LP of 277 rows x 370,967 columns")
 
 
 @dataclass(frozen=True)
@@ -318,7 +319,8 @@ def over_budget(spec: str | Spec, size: Size) -> str | None:
     if cost is None or (cost.seconds <= BUDGET_SECONDS and cost.bytes <= BUDGET_BYTES):
         return None
     shape = ", ".join(f"{n:,} {what}" for what, n in dataclasses.asdict(size).items() if n)
-    return (f"{spec.name}: expected {cost.seconds:,.0f} s and {cost.bytes / 2**30:,.1f} GiB on {shape}, over the budget of "
+    solver = f" ({cost.solver})" if cost.solver else ""
+    return (f"{spec.name}: expected {cost.seconds:,.0f} s and {cost.bytes / 2**30:,.1f} GiB on {shape}{solver}, over the budget of "
             f"{BUDGET_SECONDS:.0f} s and {BUDGET_BYTES / 2**30:.0f} GiB; {cost.alternative}")
 
 

@@ -198,7 +198,7 @@ def deviation_cost(size: Size, params: Mapping[str, object]) -> Cost:
     rows, joints = sum(shape), math.prod(shape)
     return Cost(2e-6 * rows * joints, 4 * 8.0 * rows * joints,
                 "rate with nash-averaging or alpha-rank, a 2-player game (game=agent-agent or agent-task), or fewer "
-                "agents (--where)")
+                "agents (--where)", f"LPs over a {rows:,} x {joints:,} constraint matrix")
 
 
 @method("deviation", needs=("game_data",), rules=GAME_RULES | {"decimals": between(0, 15)}, cost=deviation_cost)

@@ -196,7 +196,8 @@ def stv_cost(size: Size, params: Mapping[str, object]) -> Cost:
     with every transfer (the first 50 F1 races, 243 drivers: 8 s at load 17); the whole count is integer."""
     per_step = 3e-6 if params["transfer"] == "gregory" else 1e-8
     return Cost(per_step * size.ballots * size.agents**2, 8.0 * size.ballots * size.agents * 4,
-                "rate with stv:transfer=whole, borda or schulze, or fewer ballots (--where)")
+                "rate with stv:transfer=whole, borda or schulze, or fewer ballots (--where)",
+                f"up to {size.agents:,} rounds over {size.ballots:,} ballots")
 
 
 @method("stv", needs=("histogram", "agent_keys", "ballot_order"), rules={"winners": NON_NEGATIVE, "transfer": one_of(*TRANSFERS)},
