@@ -389,14 +389,16 @@ def input_size(stats: Statistics) -> Size:
 def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: Standing | None = None) -> Rated:
     """Rate with every spec; a spec whose cost model expects it past the budget is refused before it runs
     (`pipeline.methods.registry.over_budget`); methods that fan out do so on `client` (None: local
-    threads); the headline ranks are the `standing`'s (None: the methods'). A method
+    threads); the headline ranks are the `standing`'s (None: the methods'). Each spec's wall time
+    (`rate <spec>`) and the process's CPU time while it ran (`cpu <spec>`: the cost models' unit, which a
+    loaded machine does not inflate; work fanned out to Dask workers is not in it) go to the timings. A method
     that cannot rate the data is refused, and the others still rate. So is a method that fails
     otherwise (a parameter value it rejects, a bug): its refusal names the error, and its
     traceback goes to this module's log at DEBUG level."""
     rated = Rated()
     size = input_size(stats)
     for spec in map(Spec.parse, specs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         if (refusal := over_budget(spec, size)) is not None:  # before any of the method's work
             rated.refused[spec.canonical] = RatingError(refusal)
             continue
@@ -410,6 +412,7 @@ def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: 
             reason = reason if isinstance(error, ValueError) else f"{type(error).__name__}: {reason}"
             rated.refused[spec.canonical] = RatingError(reason if reason.startswith(f"{spec.name}:") else f"{spec.name}: {reason}")
         rated.timings[f"rate {spec}"] = time.perf_counter() - start
+        rated.timings[f"cpu {spec}"] = time.process_time() - cpu  # what the cost models estimate (one core's seconds)
     return rated
 
 
