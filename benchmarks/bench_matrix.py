@@ -71,6 +71,7 @@ class Cell:
     pairs: int
     tasks: int
     ballots: int
+    members: int
     run_cpu_s: float
     run_peak_rss_mb: float
     line: str

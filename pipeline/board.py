@@ -362,7 +362,8 @@ def stored_size(store: Store, kind: str) -> Size | None:
     """What the cost models read, from the store's manifest alone (`Store.footprint`): exact for a store of one
     file, a lower bound for several; None for a kind rated directly or a store without footprints."""
     footprint = store.footprint(kind) if log_kind(kind).stored else None
-    return None if footprint is None else Size(footprint.agents, footprint.pairs, footprint.tasks, footprint.ballots)
+    return None if footprint is None else Size(footprint.agents, footprint.pairs, footprint.tasks, footprint.ballots,
+                                               footprint.members)
 
 
 def refuse_before_reading(store: Store, board: Board) -> Rated:
@@ -383,7 +384,8 @@ def input_size(stats: Statistics) -> Size:
     compared = 0 if pairs is None else int(((pairs.wins + pairs.wins.T + pairs.ties) != 0).sum()) // 2
     data = stats.extra.get("game_data")
     tasks = next((len(v) for v in (getattr(data, "tasks", None), getattr(data, "prompts", None)) if v is not None), 0)
-    return Size(len(stats.agents), compared, tasks, 0 if stats.histogram is None else len(stats.histogram))
+    ballots = () if stats.histogram is None else stats.histogram.ballots
+    return Size(len(stats.agents), compared, tasks, len(ballots), sum(len(group) for ballot in ballots for group in ballot))
 
 
 def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: Standing | None = None) -> Rated:

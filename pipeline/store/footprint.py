@@ -1,9 +1,9 @@
 """What a stored file holds, counted at ingest, so that a rating's cost can be judged without reading rows.
 
 The methods' cost models (`pipeline.methods.registry.Size`) read the number of agents, of pairs of agents
-compared, of tasks (or prompts) and of distinct ballots. A reduction knows them exactly, but only after it has
+compared, of tasks (or prompts), of distinct ballots and of their members. A reduction knows them exactly, but only after it has
 read every row; a spec expected far past the budget should be refused before that (issue 33). So each
-ingested file's report carries its `Footprint`: the distinct agents, pairs, tasks and ballots of its accepted
+ingested file's report carries its `Footprint`: the distinct agents, pairs, tasks and ballots (and their members) of its accepted
 rows, counted from the same weak orders (or comparisons) the reduction reads, and the agents it added to the
 store's dictionary. Footprints merge by what is certain of a union (`Footprint.merged`): at least the largest
 file's count, and at least all the agents the kind's files added. The store's footprint of a kind is then
@@ -29,13 +29,14 @@ TASKS = {"scores": "task", "battles": "prompt"}  # the column whose values are t
 
 @dataclass(frozen=True)
 class Footprint:
-    """Distinct agents, pairs of agents compared, tasks (or prompts) and ballots; `new_agents`: the agents
-    the file added to the store (none of an earlier file)."""
+    """Distinct agents, pairs of agents compared, tasks (or prompts) and ballots, the members of those ballots
+    (their lengths summed); `new_agents`: the agents the file added to the store (none of an earlier file)."""
 
     agents: int = 0
     pairs: int = 0
     tasks: int = 0
     ballots: int = 0
+    members: int = 0
     new_agents: int = 0
 
     def record(self) -> dict[str, int]:
@@ -46,7 +47,7 @@ class Footprint:
         """What is certain of the union of several files: each count at least the largest file's, and
         the agents at least those the files added (their sum: a name is added once)."""
         footprints = list(footprints)
-        largest = {name: max((getattr(f, name) for f in footprints), default=0) for name in ("pairs", "tasks", "ballots")}
+        largest = {name: max((getattr(f, name) for f in footprints), default=0) for name in ("pairs", "tasks", "ballots", "members")}
         added = sum(f.new_agents for f in footprints)
         return cls(max(added, max((f.agents for f in footprints), default=0)), new_agents=added, **largest)
 
@@ -97,4 +98,5 @@ class FootprintCounter:
             self.tasks |= set(table.column(task).drop_null().unique().to_pylist())
 
     def footprint(self, new_agents: int) -> Footprint:
-        return Footprint(len(self.agents), len(self.pairs), len(self.tasks), len(self.ballots), new_agents)
+        return Footprint(len(self.agents), len(self.pairs), len(self.tasks), len(self.ballots),
+                         int(self.ballots.list.len().sum() or 0), new_agents)

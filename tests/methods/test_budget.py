@@ -23,7 +23,7 @@ def test_the_football_agent_agent_game_is_refused_with_its_estimate_and_alternat
 def test_rate_refuses_an_over_budget_spec_before_running_it_and_rates_the_others():
     names = [f"a{i:03d}" for i in range(340)]
     stats, _ = profile([">".join(names), ">".join(reversed(names[:10]))])
-    assert input_size(stats) == Size(340, 340 * 339 // 2, 0, 2)
+    assert input_size(stats) == Size(340, 340 * 339 // 2, 0, 2, 340 + 10)
     rated = rate(stats, ["kemeny", "borda"])
     assert [r.name for r in rated.ratings] == ["borda"]
     [(spec, error)] = rated.refused.items()
@@ -50,7 +50,7 @@ def test_a_spec_the_stores_counts_price_past_the_budget_is_refused_before_a_row_
     result = run_board(board, store, tmp_path / "out")
     [(spec, line)] = result.errors.items()
     assert spec == "kemeny:algorithm=mip,time_limit=60.0" and not result.ratings
-    assert re.fullmatch(r"kemeny: expected 60 s and 5.1 GiB on 340 agents, 57,630 pairs, 1 tasks, 1 ballots "
+    assert re.fullmatch(r"kemeny: expected 60 s and 5.1 GiB on 340 agents, 57,630 pairs, 1 tasks, 1 ballots, 340 members "
                         r"\(a MIP of up to 6,492,980 three-cycle rows\), over the budget of 120 s and 4 GiB; rate with schulze .*",
                         line)
     assert json.loads((tmp_path / "out" / "run.json").read_text())["errors"] == result.errors
