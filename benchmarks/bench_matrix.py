@@ -55,7 +55,7 @@ from pipeline.stats.in_memory import statistics_of_records
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 OVERRUN = 4.0  # a method past this multiple of its own estimate is over budget
-FLOOR_S = 0.1  # estimates below this are taken as this: starting a method (checks, copies, labels) costs about that
+FLOOR_S = 0.05  # estimates below this are taken as this: starting a method (checks, copies, labels) costs up to 0.03 s
 
 
 @dataclass
@@ -156,14 +156,18 @@ def judge(data: DataSet, specs: list[str], size: Size, out: Path, code: int | No
 
 def fit(table: pl.DataFrame, least_s: float = 0.2) -> pl.DataFrame:
     """Per method with a cost model, from the rated cells whose CPU time is at least `least_s` (below it,
-    start-up dominates): the cells, the median and the spread of CPU over estimate. The median is the factor
-    by which the model's constant should be multiplied; the largest ratio over the median must stay below
-    `OVERRUN` for the model to pass the matrix's check."""
-    measured = table.filter((pl.col("outcome") == "rated") & pl.col("estimate_s").is_not_null() & (pl.col("cpu_s") >= least_s)
-                            & (pl.col("estimate_s") > 0))
-    ratio = measured.with_columns(method=pl.col("spec").str.split(":").list.first(), ratio=pl.col("cpu_s") / pl.col("estimate_s"))
-    return ratio.group_by("method").agg(cells=pl.len(), median=pl.col("ratio").median(), low=pl.col("ratio").min(),
-                                        high=pl.col("ratio").max()).sort("method")
+    start-up dominates): the cells, and the median and the spread of CPU over the model's estimate for the
+    cell's recorded size (the model as it is now, so a changed model is judged on the same cells). The median
+    is the factor by which the model's constant should be multiplied; the largest ratio over the median must
+    stay below `OVERRUN` for the model to pass the matrix's check."""
+    rows = []
+    for cell in table.filter((pl.col("outcome") == "rated") & (pl.col("cpu_s") >= least_s)).iter_rows(named=True):
+        size = Size(**{field: cell.get(field) or 0 for field in Size.__dataclass_fields__})
+        if (cost := estimate(cell["spec"], size)) is not None and cost.seconds > 0:
+            rows.append({"method": cell["spec"].split(":")[0], "ratio": cell["cpu_s"] / cost.seconds})
+    ratios = pl.DataFrame(rows, schema={"method": pl.String, "ratio": pl.Float64})
+    return ratios.group_by("method").agg(cells=pl.len(), median=pl.col("ratio").median(), low=pl.col("ratio").min(),
+                                         high=pl.col("ratio").max()).sort("method")
 
 
 def matrix(limit: int | None, rounds: int, timeout: float, only: str | None = None,

@@ -192,12 +192,16 @@ def count_rounds_whole(histogram: BallotHistogram, winners: int, keys: np.ndarra
 
 
 def stv_cost(size: Size, params: Mapping[str, object]) -> Cost:
-    """Gregory's count: up to one round per agent, each over the ballots' exact rationals, whose digits grow
-    with every transfer (the first 50 F1 races, 243 drivers: 8 s at load 17); the whole count is integer."""
-    per_step = 3e-6 if params["transfer"] == "gregory" else 1e-8
-    return Cost(per_step * size.ballots * size.agents**2, 8.0 * size.ballots * size.agents * 4,
+    """Gregory's count: up to one round per agent, each over the ballots' members as exact rationals, whose digits
+    grow with the ballots a transfer sums. 1.2e-7 CPU s per agent x member x ballot is the median of the matrix's
+    cells (`benchmarks/bench_matrix.py --fit`: LiveBench, 127 agents, 1.0 s; the first 50 and 70 F1 races, 0.8 s
+    and 10 s, 2.7x the model): past that the digits grow faster than any such product (90 races took over 100 s)
+    and this model under-estimates. The whole count is integer (not measured: 1e-8 s per ballot x agent^2)."""
+    seconds = (1.2e-7 * size.members * size.agents * size.ballots if params["transfer"] == "gregory"
+               else 1e-8 * size.ballots * size.agents**2)
+    return Cost(seconds, 8.0 * size.ballots * size.agents * 4,
                 "rate with stv:transfer=whole, borda or schulze, or fewer ballots (--where)",
-                f"up to {size.agents:,} rounds over {size.ballots:,} ballots")
+                f"up to {size.agents:,} rounds over {size.ballots:,} ballots of {size.members:,} members")
 
 
 @method("stv", needs=("histogram", "agent_keys", "ballot_order"), rules={"winners": NON_NEGATIVE, "transfer": one_of(*TRANSFERS)},
