@@ -195,7 +195,8 @@ def deviation_cost(size: Size, params: Mapping[str, object]) -> Cost:
     """A dense (rows x joints) constraint matrix, a few copies; LPs as many as rows, each over columns that grow
     with the joints: 4.3e-7 CPU s per row x joint, the median of the matrix's cells (`benchmarks/bench_matrix.py
     --fit`: football's first 2,000 to 12,000 matches, 83 to 218 teams, Arena-Hard's and LLMFAO's games at 0.96 to
-    1.07x it; LiveBench's 127 x 127 x 23 game and WTA's 107 players at 0.4-0.5x)."""
+    1.07x it; LiveBench's 127 x 127 x 23 game and WTA's 107 players at 0.4-0.5x; every football match, 337 teams,
+    51 CPU s, 1.6x it)."""
     shape = game_shape(size, str(params["game"]))
     rows, joints = sum(shape), math.prod(shape)
     return Cost(4.3e-7 * rows * joints, 4 * 8.0 * rows * joints,
