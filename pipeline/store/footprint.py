@@ -17,11 +17,10 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
 
 from pipeline.logs.kinds import LogKind
-from pipeline.logs.orders import WeakOrders
+from pipeline.logs.orders import A_WINS, TIE, WeakOrders
 
 PAIRS_PER_STEP = 4_000_000  # pairs generated at once from long ballots (32 MB of keys)
 TASKS = {"scores": "task", "battles": "prompt"}  # the column whose values are the game data's tasks (prompts)
@@ -67,14 +66,43 @@ def pair_keys(orders: WeakOrders) -> np.ndarray:
     return np.unique(np.concatenate(found))
 
 
-def ballot_keys(orders: WeakOrders) -> pl.Series:
-    """One key per ballot, equal for equal weak orders: its members' (agent, rank of its level) in order."""
+FINGERPRINT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F], np.uint64)  # odd multipliers of two polynomial hashes
+
+
+def ballot_fingerprints(orders: WeakOrders) -> np.ndarray:
+    """One row per ballot, equal for equal weak orders: two polynomial hashes (mod 2^64) of its members' (agent, rank
+    of its level) in order, and its length. Hashing keeps it linear in the members (a list per ballot in polars
+    cost 3x the rest of an ingest of battles); two 64-bit hashes make a collision, which would only undercount
+    distinct ballots, negligible."""
     lengths = np.diff(orders.offsets)
+    if not len(lengths):
+        return np.zeros((0, 3), np.uint64)
     ballot = np.repeat(np.arange(len(lengths)), lengths)
-    level_rank = pl.DataFrame({"ballot": ballot, "level": orders.levels}).select(
-        pl.col("level").rank("dense").over("ballot").cast(pl.Int64) - 1).to_series().to_numpy()
-    members = pl.DataFrame({"ballot": ballot, "key": orders.agents << 32 | level_rank})
-    return members.group_by("ballot", maintain_order=True).agg("key").get_column("key")
+    starts = orders.offsets[:-1][lengths > 0]
+    new_level = np.r_[True, (orders.levels[1:] != orders.levels[:-1]) | (ballot[1:] != ballot[:-1])]
+    level_rank = np.cumsum(new_level) - 1
+    level_rank -= np.repeat(level_rank[orders.offsets[:-1]][lengths > 0], lengths[lengths > 0])
+    position = np.arange(len(ballot)) - np.repeat(orders.offsets[:-1], lengths)
+    keys = (orders.agents.astype(np.uint64) << np.uint64(32)) | level_rank.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        hashes = [np.add.reduceat(keys * pow_mod(m, position), starts) for m in FINGERPRINT]
+    rows = np.zeros((len(lengths), 3), np.uint64)
+    rows[lengths > 0, 0], rows[lengths > 0, 1] = hashes
+    rows[:, 2] = lengths
+    return rows
+
+
+def pow_mod(base: np.uint64, exponents: np.ndarray) -> np.ndarray:
+    """base ** exponents mod 2^64, elementwise (by squaring: exponents are positions in a ballot)."""
+    result = np.ones(len(exponents), np.uint64)
+    square, left = np.full(len(exponents), base, np.uint64), exponents.astype(np.int64)
+    with np.errstate(over="ignore"):
+        while left.any():
+            odd = (left & 1).astype(bool)
+            result[odd] *= square[odd]
+            square *= square
+            left >>= 1
+    return result
 
 
 class FootprintCounter:
@@ -85,18 +113,29 @@ class FootprintCounter:
         self.agents = np.zeros(0, np.int64)
         self.pairs = np.zeros(0, np.int64)
         self.tasks: set[object] = set()
-        self.ballots = pl.Series("key", [], pl.List(pl.Int64))
+        self.ballots = np.zeros((0, 3), np.uint64)  # distinct `ballot_fingerprints`
+        self.battles = [np.zeros(0, np.int64) for _ in range(3)]  # of a kind of comparisons: the pairs of each outcome
 
     def add(self, table: pa.Table) -> None:
         if not table.num_rows:
             return
-        orders = self.kind.comparisons(table).weak_orders() if self.kind.comparisons else self.kind.weak_orders(table)
-        self.agents = np.union1d(self.agents, orders.agents)
-        self.pairs = np.union1d(self.pairs, pair_keys(orders))
-        self.ballots = pl.concat([self.ballots, ballot_keys(orders)]).unique()
+        if self.kind.comparisons is not None:  # a ballot of two per row: the pair and who won (the lower id, the higher, a tie)
+            battles = self.kind.comparisons(table)
+            low, high = np.minimum(battles.a, battles.b), np.maximum(battles.a, battles.b)
+            pairs = low << 32 | high
+            outcome = np.where(battles.outcome == TIE, 2, (battles.outcome == A_WINS) != (battles.a == low))
+            self.agents = np.union1d(self.agents, np.r_[low, high])
+            self.battles = [np.union1d(seen, pairs[outcome == code]) for code, seen in enumerate(self.battles)]
+        else:
+            orders = self.kind.weak_orders(table)
+            self.agents = np.union1d(self.agents, orders.agents)
+            pairs = pair_keys(orders)
+            self.ballots = np.unique(np.concatenate([self.ballots, ballot_fingerprints(orders)]), axis=0)
+        self.pairs = np.union1d(self.pairs, pairs)
         if (task := TASKS.get(self.kind.name)) in table.column_names:
             self.tasks |= set(table.column(task).drop_null().unique().to_pylist())
 
     def footprint(self, new_agents: int) -> Footprint:
-        return Footprint(len(self.agents), len(self.pairs), len(self.tasks), len(self.ballots),
-                         int(self.ballots.list.len().sum() or 0), new_agents)
+        battles = sum(map(len, self.battles))
+        return Footprint(len(self.agents), len(self.pairs), len(self.tasks), len(self.ballots) + battles,
+                         int(self.ballots[:, 2].sum()) + 2 * battles, new_agents)
