@@ -35,6 +35,9 @@ naming the file (and the line and field where known), recorded in the manifest w
 itself that cannot be read (damaged from outside) raises `DamagedStore` naming it; a damaged id
 index is rebuilt like a missing one.
 
+Each ingested file's manifest entry carries its footprint (`pipeline.store.footprint`): the distinct agents,
+pairs, tasks and ballots of its accepted rows, from which a rating's cost is judged before any row is read.
+
 Ingest order: the rows of kinds with record ids (battles, games, ballots) carry an
 `ingest_position` column, their file's ordinal in the id index (files numbered in the order they
 were ingested, never reused) << 40 | their line (`pipeline.logs.identity.INGEST_POSITION`). The
