@@ -12,12 +12,18 @@ per cell would have been hours. Each cell is then judged from the run's `run.jso
   because the data give no estimate (an unconnected comparison graph...); its line is kept;
 - `failed`: a solver that gave up (a `ConvergenceError`: not reached, not solved, HiGHS's status),
   an exception, or a process without a `run.json` (its line is kept);
-- `over budget`: rated, but past `BUDGET_SECONDS` or past 4x its own cost model's estimate.
+- `over budget`: rated, but past `BUDGET_SECONDS`, or its CPU time past 4x its own cost model's estimate
+  (`OVERRUN`; an estimate below `FLOOR_S` counts as that).
+
+Each cell keeps the input's size (agents, pairs, tasks, ballots: what the cost models read) and the spec's CPU
+time (`cpu <spec>` of run.json), so that `fit` can calibrate the models from the recorded cells: for each
+method with a model, the median of measured CPU over estimate, by which its constant should be multiplied.
 
 A run's CPU time and peak RSS (of the process and its children: `os.wait4`) go with each of its
 cells. Writes `docs/matrix.md` (date, machine, load) and `docs/matrix.parquet`.
 
-    python -m benchmarks.bench_matrix [--limit N] [--rounds R] [--timeout S] [--only NAME]
+    python -m benchmarks.bench_matrix [--limit N] [--rounds R] [--timeout S] [--only NAME] [--methods a,b]
+    python -m benchmarks.bench_matrix --fit        # the models' calibration from docs/matrix.parquet
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from pipeline.stats.in_memory import statistics_of_records
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 OVERRUN = 4.0  # a method past this multiple of its own estimate is over budget
+FLOOR_S = 0.05  # estimates below this are taken as this: starting a method (checks, copies, labels) costs up to 0.03 s
 
 
 @dataclass
@@ -58,15 +65,22 @@ class Cell:
     spec: str
     outcome: str
     wall_s: float | None
+    cpu_s: float | None
     estimate_s: float | None
+    agents: int
+    pairs: int
+    tasks: int
+    ballots: int
+    members: int
     run_cpu_s: float
     run_peak_rss_mb: float
     line: str
 
 
-def specs_for(kind: str, rounds: int) -> list[str]:
-    """Every method that rates `kind`, its default spec, or with `bootstrap=rounds` where the registry bootstraps it."""
-    names = sorted(name for name, m in REGISTRY.items() if rates(m, kind))
+def specs_for(kind: str, rounds: int, methods: frozenset[str] | None = None) -> list[str]:
+    """Every method (of `methods`, if given) that rates `kind`, its default spec, or with `bootstrap=rounds` where
+    the registry bootstraps it."""
+    names = sorted(name for name, m in REGISTRY.items() if rates(m, kind) and (methods is None or name in methods))
     if not rounds:
         return names
     return [f"{name}:bootstrap={rounds}" for name in names if REGISTRY[name].generic_parameters]
@@ -117,30 +131,49 @@ def judge(data: DataSet, specs: list[str], size: Size, out: Path, code: int | No
           last: str, timeout: float) -> list[Cell]:
     run = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else None
     cells = []
+    shape = asdict(size)
     for text in specs:
         spec = Spec.parse(text)
         cost = estimate(spec, size)
         expected = None if cost is None else round(cost.seconds, 3)
         if run is None:
             outcome = "over budget" if code is None else "failed"
-            cells.append(Cell(data.name, data.kind, str(spec), outcome, None, expected, cpu, rss,
-                              f"no run.json after {timeout:.0f} s" if code is None else last))
+            cells.append(Cell(data.name, data.kind, str(spec), outcome, None, None, expected, **shape, run_cpu_s=cpu,
+                              run_peak_rss_mb=rss, line=f"no run.json after {timeout:.0f} s" if code is None else last))
             continue
         error = run["errors"].get(spec.canonical)
-        wall = run["timings_s"].get(f"rate {spec.canonical}")
+        wall, used = (run["timings_s"].get(f"{what} {spec.canonical}") for what in ("rate", "cpu"))
         if error is not None:
             outcome = outcome_of_error(error)
-        elif wall is not None and (wall > BUDGET_SECONDS or (cost is not None and wall > OVERRUN * max(cost.seconds, 1.0))):
+        elif wall is not None and (wall > BUDGET_SECONDS or (cost is not None and used > OVERRUN * max(cost.seconds, FLOOR_S))):
             outcome = "over budget"
         else:
             outcome = "rated"
-        cells.append(Cell(data.name, data.kind, str(spec), outcome, wall, expected, cpu, rss, error or ""))
+        cells.append(Cell(data.name, data.kind, str(spec), outcome, wall, used, expected, **shape, run_cpu_s=cpu,
+                          run_peak_rss_mb=rss, line=error or ""))
     return cells
 
 
+def fit(table: pl.DataFrame, least_s: float = 0.2) -> pl.DataFrame:
+    """Per method with a cost model, from the rated cells whose CPU time is at least `least_s` (below it,
+    start-up dominates): the cells, and the median and the spread of CPU over the model's estimate for the
+    cell's recorded size (the model as it is now, so a changed model is judged on the same cells). The median
+    is the factor by which the model's constant should be multiplied; the largest ratio over the median must
+    stay below `OVERRUN` for the model to pass the matrix's check."""
+    rows = []
+    for cell in table.filter((pl.col("outcome") == "rated") & (pl.col("cpu_s") >= least_s)).iter_rows(named=True):
+        size = Size(**{field: cell.get(field) or 0 for field in Size.__dataclass_fields__})
+        if (cost := estimate(cell["spec"], size)) is not None and cost.seconds > 0:
+            rows.append({"method": cell["spec"].split(":")[0], "ratio": cell["cpu_s"] / cost.seconds})
+    ratios = pl.DataFrame(rows, schema={"method": pl.String, "ratio": pl.Float64})
+    return ratios.group_by("method").agg(cells=pl.len(), median=pl.col("ratio").median(), low=pl.col("ratio").min(),
+                                         high=pl.col("ratio").max()).sort("method")
+
+
 def matrix(limit: int | None, rounds: int, timeout: float, only: str | None = None,
-           done: Callable[[list[Cell]], None] | None = None) -> list[Cell]:
-    """The cells of every data set (whose name contains `only`); `done` sees the cells so far after each run."""
+           done: Callable[[list[Cell]], None] | None = None, methods: frozenset[str] | None = None) -> list[Cell]:
+    """The cells of every data set (whose name contains `only`), of every method (of `methods`, if given); `done`
+    sees the cells so far after each run."""
     cells: list[Cell] = []
     with tempfile.TemporaryDirectory() as folder:
         for data in DATASETS:
@@ -148,7 +181,7 @@ def matrix(limit: int | None, rounds: int, timeout: float, only: str | None = No
                 continue
             path = data.write(Path(folder), limit)
             for variant in sorted({0, rounds}):
-                specs = specs_for(data.kind, variant)
+                specs = specs_for(data.kind, variant, methods)
                 if not specs:
                     continue
                 out = Path(folder) / f"{data.name}.{data.kind}.{variant}"
@@ -162,9 +195,9 @@ def matrix(limit: int | None, rounds: int, timeout: float, only: str | None = No
     return cells
 
 
-def write(cells: list[Cell], limit: int | None, rounds: int, started: float) -> None:
+def write(cells: list[Cell], limit: int | None, rounds: int, started: float, folder: Path = DOCS) -> None:
     table = pl.DataFrame([asdict(c) for c in cells])
-    table.write_parquet(DOCS / "matrix.parquet")
+    table.write_parquet(folder / "matrix.parquet")
     counts = table.group_by("outcome").len().sort("outcome")
     load = os.getloadavg()
     lines = [
@@ -173,19 +206,19 @@ def write(cells: list[Cell], limit: int | None, rounds: int, started: float) -> 
         f"Generated by `benchmarks/bench_matrix.py` (`make matrix`) on {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, "
         f"{platform.node()} ({os.cpu_count()} cores), load {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}, "
         f"in {time.perf_counter() - started:.0f} s. Data: {'the first ' + format(limit, ',') + ' units of each data set' if limit else 'every row'}; "
-        + (f"bootstrap variant with {rounds} rounds." if rounds else "no bootstrap variant (--rounds 0).") + f" Wall times are the runs' `rate <spec>` timings; CPU and peak RSS "
-        "are the whole `vase rate` run's (every method of the data set), not one cell's. Outcomes: "
+        + (f"bootstrap variant with {rounds} rounds." if rounds else "no bootstrap variant (--rounds 0).") + f" Wall and CPU s are each spec's (run.json's `rate <spec>` and "
+        "`cpu <spec>`; the estimate is of the CPU s, `--fit` compares them); run CPU and peak RSS are the whole `vase rate` run's "
+        "(every method of the data set), not one cell's. Outcomes: "
         + ", ".join(f"{row['outcome']} {row['len']}" for row in counts.iter_rows(named=True)) + ".",
         "",
-        "| data set | kind | spec | outcome | wall s | estimate s | run CPU s | run peak RSS MB | line |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| data set | kind | agents | spec | outcome | wall s | CPU s | estimate s | run CPU s | run peak RSS MB | line |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    seconds = lambda value: "" if value is None else f"{value:.2f}"  # noqa: E731
     for c in cells:
-        wall = "" if c.wall_s is None else f"{c.wall_s:.2f}"
-        expected = "" if c.estimate_s is None else f"{c.estimate_s:.2f}"
-        lines.append(f"| {c.dataset} | {c.kind} | `{c.spec}` | {c.outcome} | {wall} | {expected} | {c.run_cpu_s:.0f} | "
-                     f"{c.run_peak_rss_mb:.0f} | {c.line.replace('|', '/')} |")
-    (DOCS / "matrix.md").write_text("\n".join(lines) + "\n")
+        lines.append(f"| {c.dataset} | {c.kind} | {c.agents:,} | `{c.spec}` | {c.outcome} | {seconds(c.wall_s)} | {seconds(c.cpu_s)} | "
+                     f"{seconds(c.estimate_s)} | {c.run_cpu_s:.0f} | {c.run_peak_rss_mb:.0f} | {c.line.replace('|', '/')} |")
+    (folder / "matrix.md").write_text("\n".join(lines) + "\n")
 
 
 def main() -> None:
@@ -194,9 +227,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20, help="bootstrap rounds of the bootstrap variant (0: none)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for one `vase rate` run")
     parser.add_argument("--only", default=None, help="data sets whose name contains this")
+    parser.add_argument("--methods", default=None, help="only these methods (names, comma-separated)")
+    parser.add_argument("--out", type=Path, default=DOCS, help="the folder of matrix.md and matrix.parquet")
+    parser.add_argument("--fit", action="store_true", help="print the cost models' calibration from OUT/matrix.parquet, run nothing")
     args = parser.parse_args()
+    if args.fit:
+        with pl.Config(tbl_rows=100):
+            print(fit(pl.read_parquet(args.out / "matrix.parquet")))
+        return
     started = time.perf_counter()
-    matrix(args.limit, args.rounds, args.timeout, args.only, done=lambda cells: write(cells, args.limit, args.rounds, started))
+    methods = None if args.methods is None else frozenset(args.methods.split(","))
+    matrix(args.limit, args.rounds, args.timeout, args.only, done=lambda cells: write(cells, args.limit, args.rounds, started, args.out),
+           methods=methods)
 
 
 if __name__ == "__main__":

@@ -380,13 +380,34 @@ class Rated:
         return {spec: error.named(names) for spec, error in self.refused.items()}
 
 
+def stored_size(store: Store, kind: str) -> Size | None:
+    """What the cost models read, from the store's manifest alone (`Store.footprint`): exact for a store of one
+    file, a lower bound for several; None for a kind rated directly or a store without footprints."""
+    footprint = store.footprint(kind) if log_kind(kind).stored else None
+    return None if footprint is None else Size(footprint.agents, footprint.pairs, footprint.tasks, footprint.ballots,
+                                               footprint.members)
+
+
+def refuse_before_reading(store: Store, board: Board) -> Rated:
+    """The board's specs that its store's footprint prices past the budget (`over_budget` of `stored_size`),
+    refused before a row is read: the reduction then computes only what the other specs need. A lower
+    bound refuses only what is certainly over; the other specs are judged again on the reduced statistics."""
+    rated = Rated()
+    if (size := stored_size(store, board.kind)) is not None:
+        for spec in board.methods:
+            if (refusal := over_budget(spec, size)) is not None:
+                rated.refused[spec.canonical] = RatingError(refusal)
+    return rated
+
+
 def input_size(stats: Statistics) -> Size:
     """The size the methods' cost models read, from what the reduction computed."""
     pairs = stats.pairwise
     compared = 0 if pairs is None else int(((pairs.wins + pairs.wins.T + pairs.ties) != 0).sum()) // 2
     data = stats.extra.get("game_data")
     tasks = next((len(v) for v in (getattr(data, "tasks", None), getattr(data, "prompts", None)) if v is not None), 0)
-    return Size(len(stats.agents), compared, tasks, 0 if stats.histogram is None else len(stats.histogram))
+    ballots = () if stats.histogram is None else stats.histogram.ballots
+    return Size(len(stats.agents), compared, tasks, len(ballots), sum(len(group) for ballot in ballots for group in ballot))
 
 
 def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: Standing | None = None,
@@ -394,7 +415,10 @@ def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: 
     """Rate with every spec; a spec whose cost model expects it past the budget is refused before it runs
     (`pipeline.methods.registry.over_budget`); methods that fan out do so on `client` (None: local
     threads); the headline ranks are the `standing`'s (None: the methods'). The ratings' info says the
-    date the records were rated `as_of` and the half-life they were weighed by, for the report. A method
+    date the records were rated `as_of` and the half-life they were weighed by, for the report. Each spec's
+    wall time (`rate <spec>`) and the process's CPU time while it ran (`cpu <spec>`: the cost models' unit,
+    which a loaded machine does not inflate; work fanned out to Dask workers is not in it) go to the
+    timings. A method
     that cannot rate the data is refused, and the others still rate. So is a method that fails
     otherwise (a parameter value it rejects, a bug): its refusal names the error, and its
     traceback goes to this module's log at DEBUG level."""
@@ -402,7 +426,7 @@ def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: 
     size = input_size(stats)
     when = ({"as_of": str(as_of)} if as_of is not None else {}) | (stats.decay.record() if stats.decay is not None else {})
     for spec in map(Spec.parse, specs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         if (refusal := over_budget(spec, size)) is not None:  # before any of the method's work
             rated.refused[spec.canonical] = RatingError(refusal)
             continue
@@ -417,6 +441,7 @@ def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: 
             reason = reason if isinstance(error, ValueError) else f"{type(error).__name__}: {reason}"
             rated.refused[spec.canonical] = RatingError(reason if reason.startswith(f"{spec.name}:") else f"{spec.name}: {reason}")
         rated.timings[f"rate {spec}"] = time.perf_counter() - start
+        rated.timings[f"cpu {spec}"] = time.process_time() - cpu  # what the cost models estimate (one core's seconds)
     return rated
 
 
@@ -453,17 +478,21 @@ def shown_statistics(reduced: dict[float, Statistics]) -> Statistics:
 
 
 def reduce_and_rate(store: Store, board: Board, client=None, use_cache: bool = False,
-                    category: str | None = None) -> tuple[Statistics, Rated]:
+                    category: str | None = None) -> tuple[Statistics | None, Rated]:
     """Reduce and rate with every spec of the board: one reduction per half-life the specs weigh records by
-    (`half_life_groups`), after the specs refused from the manifest (`early_refusals`); the statistics the
-    report shows (`shown_statistics`) and the ratings, in the board's order."""
-    rated = Rated(refused=early_refusals(store, board) if category is None else {})
-    groups = half_life_groups(s for s in board.methods if s.canonical not in rated.refused) or {NO_DECAY: []}
+    (`half_life_groups`), after the specs refused before any row is read (`early_refusals`, and
+    `refuse_before_reading` by the cost models); the statistics the report shows (`shown_statistics`;
+    None when every spec was refused, as nothing was read) and the ratings, in the board's order."""
+    rated = Rated()
+    if category is None:
+        rated.refused |= early_refusals(store, board)
+        rated.add(refuse_before_reading(store, board))
+    groups = half_life_groups(s for s in board.methods if s.canonical not in rated.refused)
     reduced = {}
     for days, specs in groups.items():
-        reduced[days] = reduce(store, board, client, use_cache, category, specs or board.methods, days)
+        reduced[days] = reduce(store, board, client, use_cache, category, specs, days)
         rated.add(rate(reduced[days], specs, client, board.standing, board.as_of))
-    return shown_statistics(reduced), rated.in_order(board.methods)
+    return (shown_statistics(reduced) if reduced else None), rated.in_order(board.methods)
 
 
 def agent_names(store: Store, board: Board) -> list[str]:
@@ -634,7 +663,7 @@ def run_board(board: Board, store: Store, out: Path, client=None, temporary_stor
                 r.error or f"{r.source}: {r.status}, {r.rows_accepted} of {r.rows_in} rows accepted"
                 for r in reports)) from None
         raise ValueError(said) from None
-    timings["reduce"] = time.perf_counter() - start - sum(rated.timings.values())
+    timings["reduce"] = time.perf_counter() - start - sum(v for k, v in rated.timings.items() if k.startswith("rate "))
     timings |= rated.timings
     categories = None
     with replacing_run(out):  # an earlier run's files in `out` (its category boards too) are never shown as this run's

@@ -30,7 +30,7 @@ method with a bootstrap of its own (m-Elo) that declares it receives the store i
 a board's standing establishes (`pipeline.methods.standing`), to count rank intervals among them.
 
 A method whose time or memory grows fast with its input declares a cost model when it registers
-(`cost=`): a function of the input's `Size` (agents, pairs compared, tasks, ballots) and the
+(`cost=`): a function of the input's `Size` (agents, pairs compared, tasks, ballots and their members) and the
 spec's effective parameters, giving a `Cost` (seconds and bytes expected on one core, and an
 alternative that fits). `over_budget` turns it into the one-line refusal of a spec expected past
 `BUDGET_SECONDS` or `BUDGET_BYTES` (`pipeline.board.rate` refuses such a spec before running it);
@@ -104,12 +104,14 @@ BUDGET_BYTES = 4 * 2**30  # and so is one expected to need more memory (2 cores,
 
 @dataclass(frozen=True)
 class Size:
-    """What a cost model reads: agents, pairs of agents compared, tasks (or prompts), ballots (distinct)."""
+    """What a cost model reads: agents, pairs of agents compared, tasks (or prompts), ballots (distinct), and the
+    members of those ballots (their lengths summed: a count scans them once a round)."""
 
     agents: int
     pairs: int = 0
     tasks: int = 0
     ballots: int = 0
+    members: int = 0
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,7 @@ class Cost:
     seconds: float
     bytes: float
     alternative: str
+    solver: str = ""  # the size of what the method solves, as a user can check it ("an LP of 277 rows x 370,967 columns")
 
 
 @dataclass(frozen=True)
@@ -319,7 +322,8 @@ def over_budget(spec: str | Spec, size: Size) -> str | None:
     if cost is None or (cost.seconds <= BUDGET_SECONDS and cost.bytes <= BUDGET_BYTES):
         return None
     shape = ", ".join(f"{n:,} {what}" for what, n in dataclasses.asdict(size).items() if n)
-    return (f"{spec.name}: expected {cost.seconds:,.0f} s and {cost.bytes / 2**30:,.1f} GiB on {shape}, over the budget of "
+    solver = f" ({cost.solver})" if cost.solver else ""
+    return (f"{spec.name}: expected {cost.seconds:,.0f} s and {cost.bytes / 2**30:,.1f} GiB on {shape}{solver}, over the budget of "
             f"{BUDGET_SECONDS:.0f} s and {BUDGET_BYTES / 2**30:.0f} GiB; {cost.alternative}")
 
 

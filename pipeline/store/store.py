@@ -35,6 +35,9 @@ naming the file (and the line and field where known), recorded in the manifest w
 itself that cannot be read (damaged from outside) raises `DamagedStore` naming it; a damaged id
 index is rebuilt like a missing one.
 
+Each ingested file's manifest entry carries its footprint (`pipeline.store.footprint`): the distinct agents,
+pairs, tasks and ballots of its accepted rows, from which a rating's cost is judged before any row is read.
+
 Ingest order: the rows of kinds with record ids (battles, games, ballots) carry an
 `ingest_position` column, their file's ordinal in the id index (files numbered in the order they
 were ingested, never reused) << 40 | their line (`pipeline.logs.identity.INGEST_POSITION`). The
@@ -67,6 +70,7 @@ from pipeline.overlap import Behind, read_ahead
 from pipeline.paths import UnsafePath, is_url
 from pipeline.store.dictionary import IdMap
 from pipeline.store.commit import MANIFEST, FolderCommit, ObjectCommit, dictionary_path
+from pipeline.store.footprint import Footprint, FootprintCounter
 from pipeline.store.files import DamagedStore, StoreDiskFull, digest_file, disk_full, reading_store_file, write_json
 from pipeline.store.index import FileIds, KindIndex, load_index, rebuild
 from pipeline.store.location import StorageError, address, fetched
@@ -107,6 +111,7 @@ class IngestReport:
     lines: int = 0
     continues: str | None = None  # the sha256 of the earlier file this one grew from (only the rows after it were read)
     mapping: dict | None = None  # how it was read (`pipeline.logs.mapping.Mapping.record`), if not as it is
+    footprint: dict | None = None  # what its accepted rows hold (`pipeline.store.footprint.Footprint`); None before it was kept
 
     @property
     def key(self) -> str:
@@ -282,6 +287,14 @@ class Store:
         """The files of one kind the store has seen (ingested or refused), by source (as `manifest` lists them, if given)."""
         return sorted((r for r in (manifest or self.manifest).files.values() if r.kind == kind), key=lambda r: r.source)
 
+    def footprint(self, kind: str, manifest: Manifest | None = None) -> Footprint | None:
+        """What is certain of the kind's stored rows, from the manifest alone (`pipeline.store.footprint`):
+        exact for one file, a lower bound for several; None if a file was stored before footprints were kept."""
+        stored = [r for r in self.inputs(kind, manifest) if r.status == "ingested"]
+        if not stored or any(r.footprint is None for r in stored):
+            return None
+        return Footprint.merged(Footprint(**r.footprint) for r in stored)
+
     def path(self, partition: Partition) -> Path:
         return self.root / partition.path
 
@@ -403,6 +416,7 @@ class Store:
                                  distinct=distinct_columns(kind), tag=writing.tag)
         quarantine = QuarantineWriter(writing.root, kind.name, key[:16], writing.tag)
         behind = Behind(writer.add)  # partitions written while the next batches are read and encoded
+        counter = FootprintCounter(kind)
         try:
             rows_in = rows_accepted = 0
             for result in read_ahead(read_batches(source, kind.name, mapping=mapping, start=start)):
@@ -414,6 +428,7 @@ class Store:
                 if file_ids is not None:
                     table = table.append_column(INGEST_POSITION, ingest_positions(file_ids.file, result.lines))
                 behind.put(table)
+                counter.add(table)
                 quarantine.add(result.quarantined)
                 rows_in += result.rows_in
                 rows_accepted += result.rows_accepted
@@ -451,7 +466,7 @@ class Store:
                               tuple(Partition(w.path, w.rows) for w in written),
                               quarantined.path if quarantined else None, ingested_at=_now(), look_alikes=look_alikes,
                               size=digest.size, lines=digest.newlines, continues=grown[0].sha256 if grown else None,
-                              mapping=record)
+                              mapping=record, footprint=counter.footprint(len(maps["agents"]) - sizes["agents"]).record())
         manifest.files[key] = report
         versions.add(report)
         return report

@@ -1,26 +1,30 @@
 """The budget (issue 33): a spec whose declared cost model expects it past 120 s or 4 GiB is refused in one line,
 before the method runs, naming the estimate and an alternative; specs that fit run."""
 
+import json
 import re
 
-from pipeline.board import input_size, rate
+from pipeline.board import Board, ingest, input_size, rate, run_board
 from pipeline.methods.registry import BUDGET_BYTES, REGISTRY, Size, estimate, over_budget
 from pipeline.stats.in_memory import profile
+from pipeline.store import Store
 
 
-def test_the_football_agent_agent_game_is_refused_with_its_estimate_and_alternatives():
-    # Deviation on 337 teams ran 362 s (load 17); Kemeny's MIP on them took 5.3 GB.
-    line = over_budget("deviation:game=agent-agent", Size(337, 5000))
-    assert re.fullmatch(r"deviation: expected [\d,]+ s and [\d.]+ GiB on 337 agents, 5,000 pairs, over the budget of 120 s "
-                        r"and 4 GiB; rate with nash-averaging .*, or fewer agents \(--where\)", line)
-    assert estimate("kemeny", Size(337)).bytes > BUDGET_BYTES
-    assert over_budget("deviation:game=agent-agent", Size(59, 800)) is None
+def test_deviation_fits_one_livebench_release_and_is_refused_on_a_larger_game_with_its_estimate_and_alternatives():
+    # One LiveBench release, 127 agents x 23 tasks as a 3-player game, took 21 CPU s (the calibrated model: 44 s);
+    # the model before its calibration refused it at 206 s.
+    assert over_budget("deviation", Size(127, 8001, 23, 23, 2918)) is None
+    line = over_budget("deviation", Size(200, 19900, 40))
+    assert re.fullmatch(r"deviation: expected [\d,]+ s and [\d.]+ GiB on 200 agents, 19,900 pairs, 40 tasks \(LPs over a 440 x "
+                        r"1,600,000 constraint matrix\), over the budget of 120 s and 4 GiB; rate with nash-averaging .*, "
+                        r"or fewer agents \(--where\)", line)
+    assert estimate("kemeny", Size(337)).bytes > BUDGET_BYTES  # football's 337 teams took 5.3 GB in Kemeny's MIP
 
 
 def test_rate_refuses_an_over_budget_spec_before_running_it_and_rates_the_others():
     names = [f"a{i:03d}" for i in range(340)]
     stats, _ = profile([">".join(names), ">".join(reversed(names[:10]))])
-    assert input_size(stats) == Size(340, 340 * 339 // 2, 0, 2)
+    assert input_size(stats) == Size(340, 340 * 339 // 2, 0, 2, 340 + 10)
     rated = rate(stats, ["kemeny", "borda"])
     assert [r.name for r in rated.ratings] == ["borda"]
     [(spec, error)] = rated.refused.items()
@@ -33,3 +37,21 @@ def test_every_cost_model_gives_a_cost_for_its_default_spec():
         if chosen.cost is not None:
             cost = estimate(name, Size(10, 45, 3, 20))
             assert cost.seconds >= 0 and cost.bytes >= 0 and cost.alternative
+
+
+def test_a_spec_the_stores_counts_price_past_the_budget_is_refused_before_a_row_is_read(tmp_path):
+    # One task ranking 340 agents: Kemeny's MIP would hold 140 m^3 bytes, 5.1 GiB.
+    path = tmp_path / "scores.csv"
+    path.write_text("task,agent,score\n" + "".join(f"t,a{i:03d},{i}\n" for i in range(340)))
+    board = Board("wide", "scores", (str(path),), ("kemeny",))
+    store = Store(tmp_path / "store")
+    ingest(store, board)
+    for partition in store.partitions("scores"):
+        store.path(partition).write_bytes(b"not parquet")  # any read of the rows now fails
+    result = run_board(board, store, tmp_path / "out")
+    [(spec, line)] = result.errors.items()
+    assert spec == "kemeny:algorithm=mip,time_limit=60.0" and not result.ratings
+    assert re.fullmatch(r"kemeny: expected 60 s and 5.1 GiB on 340 agents, 57,630 pairs, 1 tasks, 1 ballots, 340 members "
+                        r"\(a MIP of up to 6,492,980 three-cycle rows\), over the budget of 120 s and 4 GiB; rate with schulze .*",
+                        line)
+    assert json.loads((tmp_path / "out" / "run.json").read_text())["errors"] == result.errors

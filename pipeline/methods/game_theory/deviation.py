@@ -192,13 +192,16 @@ def game_shape(size: Size, game: str) -> tuple[int, ...]:
 
 
 def deviation_cost(size: Size, params: Mapping[str, object]) -> Cost:
-    """A dense (rows x joints) constraint matrix, a few copies; LPs as many as rows, each over columns
-    that grow with the joints: about 2e-6 s per row x joint (337 football teams: 362 s at load 17)."""
+    """A dense (rows x joints) constraint matrix, a few copies; LPs as many as rows, each over columns that grow
+    with the joints: 4.3e-7 CPU s per row x joint, the median of the matrix's cells (`benchmarks/bench_matrix.py
+    --fit`: football's first 2,000 to 12,000 matches, 83 to 218 teams, Arena-Hard's and LLMFAO's games at 0.96 to
+    1.07x it; LiveBench's 127 x 127 x 23 game and WTA's 107 players at 0.4-0.5x; every football match, 337 teams,
+    51 CPU s, 1.6x it)."""
     shape = game_shape(size, str(params["game"]))
     rows, joints = sum(shape), math.prod(shape)
-    return Cost(2e-6 * rows * joints, 4 * 8.0 * rows * joints,
+    return Cost(4.3e-7 * rows * joints, 4 * 8.0 * rows * joints,
                 "rate with nash-averaging or alpha-rank, a 2-player game (game=agent-agent or agent-task), or fewer "
-                "agents (--where)")
+                "agents (--where)", f"LPs over a {rows:,} x {joints:,} constraint matrix")
 
 
 @method("deviation", needs=("game_data",), rules=GAME_RULES | {"decimals": between(0, 15)}, cost=deviation_cost)

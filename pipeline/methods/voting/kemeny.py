@@ -233,7 +233,7 @@ def kemeny_cost(size: Size, params: Mapping[str, object]) -> Cost:
     337 teams took 5.3 GB); time at most `time_limit` (its own refusal), else like m^4."""
     m, limit = size.agents, float(params["time_limit"])
     return Cost(limit if math.isfinite(limit) else 2e-6 * m**4, 140.0 * m**3,
-                "rate with schulze or ranked-pairs, or fewer agents (--where)")
+                "rate with schulze or ranked-pairs, or fewer agents (--where)", f"a MIP of up to {m * (m - 1) * (m - 2) // 6:,} three-cycle rows")
 
 
 @method("kemeny", needs=("pairwise", "agent_keys"), cost=kemeny_cost,

@@ -208,15 +208,15 @@ def count_rounds_whole(histogram: BallotHistogram, winners: int, keys: np.ndarra
 
 
 def stv_cost(size: Size, params: Mapping[str, object]) -> Cost:
-    """Gregory's count: a round per placed group, each comparing the continuing agents and moving
-    the ballots the placed ones held (a ballot moves at most once per agent on it); the whole count
-    recounts every ballot each round, in numpy."""
-    if params["transfer"] == "gregory":
-        seconds = 1e-6 * (size.agents**2 + size.ballots * size.agents)
-    else:
-        seconds = 1e-8 * size.ballots * size.agents**2
+    """Gregory's count: a round per placed group, each comparing the continuing agents, and each
+    ballot member passed over at most once as the ballot moves on (all 1,143 F1 races, 864 drivers,
+    25,000 members: 0.3 s); the whole count recounts every ballot each round, in numpy (not
+    measured: 1e-8 s per ballot x agent^2)."""
+    seconds = (1e-6 * (size.agents**2 + size.members) if params["transfer"] == "gregory"
+               else 1e-8 * size.ballots * size.agents**2)
     return Cost(seconds, 8.0 * size.ballots * size.agents * 4,
-                "rate with stv:transfer=whole, borda or schulze, or fewer ballots (--where)")
+                "rate with stv:transfer=whole, borda or schulze, or fewer ballots (--where)",
+                f"up to {size.agents:,} rounds over {size.ballots:,} ballots of {size.members:,} members")
 
 
 @method("stv", needs=("histogram", "agent_keys", "ballot_order"), rules={"winners": NON_NEGATIVE, "transfer": one_of(*TRANSFERS)},
