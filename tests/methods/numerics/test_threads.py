@@ -16,7 +16,9 @@ from tests.conftest import SAMPLES
 pytestmark = pytest.mark.slow
 
 CROWD = ("battles", SAMPLES / "llmfao" / "crowd_battles.csv", ("m-elo:bootstrap=300", "am-elo", "maximal-lotteries"))
-LIVEBENCH = ("scores", SAMPLES / "livebench" / "livebench_2024-08-31.csv", ("kemeny", "nash-averaging", "deviation"))
+# Kemeny's default time limit (60 s) is this test's bound only on a quiet machine: at load 25 one of its four
+# solves ran out; the claim here is equal bytes, not speed.
+LIVEBENCH = ("scores", SAMPLES / "livebench" / "livebench_2024-08-31.csv", ("kemeny:time_limit=900", "nash-averaging", "deviation"))
 
 
 @pytest.fixture(scope="module")
