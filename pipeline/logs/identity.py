@@ -32,6 +32,7 @@ no timestamp (`pipeline.stats.sequence`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import sys
@@ -321,6 +322,30 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
 
 
 CONTENT_PREFIX = "content:"
+DIGEST_BYTES = 16  # BLAKE2b-128
+
+
+def content_digests(texts: pl.Series) -> bytes:
+    """The BLAKE2b-128 digests of `texts`' UTF-8 bytes, end to end. Each text is hashed as a slice
+    of the Arrow data buffer: no Python string is made, encoded or formatted per row (the hash
+    itself is the only per-row Python left: about a third of the per-row path's time)."""
+    array = texts.to_arrow()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    array = array.cast(pa.large_string())
+    if array.null_count:
+        raise ValueError("a record without a canonical text")
+    offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset:array.offset + len(array) + 1].tolist()
+    data = memoryview(array.buffers()[2] or b"")
+    digest = functools.partial(hashlib.blake2b, digest_size=DIGEST_BYTES)  # keywords parsed once, not per row
+    return b"".join([digest(data[start:end]).digest() for start, end in zip(offsets, offsets[1:])])
+
+
+def binary_of_width(values: bytes, width: int) -> pa.Array:
+    """`values` cut into binary values of `width` bytes each, without a copy."""
+    rows = len(values) // width
+    offsets = np.arange(0, (rows + 1) * width, width, dtype=np.int64)
+    return pa.Array.from_buffers(pa.large_binary(), rows, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
 
 
 class ContentIds:
@@ -346,13 +371,15 @@ class ContentIds:
         if not table.num_rows:
             return dataclasses.replace(result, keyed=True)
         fields = [name for name in table.schema.names if name not in columns]
-        texts = pl.from_arrow(table.select(fields)).select(pl.struct(pl.all()).struct.json_encode()).to_series().to_list()
-        digests = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
-        keys = np.frombuffer(b"".join(d[:8] for d in digests), np.uint64)
-        occurrence = self._occurrences(keys).tolist()
-        ids = [f"{CONTENT_PREFIX}{d.hex()}" + (f"#{k}" if k > 1 else "") for d, k in zip(digests, occurrence)]
+        texts = pl.from_arrow(table.select(fields)).select(pl.struct(pl.all()).struct.json_encode()).to_series()
+        digests = content_digests(texts)
+        occurrence = self._occurrences(np.frombuffer(digests, np.uint64)[::2])  # each digest's first 8 bytes
+        ids = pl.DataFrame({"digest": pl.from_arrow(binary_of_width(digests, DIGEST_BYTES)), "k": occurrence}).select(
+            pl.concat_str(pl.lit(CONTENT_PREFIX), pl.col("digest").bin.encode("hex"),
+                          pl.when(pl.col("k") > 1).then(pl.lit("#") + pl.col("k").cast(pl.String)).otherwise(pl.lit("")))
+        ).to_series().to_arrow()
         column = columns[0]
-        table = table.set_column(table.schema.get_field_index(column), column, pa.array(ids, table.schema.field(column).type))
+        table = table.set_column(table.schema.get_field_index(column), column, ids.cast(table.schema.field(column).type))
         return dataclasses.replace(result, table=table, keyed=True)
 
     def _occurrences(self, keys: np.ndarray) -> np.ndarray:
