@@ -312,4 +312,14 @@ def test_content_digests_hash_each_text_of_a_sliced_chunked_series():
     texts = [t for t in HOSTILE_TEXTS if t is not None] * 3
     series = pl.concat([pl.from_arrow(pa.array(texts).slice(5)), pl.Series(["tail"])], rechunk=False)
     expected = b"".join(hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts[5:] + ["tail"])
-    assert identity.content_digests(series) == expected
+    assert identity.content_digests(series.to_arrow()) == expected
+
+
+def test_distinct_texts_are_exact_even_when_distinct_texts_share_a_hash():
+    import polars as pl
+
+    texts = pl.Series(["a", "b", "a", "c", "b", "a"])
+    first, codes = identity.distinct_texts(texts, np.array([7, 8, 7, 9, 8, 7], np.uint64))
+    assert texts.gather(first).to_list() == ["a", "b", "c"] and codes.tolist() == [0, 1, 0, 2, 1, 0]
+    first, codes = identity.distinct_texts(texts, np.array([7, 7, 7, 9, 7, 7], np.uint64))  # "a" and "b" collide
+    assert (texts.gather(first[codes]) == texts).all()
