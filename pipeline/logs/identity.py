@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import itertools
 import json
 import sys
 from collections.abc import Callable
@@ -336,7 +337,7 @@ def content_digests(texts: pa.Array | pa.ChunkedArray) -> bytes:
     offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset:array.offset + len(array) + 1].tolist()
     data = memoryview(array.buffers()[2] or b"")
     digest = functools.partial(hashlib.blake2b, digest_size=DIGEST_BYTES)  # keywords parsed once, not per row
-    return b"".join([digest(data[start:end]).digest() for start, end in zip(offsets, offsets[1:])])
+    return b"".join([digest(data[start:end]).digest() for start, end in itertools.pairwise(offsets)])
 
 
 def distinct_texts(texts: pl.Series, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -3,9 +3,12 @@ the same runs as one searched and stored unsorted."""
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pytest
 
@@ -271,11 +274,6 @@ def hostile_table(rng: np.random.Generator, rows: int) -> pa.Table:
 def per_row_content_ids(tables: list[pa.Table]) -> list[str]:
     """The ids of content as the first `ContentIds.assign` made them, one Python string, hash and id
     per row: what every store written since holds."""
-    import hashlib
-    from collections import Counter
-
-    import polars as pl
-
     seen: Counter[bytes] = Counter()
     ids = []
     for table in tables:
@@ -305,10 +303,6 @@ def test_ids_of_content_are_the_per_row_paths_on_hostile_records(seed):
 
 
 def test_content_digests_hash_each_text_of_a_sliced_chunked_series():
-    import hashlib
-
-    import polars as pl
-
     texts = [t for t in HOSTILE_TEXTS if t is not None] * 3
     series = pl.concat([pl.from_arrow(pa.array(texts).slice(5)), pl.Series(["tail"])], rechunk=False)
     expected = b"".join(hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts[5:] + ["tail"])
@@ -316,8 +310,6 @@ def test_content_digests_hash_each_text_of_a_sliced_chunked_series():
 
 
 def test_distinct_texts_are_exact_even_when_distinct_texts_share_a_hash():
-    import polars as pl
-
     texts = pl.Series(["a", "b", "a", "c", "b", "a"])
     first, codes = identity.distinct_texts(texts, np.array([7, 8, 7, 9, 8, 7], np.uint64))
     assert texts.gather(first).to_list() == ["a", "b", "c"] and codes.tolist() == [0, 1, 0, 2, 1, 0]
