@@ -342,9 +342,9 @@ def content_digests(texts: pa.Array | pa.ChunkedArray) -> bytes:
 
 def distinct_texts(texts: pl.Series, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The row of each distinct text's first occurrence, and each row's entry among them. Texts
-    are grouped by their `hashes` (a 64-bit hash: a tenth of the time of a dictionary of the texts
-    themselves) and then checked equal to their entry's text: if two distinct texts share a hash,
-    every row is its own entry, so the grouping is exact whatever the hashes."""
+    are grouped by their `hashes` (a 64-bit hash: sorting integers rather than hashing texts into
+    a dictionary) and then checked equal to their entry's text: if two distinct texts share a
+    hash, every row is its own entry, so the grouping is exact whatever the hashes."""
     first, codes = np.unique(hashes, return_index=True, return_inverse=True)[1:]
     codes = codes.ravel()
     if not (texts == texts.gather(first[codes])).all():
