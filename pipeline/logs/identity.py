@@ -32,7 +32,9 @@ no timestamp (`pipeline.stats.sequence`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
+import itertools
 import json
 import sys
 from collections.abc import Callable
@@ -321,6 +323,40 @@ def drop_seen(result: ReadResult, columns: tuple[str, ...], seen: SeenIds, file:
 
 
 CONTENT_PREFIX = "content:"
+DIGEST_BYTES = 16  # BLAKE2b-128
+
+
+def content_digests(texts: pa.Array | pa.ChunkedArray) -> bytes:
+    """The BLAKE2b-128 digests of `texts`' UTF-8 bytes, end to end. Each text is hashed as a slice
+    of the Arrow data buffer: no Python string is made, encoded or formatted per text; the call
+    to `hashlib` is the only per-text Python left."""
+    array = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    array = array.cast(pa.large_string())
+    if array.null_count:
+        raise ValueError("a record without a canonical text")
+    offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset:array.offset + len(array) + 1].tolist()
+    data = memoryview(array.buffers()[2] or b"")
+    digest = functools.partial(hashlib.blake2b, digest_size=DIGEST_BYTES)  # keywords parsed once, not per row
+    return b"".join([digest(data[start:end]).digest() for start, end in itertools.pairwise(offsets)])
+
+
+def distinct_texts(texts: pl.Series, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The row of each distinct text's first occurrence, and each row's entry among them. Texts
+    are grouped by their `hashes` (a 64-bit hash: sorting integers rather than hashing texts into
+    a dictionary) and then checked equal to their entry's text: if two distinct texts share a
+    hash, every row is its own entry, so the grouping is exact whatever the hashes."""
+    first, codes = np.unique(hashes, return_index=True, return_inverse=True)[1:]
+    codes = codes.ravel()
+    if not (texts == texts.gather(first[codes])).all():
+        return np.arange(len(texts)), np.arange(len(texts))
+    return first, codes
+
+
+def binary_of_width(values: bytes, width: int) -> pa.Array:
+    """`values` cut into binary values of `width` bytes each, without a copy."""
+    rows = len(values) // width
+    offsets = np.arange(0, (rows + 1) * width, width, dtype=np.int64)
+    return pa.Array.from_buffers(pa.large_binary(), rows, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
 
 
 class ContentIds:
@@ -333,7 +369,11 @@ class ContentIds:
     whatever the file's format; and a source holding a record k times stores it k times: a later
     dump holding it m times adds max(0, m - k) (identical battles are told apart by nothing but
     their count). A file that grew is read again from its start for the counts (`read_batches`),
-    its earlier rows not handed on. One per source file: the counts run over its batches."""
+    its earlier rows not handed on. One per source file: the counts run over its batches.
+
+    The texts are polars' (vectorised); each distinct text of a batch is hashed once
+    (`distinct_texts`, `content_digests`) and the ids are built by polars, not formatted per row:
+    the same ids as one hash and one string per row (tested on hostile records)."""
 
     def __init__(self) -> None:
         self.keys = np.empty(0, np.uint64)  # the keys seen in earlier batches, sorted, and how often each
@@ -346,13 +386,17 @@ class ContentIds:
         if not table.num_rows:
             return dataclasses.replace(result, keyed=True)
         fields = [name for name in table.schema.names if name not in columns]
-        texts = pl.from_arrow(table.select(fields)).select(pl.struct(pl.all()).struct.json_encode()).to_series().to_list()
-        digests = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
-        keys = np.frombuffer(b"".join(d[:8] for d in digests), np.uint64)
-        occurrence = self._occurrences(keys).tolist()
-        ids = [f"{CONTENT_PREFIX}{d.hex()}" + (f"#{k}" if k > 1 else "") for d, k in zip(digests, occurrence)]
+        texts = pl.from_arrow(table.select(fields)).select(pl.struct(pl.all()).struct.json_encode()).to_series()
+        first, codes = distinct_texts(texts, texts.hash(SEEDS[0]).to_numpy())  # each distinct text hashed once: a log repeats records
+        digests = content_digests(texts.gather(first).to_arrow())
+        keys = np.frombuffer(digests, np.uint64)[::2][codes]  # each digest's first 8 bytes
+        hexes = pl.from_arrow(binary_of_width(digests, DIGEST_BYTES)).bin.encode("hex")
+        ids = pl.DataFrame({"hex": hexes.gather(codes), "k": self._occurrences(keys)}).select(
+            pl.concat_str(pl.lit(CONTENT_PREFIX), pl.col("hex"),
+                          pl.when(pl.col("k") > 1).then(pl.lit("#") + pl.col("k").cast(pl.String)).otherwise(pl.lit("")))
+        ).to_series().to_arrow()
         column = columns[0]
-        table = table.set_column(table.schema.get_field_index(column), column, pa.array(ids, table.schema.field(column).type))
+        table = table.set_column(table.schema.get_field_index(column), column, ids.cast(table.schema.field(column).type))
         return dataclasses.replace(result, table=table, keyed=True)
 
     def _occurrences(self, keys: np.ndarray) -> np.ndarray:

@@ -3,9 +3,12 @@ the same runs as one searched and stored unsorted."""
 
 from __future__ import annotations
 
+import hashlib
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pytest
 
@@ -239,3 +242,76 @@ def test_id_order_is_the_stable_argsort_on_both_sides_of_the_small_batch(n):
     # either way the order is the stable sort's, ties (repeated ids) in row order.
     keys = np.random.default_rng(n).integers(0, n // 3, n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     assert np.array_equal(identity.id_order(keys), np.argsort(keys, kind="stable"))
+
+
+HOSTILE_TEXTS = ["", "plain", 'quo"te', "back\\slash", "\x00nul", "\x1f\x7f\x1b[31m", "line\nbreak\r\t", "é\u0301",
+                 "\u2028\u2029", "🦀 emoji", "עברית", "\ud7ff\ue000\uffff", "{\"json\":[1]}", None]
+HOSTILE_FLOATS = [0.0, -0.0, 1.0, 0.1, 1e308, 5e-324, float("nan"), float("inf"), -float("inf"), None]
+HOSTILE_INTS = [0, -1, 2**63 - 1, -(2**63), 2**53 + 1, None]
+
+
+def hostile_table(rng: np.random.Generator, rows: int) -> pa.Table:
+    """Records of every column type a kind stores (text, dictionary, float, integer, timestamp,
+    a list of structs), drawn from hostile values; every other record repeats another."""
+    def pick(values: list, n: int) -> list:
+        return [values[i] for i in rng.integers(0, len(values), n)]
+
+    texts = pick(HOSTILE_TEXTS, rows)
+    features = [None if rng.random() < 0.3 else [{"name": t, "a": x, "b": 1.5}
+                for t, x in zip(pick(HOSTILE_TEXTS[:-1], 2), pick(HOSTILE_FLOATS, 2))] for _ in range(rows)]
+    table = pa.table({
+        "battle_id": pa.array(["placeholder"] * rows),
+        "model_a": pa.array(pick(HOSTILE_TEXTS, rows)).dictionary_encode(),
+        "prompt": pa.array(texts),
+        "weight": pa.array(pick(HOSTILE_FLOATS, rows), pa.float64()),
+        "count": pa.array(pick(HOSTILE_INTS, rows), pa.int64()),
+        "timestamp": pa.array(pick([0, -1, 1_700_000_000_123_456, None], rows), pa.timestamp("us", tz="UTC")),
+        "features": pa.array(features, pa.list_(pa.struct([("name", pa.string()), ("a", pa.float64()), ("b", pa.float64())]))),
+    })
+    return table.take(np.where(np.arange(rows) % 2, rng.integers(0, rows, rows), np.arange(rows)))
+
+
+def per_row_content_ids(tables: list[pa.Table]) -> list[str]:
+    """The ids of content as the first `ContentIds.assign` made them, one Python string, hash and id
+    per row: what every store written since holds."""
+    seen: Counter[bytes] = Counter()
+    ids = []
+    for table in tables:
+        fields = [name for name in table.schema.names if name != "battle_id"]
+        for text in pl.from_arrow(table.select(fields)).select(pl.struct(pl.all()).struct.json_encode()).to_series().to_list():
+            digest = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+            seen[digest[:8]] += 1
+            ids.append(f"content:{digest.hex()}" + (f"#{seen[digest[:8]]}" if seen[digest[:8]] > 1 else ""))
+    return ids
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ids_of_content_are_the_per_row_paths_on_hostile_records(seed):
+    # Batches of a file as a reader hands them on: several chunks, a slice not at its buffer's start.
+    rng = np.random.default_rng(seed)
+    whole = hostile_table(rng, 600)
+    batches = [pa.concat_tables([whole.slice(0, 150), whole.slice(150, 100)]), whole.slice(250, 349), whole.slice(599)]
+    contents = identity.ContentIds()
+    ids = []
+    for table in batches:
+        result = ReadResult("battles", "f.csv", table, empty_quarantine(), table.num_rows, keyed=False)
+        assigned = contents.assign(result, ("battle_id",)).table
+        assert assigned.schema == table.schema
+        ids += assigned.column("battle_id").to_pylist()
+    assert ids == per_row_content_ids(batches)
+    assert any("#" in i for i in ids) and len(set(ids)) == len(ids)  # repeats counted, and told apart
+
+
+def test_content_digests_hash_each_text_of_a_sliced_chunked_series():
+    texts = [t for t in HOSTILE_TEXTS if t is not None] * 3
+    series = pl.concat([pl.from_arrow(pa.array(texts).slice(5)), pl.Series(["tail"])], rechunk=False)
+    expected = b"".join(hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts[5:] + ["tail"])
+    assert identity.content_digests(series.to_arrow()) == expected
+
+
+def test_distinct_texts_are_exact_even_when_distinct_texts_share_a_hash():
+    texts = pl.Series(["a", "b", "a", "c", "b", "a"])
+    first, codes = identity.distinct_texts(texts, np.array([7, 8, 7, 9, 8, 7], np.uint64))
+    assert texts.gather(first).to_list() == ["a", "b", "c"] and codes.tolist() == [0, 1, 0, 2, 1, 0]
+    first, codes = identity.distinct_texts(texts, np.array([7, 7, 7, 9, 7, 7], np.uint64))  # "a" and "b" collide
+    assert (texts.gather(first[codes]) == texts).all()
