@@ -8,7 +8,6 @@ import polars as pl
 import pytest
 
 from pipeline.methods import Spec, needed_statistics, run
-from pipeline.methods.numerics.resample import tiers
 from pipeline.methods.uncertainty import records
 from pipeline.runtime import local_cluster
 from pipeline.stats import reduce_store
@@ -47,13 +46,6 @@ def test_a_method_without_a_resampler_is_refused_by_name():
                                      ["annotators"])
     with pytest.raises(ValueError, match="am-elo: bootstrap is not available.*annotators"):
         run("am-elo:bootstrap=5", stats)
-
-
-def test_tiers():
-    rank = np.array([1, 2, 3, 4, 5])
-    low, high = np.array([1, 1, 2, 4, 4]), np.array([2, 3, 4, 5, 5])
-    # the leader (1..2) takes agent 2 (1..3) and agent 3 (2..4); agent 4 leads the next tier
-    assert tiers(rank, low, high).tolist() == [1, 1, 1, 2, 2]
 
 
 def _draws_of(source, seed=5):
