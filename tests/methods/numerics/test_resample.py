@@ -121,7 +121,7 @@ def test_rank_upper_bounds_count_the_intervals_wholly_above():
     low[[4, 9]], high[[9, 17]] = np.nan, np.nan
     low[20], high[21] = -np.inf, np.inf
     brute = 1 + (low[None, :] > high[:, None]).sum(axis=1)  # the definition, agents x agents
-    assert rank_upper_bounds(low, high).tolist() == brute.tolist()
+    assert rank_upper_bounds(low, high).tolist() == brute.tolist() and rank_upper_bounds(low, high).dtype == np.int64
     assert rank_upper_bounds(np.array([]), np.array([])).tolist() == []
 
 
@@ -249,28 +249,42 @@ def test_upper_bounds_and_score_intervals_within_count_each_group_apart():
     expected = brute_within(low, mask, lambda j, i: low[j] > high[i] + 0.05)
     assert columns["rank_ci"].tolist() == expected.tolist()
     assert resample.upper_bounds_within(low, high, mask).tolist() == brute_within(low, mask, lambda j, i: low[j] > high[i]).tolist()
-    assert columns.keys() - {"rank_ci"} == interval_columns(scores, ranks_by_round(scores), rank, mask).keys()
+    for name, column in interval_columns(scores, ranks_by_round(scores), rank, mask).items():  # counted among the established too
+        assert columns[name].tolist() == column.tolist(), name
+    assert columns.keys() - {"rank_ci"} == {"ci_low", "ci_high", "rank_low", "rank_high", "tier", "rounds_measured"}
     everyone = resample.score_interval_columns(scores, ranks_by_round(scores), rank, 0.05)
     assert everyone["rank_ci"].tolist() == (1 + (low[None, :] > high[:, None] + 0.05).sum(axis=1)).tolist()
 
 
+def test_upper_bounds_within_apply_the_tolerance_in_both_groups():
+    # established 0..2, others 3..5; agent 1's lower bound is 0.02 above agent 0's upper one, agent 4's 0.03 above agent 3's
+    low, high = np.array([10, 11.02, 20, 0, 1.03, 3]), np.array([11, 12, 21, 1, 2, 4])
+    mask = np.array([True, True, True, False, False, False])
+    within = resample.upper_bounds_within(low, high, mask, 0.05)
+    assert within.tolist() == [2, 2, 1, 5, 5, 4] and within.dtype == np.int64
+    assert resample.upper_bounds_within(low, high, mask).tolist() == [3, 2, 1, 6, 5, 4]
+
+
 def test_interval_columns_rank_and_tier_the_established_apart_and_widen_an_agent_no_round_measured():
-    rng = np.random.default_rng(10)
-    scores = rng.normal(np.linspace(3, 0, 6), 0.3, (400, 6))  # agent 0 best ... agent 5 worst
-    scores[:, 5] = np.nan  # measured by no round
+    rng = np.random.default_rng(2)  # a seed whose rounds tell the percentiles apart (checked below)
+    scores = rng.normal(np.linspace(3, 0, 12), 1.5, (21, 12))  # agent 0 best ... agent 11 worst; 2.5% falls between rounds
+    scores[:, 11] = np.nan  # measured by no round
     ranks = ranks_by_round(np.where(np.isnan(scores), -np.inf, scores))
-    ranks[:, 5] = np.nan
-    rank = np.arange(1.0, 7.0)
-    mask = np.array([True, False, True, True, True, False])
+    ranks[:, 11] = np.nan
+    rank = np.arange(1.0, 13.0)
+    mask = np.ones(12, dtype=bool)
+    mask[[1, 5, 10, 11]] = False
     columns = interval_columns(scores, ranks, rank, mask)
-    counted = resample.ranks_within(ranks, mask)
-    for agent in range(5):
-        assert columns["rank_low"][agent] == np.percentile(counted[:, agent], 2.5, method="lower")
-        assert columns["rank_high"][agent] == np.percentile(counted[:, agent], 97.5, method="higher")
-    assert (columns["rank_low"][5], columns["rank_high"][5]) == (1, 6)  # the widest: no round measured it
-    assert columns["rounds_measured"].tolist() == [400] * 5 + [0]
-    assert np.isnan(columns["ci_low"][5]) and np.isfinite(columns["ci_low"][:5]).all()
+    counted = resample.ranks_within(ranks, mask)[:, :11]
+    assert columns["rank_low"][:11].tolist() == np.percentile(counted, 2.5, axis=0, method="lower").tolist()
+    assert columns["rank_high"][:11].tolist() == np.percentile(counted, 97.5, axis=0, method="higher").tolist()
+    # the data tell the lower and higher percentiles from the interpolated one cut to an integer
+    assert not np.array_equal(columns["rank_high"][:11], np.percentile(counted, 97.5, axis=0).astype(int))
+    assert not np.array_equal(columns["rank_low"][:11], np.percentile(counted, 2.5, axis=0).astype(int))
+    assert (columns["rank_low"][11], columns["rank_high"][11]) == (1, 12)  # the widest: no round measured it
+    assert columns["rounds_measured"].tolist() == [21] * 11 + [0]
+    assert np.isnan(columns["ci_low"][11]) and np.isfinite(columns["ci_low"][:11]).all()
     assert (columns["tier"][~mask] == 0).all() and (columns["tier"][mask] >= 1).all()
     assert columns["tier"][mask].tolist() == resample.tiers(resample.ranks_within(rank, mask)[mask], columns["rank_low"][mask],
                                                            columns["rank_high"][mask]).tolist()
-    assert columns["rank_high"][mask].max() <= mask.sum() < columns["rank_low"][1]  # the measured other comes after them
+    assert columns["rank_high"][mask].max() <= mask.sum() < columns["rank_low"][[1, 5, 10]].min()  # the measured others after them
