@@ -86,6 +86,18 @@ def test_redrawn_histogram_is_the_reduction_of_the_redrawn_ballots():
     expected, _ = profile(redrawn, statistics=["pairwise", "positions", "histogram"])
     assert np.array_equal(resampled.pairwise.wins, expected.pairwise.wins)
     assert run("schulze", resampled).rank.tolist() == run("schulze", expected).rank.tolist()
+    assert resampled.appearances.tolist() == expected.appearances.tolist() and resampled.appearances.dtype == np.int64
+    # every statistic a method reads is rebuilt, and only those: positions (Borda), the histogram (STV), pairs (Schulze)
+    for spec, read in (("borda", "positions"), ("stv", "histogram"), ("schulze", "pairwise")):
+        rebuilt = records(Spec.parse(f"{spec}:bootstrap=1"), stats).rebuild(draws)
+        assert [name for name in ("pairwise", "positions", "histogram") if getattr(rebuilt, name) is not None] == [read], spec
+        assert rebuilt.appearances.tolist() == expected.appearances.tolist(), spec
+    positions = records(Spec.parse("borda:bootstrap=1"), stats).rebuild(draws).positions
+    assert positions.agents.tolist() == stats.agents.tolist() and positions.groups.keys() == expected.positions.groups.keys()
+    assert all(np.array_equal(positions.groups[g], expected.positions.groups[g]) for g in positions.groups)
+    histogram = records(Spec.parse("stv:bootstrap=1"), stats).rebuild(draws).histogram
+    assert histogram.agents.tolist() == stats.agents.tolist()
+    assert histogram.ballots == expected.histogram.ballots and np.array_equal(histogram.weights, expected.histogram.weights)
 
 
 def _ballot_of(ranking: str) -> tuple:
