@@ -249,3 +249,10 @@ def test_absent_is_not_measured_an_agent_of_one_or_two_records_keeps_its_own_int
             assert (low > 1000 + r.info["logistic_scale"]).all(), low
         else:  # a Borda score of at least their one win, never the 0 of a round without them
             assert (low >= 1).all(), low
+
+
+def test_an_empty_sequence_bootstraps_to_empty_intervals():
+    """A log without comparisons redraws no records (a mutant that took it for one record of none crashed)."""
+    stats, _ = statistics_of_records([], "battles", needed_statistics(["elo:bootstrap=5"]))
+    ratings = run("elo:bootstrap=5", stats)
+    assert len(ratings.agents) == 0 and ratings.extras["ci_low"].shape == (0,) and ratings.info["bootstrap_dropped"] == 0
