@@ -8,7 +8,6 @@ import polars as pl
 import pytest
 
 from pipeline.methods import Spec, needed_statistics, run
-from pipeline.methods.numerics.resample import tiers
 from pipeline.methods.uncertainty import records
 from pipeline.runtime import local_cluster
 from pipeline.stats import reduce_store
@@ -49,13 +48,6 @@ def test_a_method_without_a_resampler_is_refused_by_name():
         run("am-elo:bootstrap=5", stats)
 
 
-def test_tiers():
-    rank = np.array([1, 2, 3, 4, 5])
-    low, high = np.array([1, 1, 2, 4, 4]), np.array([2, 3, 4, 5, 5])
-    # the leader (1..2) takes agent 2 (1..3) and agent 3 (2..4); agent 4 leads the next tier
-    assert tiers(rank, low, high).tolist() == [1, 1, 1, 2, 2]
-
-
 def _draws_of(source, seed=5):
     return np.random.default_rng(seed).poisson(source.weights).astype(np.float64)
 
@@ -94,6 +86,18 @@ def test_redrawn_histogram_is_the_reduction_of_the_redrawn_ballots():
     expected, _ = profile(redrawn, statistics=["pairwise", "positions", "histogram"])
     assert np.array_equal(resampled.pairwise.wins, expected.pairwise.wins)
     assert run("schulze", resampled).rank.tolist() == run("schulze", expected).rank.tolist()
+    assert resampled.appearances.tolist() == expected.appearances.tolist() and resampled.appearances.dtype == np.int64
+    # every statistic a method reads is rebuilt, and only those: positions (Borda), the histogram (STV), pairs (Schulze)
+    for spec, read in (("borda", "positions"), ("stv", "histogram"), ("schulze", "pairwise")):
+        rebuilt = records(Spec.parse(f"{spec}:bootstrap=1"), stats).rebuild(draws)
+        assert [name for name in ("pairwise", "positions", "histogram") if getattr(rebuilt, name) is not None] == [read], spec
+        assert rebuilt.appearances.tolist() == expected.appearances.tolist(), spec
+    positions = records(Spec.parse("borda:bootstrap=1"), stats).rebuild(draws).positions
+    assert positions.agents.tolist() == stats.agents.tolist() and positions.groups.keys() == expected.positions.groups.keys()
+    assert all(np.array_equal(positions.groups[g], expected.positions.groups[g]) for g in positions.groups)
+    histogram = records(Spec.parse("stv:bootstrap=1"), stats).rebuild(draws).histogram
+    assert histogram.agents.tolist() == stats.agents.tolist()
+    assert histogram.ballots == expected.histogram.ballots and np.array_equal(histogram.weights, expected.histogram.weights)
 
 
 def _ballot_of(ranking: str) -> tuple:
@@ -173,28 +177,52 @@ def test_arena_hard_intervals_and_tiers_the_same_on_one_and_two_workers(arena, d
     assert np.any(single[ACCEPTANCE.index("copeland")].extras["tier"] > 1)  # the sample separates some models
 
 
+def intervals_by_name(store: Store, log, kind: str, specs: list[str], first=None) -> list[dict]:
+    """Each spec's scores and interval columns on `log` ingested into `store` (after `first`, a (file, kind) of
+    another kind that numbers other agents first), in the order of the agents' names."""
+    if first is not None:
+        store.ingest([first[0]], first[1])
+    store.ingest([log], kind)
+    stats = reduce_store(store, kind, needed_statistics(specs))
+    names = store.dictionary("agents").names
+    by_name = []
+    for spec in specs:
+        ratings = run(spec, stats)
+        order = np.argsort([names[i] for i in ratings.agents])
+        by_name.append({k: v[order].tolist() for k, v in ratings.extras.items()} | {"score": ratings.score[order].tolist()})
+    return by_name
+
+
 def test_the_store_numbering_does_not_move_the_intervals(tmp_path):
     rows = battles(np.random.default_rng(4), np.linspace(1, -1, 6), 300, [f"m{i}" for i in range(6)])
     path = tmp_path / "battles.csv"
     pl.DataFrame(rows).write_csv(path)
     unrelated = tmp_path / "first.csv"
     pl.DataFrame({"ranking": ["0 other>m5>m3>m1"]}).write_csv(unrelated)
-    results = []
-    for label, first in (("plain", None), ("rotated", unrelated)):
-        store = Store(tmp_path / label)
-        if first is not None:
-            store.ingest([first], "ballots")
-        store.ingest([path], "battles")
-        specs = ["copeland:bootstrap=30", "borda:bootstrap=30", "elo:bootstrap=30"]
-        stats = reduce_store(store, "battles", needed_statistics(specs))
-        names = store.dictionary("agents").names
-        by_name = []
-        for spec in specs:
-            ratings = run(spec, stats)
-            order = np.argsort([names[i] for i in ratings.agents])
-            by_name.append({k: v[order].tolist() for k, v in ratings.extras.items()} | {"score": ratings.score[order].tolist()})
-        results.append(by_name)
-    assert results[0] == results[1]
+    specs = ["copeland:bootstrap=30", "borda:bootstrap=30", "elo:bootstrap=30"]
+    assert intervals_by_name(Store(tmp_path / "plain"), path, "battles", specs) == intervals_by_name(
+        Store(tmp_path / "rotated"), path, "battles", specs, (unrelated, "ballots"))
+
+
+def test_the_store_numbering_does_not_move_the_intervals_of_ballots(tmp_path):
+    """Ballots are drawn in the order of their agents' names, not of the store's ids (a mutant drawing them in
+    id order survived every other test): a store that numbered other agents first gives the same intervals."""
+    rng = np.random.default_rng(6)
+    strength = np.linspace(1, -1, 5)
+    rankings = []
+    for _ in range(120):  # noisy orders of m0..m4, some with a tie, some partial
+        order = np.argsort(-(strength + rng.gumbel(size=5)))[: rng.integers(2, 6)]
+        names = [f"m{i}" for i in order]
+        tie = rng.integers(1, len(names)) if rng.random() < 0.3 else 0
+        rankings.append(">".join(names[:tie - 1] + ["=".join(names[tie - 1: tie + 1])] + names[tie + 1:]) if tie else ">".join(names))
+    path = tmp_path / "ballots.csv"
+    pl.DataFrame({"ranking": rankings}).write_csv(path)
+    unrelated = tmp_path / "first.csv"
+    pl.DataFrame({"model_a": ["other", "m2"], "model_b": ["m4", "m0"], "winner": ["model_a", "tie"]}).write_csv(unrelated)
+    specs = ["schulze:bootstrap=30", "borda:bootstrap=30"]
+    plain = intervals_by_name(Store(tmp_path / "plain"), path, "ballots", specs)
+    assert plain == intervals_by_name(Store(tmp_path / "rotated"), path, "ballots", specs, (unrelated, "battles"))
+    assert all(np.ptp(by_name["ci_high"]) > 0 for by_name in plain)  # intervals, not constants
 
 
 def test_absent_is_not_measured_an_agent_of_one_or_two_records_keeps_its_own_interval():
@@ -221,3 +249,10 @@ def test_absent_is_not_measured_an_agent_of_one_or_two_records_keeps_its_own_int
             assert (low > 1000 + r.info["logistic_scale"]).all(), low
         else:  # a Borda score of at least their one win, never the 0 of a round without them
             assert (low >= 1).all(), low
+
+
+def test_an_empty_sequence_bootstraps_to_empty_intervals():
+    """A log without comparisons redraws no records (a mutant that took it for one record of none crashed)."""
+    stats, _ = statistics_of_records([], "battles", needed_statistics(["elo:bootstrap=5"]))
+    ratings = run("elo:bootstrap=5", stats)
+    assert len(ratings.agents) == 0 and ratings.extras["ci_low"].shape == (0,) and ratings.info["bootstrap_dropped"] == 0
