@@ -389,13 +389,14 @@ def stored_size(store: Store, kind: str) -> Size | None:
 
 
 def refuse_before_reading(store: Store, board: Board) -> Rated:
-    """The board's specs that its store's footprint prices past the budget (`over_budget` of `stored_size`),
-    refused before a row is read: the reduction then computes only what the other specs need. A lower
-    bound refuses only what is certainly over; the other specs are judged again on the reduced statistics."""
-    rated = Rated()
+    """The board's specs refused before a row is read, so that the reduction computes only what the
+    others need: those the manifest's row counts show cannot rate the data (`early_refusals`), and those
+    its footprint prices past the budget (`over_budget` of `stored_size`). A lower bound refuses only
+    what is certainly over; the other specs are judged again on the reduced statistics."""
+    rated = Rated(refused=early_refusals(store, board))
     if (size := stored_size(store, board.kind)) is not None:
         for spec in board.methods:
-            if (refusal := over_budget(spec, size)) is not None:
+            if spec.canonical not in rated.refused and (refusal := over_budget(spec, size)) is not None:
                 rated.refused[spec.canonical] = RatingError(refusal)
     return rated
 
@@ -480,13 +481,10 @@ def shown_statistics(reduced: dict[float, Statistics]) -> Statistics:
 def reduce_and_rate(store: Store, board: Board, client=None, use_cache: bool = False,
                     category: str | None = None) -> tuple[Statistics | None, Rated]:
     """Reduce and rate with every spec of the board: one reduction per half-life the specs weigh records by
-    (`half_life_groups`), after the specs refused before any row is read (`early_refusals`, and
-    `refuse_before_reading` by the cost models); the statistics the report shows (`shown_statistics`;
-    None when every spec was refused, as nothing was read) and the ratings, in the board's order."""
-    rated = Rated()
-    if category is None:
-        rated.refused |= early_refusals(store, board)
-        rated.add(refuse_before_reading(store, board))
+    (`half_life_groups`), after the specs refused before any row is read (`refuse_before_reading`); the
+    statistics the report shows (`shown_statistics`; None when every spec was refused, as nothing was
+    read) and the ratings, in the board's order."""
+    rated = refuse_before_reading(store, board) if category is None else Rated()
     groups = half_life_groups(s for s in board.methods if s.canonical not in rated.refused)
     reduced = {}
     for days, specs in groups.items():
