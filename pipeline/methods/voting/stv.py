@@ -87,22 +87,21 @@ def integer_units(weights: np.ndarray) -> np.ndarray:
 
 
 def count_rounds(histogram: BallotHistogram, winners: int) -> tuple[list[Round], float]:
-    """Gregory's count in integers: the rounds, and the quota (in weight).
+    """Gregory's count in fixed point (the module's docstring says why): the rounds, and the quota (in weight).
 
     Each ballot's weight is an integer of fine units (`FINE` per grid unit); its share for each of
     the g agents of its top tie group a g-th of it, so votes are kept in fine units times L, the
     least common multiple of 1..G (G the largest tie group: a group shrinks as its agents are
-    placed), and are exact integers. An election leaves a ballot
-    with c chosen agents among its g top agents the floor of w (1 - (c/g) q/t) (t the votes of
-    the chosen): the transfer is truncated to the fine grid, as statutory Gregory counts truncate
-    theirs (to a few decimals), because exact rationals grow without bound (their digits compound
-    with every election: 0.09 s on the first 30 races of F1, 6 s on 50, 75 s on 70). Votes change
-    only for the ballots a placed agent held, so a round touches only those."""
+    placed), and are exact integers, compared to the nearest `COMPARED`-th of a grid unit. An
+    election leaves a ballot with c chosen agents among its g top agents the floor of
+    w (1 - (c/g) q/t) (t the votes of the chosen). Votes change only for the ballots a placed agent
+    held, so a round touches only those."""
     m, ballots = len(histogram.agents), histogram.ballots
     shares = math.lcm(*range(1, max((len(group) for ballot in ballots for group in ballot), default=1) + 1))
     units = [int(u) for u in to_units(histogram.weights)]
     weight = [u * FINE for u in units]
-    q = quota_units(sum(units), winners) * FINE * shares  # on the votes' scale
+    quota = quota_units(sum(units), winners)
+    q = quota * FINE * shares  # on the votes' scale
     live, votes = [True] * m, [0] * m
     level, top = [0] * len(ballots), [()] * len(ballots)  # each ballot's top group of continuing agents
     held: list[set[int]] = [set() for _ in range(m)]  # the ballots whose top group holds an agent
@@ -144,7 +143,7 @@ def count_rounds(histogram: BallotHistogram, winners: int) -> tuple[list[Round],
             live[a] = False
         for b in moving:
             move_on(b)
-    return rounds, quota_units(sum(units), winners) / GRID
+    return rounds, quota / GRID
 
 
 def strict_ballots(histogram: BallotHistogram, keys: np.ndarray, order: BallotOrder) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
