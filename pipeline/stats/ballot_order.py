@@ -85,7 +85,7 @@ def _merge(a: dict[int, tuple[np.ndarray, list[str]]], b: dict[int, tuple[np.nda
         if length in merged:
             rows, ids = _first(np.concatenate([merged[length][0], rows]), merged[length][1] + ids)
         merged[length] = (rows, ids)
-    return merged
+    return dict(sorted(merged.items()))  # by length whatever the merge order, as `_decode` gives them
 
 
 def _finalize(merged: dict[int, tuple[np.ndarray, list[str]]], present: np.ndarray,

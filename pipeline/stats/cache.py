@@ -19,6 +19,8 @@ A statistic as large as the log (`Extra.kept`) is cached per unit in a file of i
 finalized too: a `Snapshot` (the same kind of checked `.npz`, one per kind, statistic, layout and
 category, naming the cache keys of the units whose rows it holds) that the next reduction extends
 by the new units' rows rather than merging every unit's partial again (`pipeline.stats.reduce`).
+The sum of the units' partials (but the kept extras) is kept as a snapshot too, so that the next
+reduction opens one file for the units it holds (`pipeline.stats.reduce.load_summed`).
 """
 
 from __future__ import annotations
@@ -107,12 +109,16 @@ def load_arrays(path: Path | str, key: str, what: str = "partial") -> Arrays | N
 def load(path: Path | str, key: str, n: int) -> Partial | None:
     """The cached partial of `key` in an id space of size n; None if absent, not valid or not re-embeddable."""
     arrays = load_arrays(path, key)
-    if arrays is None:
-        return None
+    return None if arrays is None else partial_of(arrays, n, path)
+
+
+def partial_of(arrays: Arrays, n: int, where: object) -> Partial | None:
+    """The partial of cached `arrays` in an id space of size n; None if they do not decode or
+    cannot be re-embedded (logged, naming `where`)."""
     try:
         partial = Partial.from_arrays(arrays)
     except (KeyError, ValueError, TypeError) as error:
-        log.warning("%s: cached partial refused (%s); recomputing it", path, error)
+        log.warning("%s: cached partial refused (%s); recomputing it", where, error)
         return None
     if partial.n == n:
         return partial

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
+import json
 import operator
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -246,7 +248,8 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     With `use_cache`, per-unit partials are kept in `<store>/cache/` and reused by later calls,
     so that only newly ingested files are read (the workers must be able to write to the store);
     the extras as large as the log (`Extra.kept`) are kept there finalized too, and extended by
-    the new units' rows where these come after them (`extend_kept`).
+    the new units' rows where these come after them (`extend_kept`); so is the sum of the units'
+    other partials, which the next call adds to the new units' (`load_summed`).
     """
     statistics = check_statistics(kind, statistics)
     check_dated(store, kind, as_of, half_life_days)
@@ -269,9 +272,17 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     snapshots = {name: cache.load_snapshot(root, kind, name, dense, category) for name in kept}
     snapshots = {name: s for name, s in snapshots.items() if s is not None and s.units <= set(keys[name])}  # else a unit left
     skips = [frozenset(name for name, s in snapshots.items() if keys[name][i] in s.units) for i in range(len(units))]
-    with stage("reduce units", len(units)) as advance:
-        total = sum_units(client, list(zip(units, skips)), kind, n, statistics, dense, root, kept, advance)
+    core_keys = [cache.cache_key(root, kind, statistics - kept, dense, unit) for unit in units] if root else []
+    summed = load_summed(root, kind, statistics - kept, dense, category, decay, n, core_keys, skips, kept) if root else None
+    pending = [(unit, skip) for unit, skip, key in zip(units, skips, core_keys or [None] * len(units))
+               if summed is None or key not in summed[0]]
+    with stage("reduce units", len(pending)) as advance:
+        parts = [sum_units(client, pending, kind, n, statistics, dense, root, kept, advance)] if pending else []
+        total = functools.reduce(operator.add, parts + ([summed[1]] if summed is not None else []))
         tails = {name: total.extra.pop(name, None) for name in kept}
+        if root and (summed is None or summed[0] != set(core_keys)):
+            cache.store_snapshot(root, kind, summed_name(statistics - kept, decay), dense, category,
+                                 cache.Snapshot(frozenset(core_keys), total.to_arrays()))
         reduced = finalize(kind, total, statistics - kept, names)
         extra = dict(reduced.extra)
         for name in sorted(kept):
@@ -284,6 +295,28 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
             if name not in snapshots or snapshots[name].units != set(keys[name]):
                 cache.store_snapshot(root, kind, name, dense, category, cache.Snapshot(frozenset(keys[name]), arrays))
     return dataclasses.replace(reduced, extra=dict(sorted(extra.items())), decay=decay)
+
+
+def summed_name(core: frozenset[str], decay: Decay | None) -> str:
+    """What a summed snapshot holds, naming its file: the statistics of the units' cached partials
+    (the kept ones apart) and the weighing of their comparisons."""
+    return json.dumps(["sum", sorted(core), *(decay.key() if decay is not None else [])])
+
+
+def load_summed(root: str, kind: str, core: frozenset[str], dense: bool, category: str | None, decay: Decay | None,
+                n: int, core_keys: list[str], skips: list[frozenset[str]], kept: frozenset[str]) -> tuple[frozenset[str], Partial] | None:
+    """The sum of the cached partials of some of `units` (their keys, and the partial in an id space
+    of size n), kept from the last reduction so that a nightly reads one file for the units it
+    reduced rather than one per unit; None where it does not hold: a unit it counted has left the
+    store (a category's or an as-of's selection changed), or a kept statistic's snapshot lacks the
+    rows of a unit it counted (that unit's own files are then read for it)."""
+    snapshot = cache.load_snapshot(root, kind, summed_name(core, decay), dense, category)
+    if snapshot is None or not snapshot.units <= set(core_keys):
+        return None
+    if any(key in snapshot.units and skip != kept for key, skip in zip(core_keys, skips)):
+        return None
+    partial = cache.partial_of(snapshot.arrays, n, f"{kind} sum")
+    return None if partial is None else (snapshot.units, partial)
 
 
 def extend_kept(name: str, snapshot: cache.Snapshot | None, tail: object, present: np.ndarray,

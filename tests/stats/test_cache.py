@@ -105,7 +105,8 @@ def test_every_statistic_comes_back_from_the_cache_bit_for_bit(tmp_path, monkeyp
     fresh = reduce_store(store, kind, statistics, target_rows=200)
     first = reduce_store(store, kind, statistics, target_rows=200, use_cache=True)
     kept = [name for name in statistics & EXTRAS.keys() if EXTRAS[name].kept is not None]  # a file each per unit, and a snapshot
-    assert len(cache_files(store)) == len(plan_units(store, kind, 200)) * (1 + len(kept)) + len(kept) >= 3
+    summed = 1  # the sum of the units' partials (`reduce.load_summed`)
+    assert len(cache_files(store)) == len(plan_units(store, kind, 200)) * (1 + len(kept)) + len(kept) + summed >= 4
     monkeypatch.setattr(reduce_module, "reduce_unit", lambda *a: pytest.fail("re-read a cached unit"))
     second = reduce_store(store, kind, statistics, target_rows=200, use_cache=True)
     assert_identical(fresh, first)
@@ -117,10 +118,15 @@ def test_second_reduction_reads_only_the_cache(tmp_path, monkeypatch, dense):
     store = build_store(tmp_path, "ballots", random_orders(np.random.default_rng(0), 40), 3)
     fresh = reduce_store(store, "ballots", CORE_STATISTICS, dense=dense)
     first = reduce_store(store, "ballots", CORE_STATISTICS, dense=dense, use_cache=True)
-    assert len(cache_files(store)) == 3  # one partial per source file
+    assert len(cache_files(store)) == 3 + 1  # one partial per source file, and their sum
     monkeypatch.setattr(reduce_module, "reduce_unit", lambda *a: pytest.fail("re-read a cached unit"))
     second = reduce_store(store, "ballots", CORE_STATISTICS, dense=dense, use_cache=True)
-    assert same(fresh, first) and same(fresh, second)
+    [summed] = [path for path in cache_files(store) if is_summed(path)]
+    for path in cache_files(store):  # the sum alone holds them: the units' own files are not opened
+        if path != summed:
+            path.unlink()
+    third = reduce_store(store, "ballots", CORE_STATISTICS, dense=dense, use_cache=True)
+    assert same(fresh, first) and same(fresh, second) and same(fresh, third)
 
 
 @pytest.mark.parametrize("dense", [True, False])
@@ -156,6 +162,12 @@ def planted(store: Store, kind: str) -> tuple[list[Path], object]:
 def is_snapshot(path: Path) -> bool:
     with np.load(path, allow_pickle=False) as stored:
         return SNAPSHOT_UNITS in stored.files
+
+
+def is_summed(path: Path) -> bool:
+    """Whether the file is the sum of the units' partials (a snapshot holding a partial's fields)."""
+    with np.load(path, allow_pickle=False) as stored:
+        return SNAPSHOT_UNITS in stored.files and "fields" in stored.files
 
 
 def truncate(path: Path, marker: Path) -> None:
@@ -195,19 +207,25 @@ def another_units_file(path: Path, marker: Path) -> None:
     path.write_bytes(other.read_bytes())
 
 
+@pytest.mark.parametrize("victim", ["a unit's partial", "the sum"])
 @pytest.mark.parametrize("tamper", [plain_pickle, pickle_in_a_zip, pickled_object_array, truncate, flip_a_bit,
                                     another_units_file])
-def test_a_planted_or_damaged_cache_file_is_refused_and_recomputed(tmp_path, tamper, caplog):
+def test_a_planted_or_damaged_cache_file_is_refused_and_recomputed(tmp_path, tamper, victim, caplog):
     kind = "battles"
     store = sample_store(tmp_path, kind)
     files, expected = planted(store, kind)
     marker = tmp_path / "executed"
-    victim = files[0]
+    [summed] = [path for path in cache_files(store) if is_summed(path)]
+    if victim == "the sum":
+        victim, what = summed, "snapshot"
+    else:  # read only without the sum
+        summed.unlink()
+        victim, what = files[0], "partial"
     tamper(victim, marker)
     again = reduce_store(store, kind, every_statistic(kind), target_rows=200, use_cache=True)
     assert not marker.exists()
     assert_identical(expected, again)
-    assert f"{victim}: cached partial refused" in caplog.text
+    assert f"{victim}: cached {what} refused" in caplog.text
     with np.load(victim, allow_pickle=False) as rewritten:  # recomputed and written back, valid
         arrays = {name: rewritten[name] for name in rewritten.files}
     assert bytes(arrays.pop(CHECKSUM)).decode() == checksum({k: v for k, v in arrays.items() if k != KEY})
@@ -222,7 +240,7 @@ def test_old_pickle_files_in_the_cache_are_never_opened(tmp_path):
         plain_pickle(folder / f"{i:032x}.pkl", marker)
     reduce_store(store, "ballots", CORE_STATISTICS, use_cache=True)
     reduce_store(store, "ballots", CORE_STATISTICS, use_cache=True)
-    assert not marker.exists() and len(cache_files(store)) == 2
+    assert not marker.exists() and len(cache_files(store)) == 2 + 1  # a partial per file, and their sum
 
 
 def test_a_symlinked_cache_folder_is_refused_and_nothing_is_written_through_it(tmp_path):

@@ -17,7 +17,7 @@ from pipeline.stats import sequence as sequence_module
 from pipeline.stats.extras import Kept
 from pipeline.store import Store
 from tests.conftest import SAMPLES
-from tests.stats.test_cache import (SAMPLE_STORES, assert_identical, cache_files, every_statistic, is_snapshot, sample_store,
+from tests.stats.test_cache import (SAMPLE_STORES, assert_identical, cache_files, every_statistic, is_snapshot, is_summed, sample_store,
                                     split_sample)
 
 BATTLE_METHODS = ("elo", "m-elo", "copeland", "deviation", "am-elo")
@@ -158,7 +158,7 @@ def test_late_rows_make_the_nightly_finalize_every_row_and_match_a_reduction_fro
 def test_a_damaged_snapshot_is_refused_and_the_sequence_built_from_every_unit(tmp_path, caplog):
     store = sample_store(tmp_path, "games")
     expected = reduce_store(store, "games", {"sequence"}, use_cache=True)
-    [snapshot] = [path for path in cache_files(store) if is_snapshot(path)]
+    [snapshot] = [path for path in cache_files(store) if is_snapshot(path) and not is_summed(path)]
     with np.load(snapshot, allow_pickle=False) as stored:  # a valid .npz, its agents changed, key and checksum kept
         arrays = {name: stored[name] for name in stored.files}
     arrays["a"] = arrays["b"]
@@ -166,6 +166,16 @@ def test_a_damaged_snapshot_is_refused_and_the_sequence_built_from_every_unit(tm
         np.savez(handle, **arrays)
     assert_identical(expected, reduce_store(store, "games", {"sequence"}, use_cache=True))
     assert f"{snapshot}: cached snapshot refused" in caplog.text
+
+
+def test_a_lost_snapshot_makes_the_nightly_read_the_units_the_sum_of_partials_holds(tmp_path):
+    # Planted: the units' sum (`reduce.load_summed`) taken although the sequence's snapshot is gone: the units
+    # it counted are then not read at all, and the sequence lacks their rows.
+    store = sample_store(tmp_path, "games")
+    expected = reduce_store(store, "games", {"sequence"}, use_cache=True)
+    [snapshot] = [path for path in cache_files(store) if is_snapshot(path) and not is_summed(path)]
+    snapshot.unlink()
+    assert_identical(expected, reduce_store(store, "games", {"sequence"}, use_cache=True))
 
 
 def test_a_nightly_merges_new_reviews_of_kept_queries_again_and_gives_what_a_reduction_from_scratch_gives(tmp_path, monkeypatch):

@@ -136,3 +136,16 @@ def test_partition_day_reads_the_date_of_a_partition_path():
 def test_a_decay_needs_a_positive_half_life():
     with pytest.raises(ValueError, match="half_life_days must be positive, not 0"):
         Decay(0, 0)
+
+
+def test_cached_reductions_as_of_a_date_and_of_the_whole_log_count_each_unit_once(tmp_path, rows):
+    # Planted: the units' sum kept by the last cached reduction (`reduce.load_summed`) taken although it counts
+    # units the date leaves out: the as-of counts then hold later battles.
+    day = dt.date(2024, 1, 20)
+    store = stored(tmp_path, rows)
+    names = store.dictionary("agents").names
+    whole = as_counts(reduce_store(store, "battles", {"pairwise"}), names)
+    as_of = as_counts(reduce_store(store, "battles", {"pairwise"}, as_of=day), names)
+    for _ in range(2):  # each order of the two, so that each finds the other's sum
+        assert as_counts(reduce_store(store, "battles", {"pairwise"}, use_cache=True), names) == whole
+        assert as_counts(reduce_store(store, "battles", {"pairwise"}, as_of=day, use_cache=True), names) == as_of
