@@ -8,6 +8,7 @@ import pytest
 from pipeline import methods
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.voting.kemeny import ENUMERATE_MAX, components
+from pipeline.methods.voting import kemeny as kemeny_module
 from pipeline.stats.counts import PairwiseCounts, Statistics
 from pipeline.stats.in_memory import profile
 from tests.voting_profiles import mixed_profiles, strict_ballots
@@ -147,13 +148,27 @@ def test_fifteen_two_agent_elections_are_fifteen_components_not_one():
     assert ranked_names == [f"a{i:02d}" for i in range(15)] + [f"b{i:02d}" for i in range(15)]
 
 
-def test_a_mip_past_its_time_limit_is_refused_in_one_line():
-    # 26 agents in one cycle-ridden majority graph: on a quiet machine HiGHS proved 14 agents'
-    # order inside 1 ms, so the instance must be one whose model alone takes longer to build.
+def one_cycle_ridden_component(agents: int):
     rng = np.random.default_rng(0)
-    names = [f"x{i}" for i in range(26)]
-    ballots = [">".join(rng.permutation(names)) for _ in range(15)]
-    stats = profile(ballots)[0]
+    names = [f"x{i}" for i in range(agents)]
+    return profile([">".join(rng.permutation(names)) for _ in range(15)])[0]
+
+
+def test_components_expected_past_the_time_limit_are_refused_before_any_mip(monkeypatch):
+    # Planted: no check before the MIPs: HiGHS is called (and livebench's 127 models ran 110 s to fail).
+    stats = one_cycle_ridden_component(26)  # expected 2e-6 * 26^4 = 0.91 s
+    monkeypatch.setattr(kemeny_module, "_solve", lambda *a, **k: pytest.fail("a MIP was started"))
+    with pytest.raises(RatingError, match=r"^kemeny: the largest of its 1 component\(s\) of the majority graph holds 26 agents, "
+                                          r"expected 1 s of MIPs, over time_limit=0.5 s; rate with schulze"):
+        methods.run("kemeny:time_limit=0.5", stats)
+
+
+def test_a_mip_past_its_time_limit_is_refused_in_one_line(monkeypatch):
+    # 26 agents in one cycle-ridden majority graph: on a quiet machine HiGHS proved 14 agents'
+    # order inside 1 ms, so the instance must be one whose model alone takes longer to build;
+    # expected to fit (the refusal before the MIPs is the test above), it runs out of time.
+    monkeypatch.setattr(kemeny_module, "mip_seconds", lambda m: 0.0)
+    stats = one_cycle_ridden_component(26)
     with pytest.raises(RatingError, match=r"^kemeny: the kemeny \S+ MIP was not solved within time_limit \(.*\); rate with "
                                           r"schulze or ranked-pairs, rate fewer agents \(--where\), or set "
                                           r"kemeny:time_limit=<seconds>$"):
