@@ -21,6 +21,17 @@ def test_deviation_fits_one_livebench_release_and_is_refused_on_a_larger_game_wi
     assert estimate("kemeny", Size(337)).bytes > BUDGET_BYTES  # football's 337 teams took 5.3 GB in Kemeny's MIP
 
 
+def test_affinity_ne_fits_one_livebench_release_and_is_refused_on_the_helm_leaderboards():
+    # LiveBench's 127 models x 23 tasks took 78 CPU s (the model: 94 s); HELM's 216 models x 70 scenarios ran past
+    # the matrix's 300 s before the model refused it. Planted: no cost model, or one of cells without the steps.
+    assert over_budget("affinity-ne", Size(127, 8001, 23)) is None
+    line = over_budget("affinity-ne", Size(216, 8991, 70))
+    assert re.fullmatch(r"affinity-ne: expected [\d,]+ s and [\d.]+ GiB on 216 agents, 8,991 pairs, 70 tasks \(12,000 damped steps "
+                        r"over a game of 216 x 216 x 70 strategies\), over the budget of 120 s and 4 GiB; rate with affinity-cce .*",
+                        line)
+    assert over_budget("affinity-ne:game=agent-task", Size(216, 8991, 70)) is None  # the 2-player game it proposes fits
+
+
 def test_rate_refuses_an_over_budget_spec_before_running_it_and_rates_the_others():
     names = [f"a{i:03d}" for i in range(340)]
     stats, _ = profile([">".join(names), ">".join(reversed(names[:10]))])

@@ -41,6 +41,9 @@ the last player's actions follow [GTLLM] section 4.3.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+
 import numpy as np
 import scipy.sparse.linalg as spla
 from scipy.spatial.distance import cdist
@@ -48,10 +51,10 @@ from scipy.special import log_softmax, softmax
 
 from pipeline.games import Game, deviation_payoff, marginals, product
 from pipeline.methods.convergence import ConvergenceError
-from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, payoff_range
+from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, game_shape, payoff_range
 from pipeline.methods.numerics import max_entropy
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import POSITIVE, at_least, between, method
+from pipeline.methods.registry import POSITIVE, Cost, Size, at_least, between, method
 
 DEFAULT_GAMES = {"scores": "agent-agent-task", "battles": "model-model-prompt"}
 # A damped step that moves no probability by more than this has stalled: the loss no longer changes but by rounding.
@@ -223,7 +226,23 @@ def affinity_cce(data: GameData, *, game: str = "auto", norm: str = "minmax", ke
     return _finish(chosen, sigma, tol, targets, info)
 
 
-@method("affinity-ne", needs=("game_data",),
+TYPICAL_STEPS = 12_000  # damped steps of a trace from tau=1 to 0.01 (LiveBench: about 10,000 at 20 to 127 models)
+
+
+def affinity_ne_cost(size: Size, params: Mapping[str, object]) -> Cost:
+    """Each damped step evaluates every player's payoff gradient and the loss over the whole payoff tensor: 7e-9 CPU
+    s per player x cell (LiveBench's agent-agent-task game: 20 models, 9,803 steps in 1.9 s; 127 models, 371,887
+    cells, 78 s), times the steps a trace typically takes (or `max_iter`, if fewer). The payoffs, their copy
+    scaled to unit range and a step's products: a few tensors of 8-byte cells per player."""
+    shape = game_shape(size, str(params["game"]))
+    cells = math.prod(shape)
+    steps = min(int(params["max_iter"]), TYPICAL_STEPS)
+    return Cost(7e-9 * len(shape) * cells * steps, 4 * 8.0 * len(shape) * cells,
+                "rate with affinity-cce or nash-averaging, a 2-player game (game=agent-agent or agent-task), or fewer agents "
+                "(--where)", f"{steps:,} damped steps over a game of {' x '.join(f'{n:,}' for n in shape)} strategies")
+
+
+@method("affinity-ne", needs=("game_data",), cost=affinity_ne_cost,
         rules=GAME_RULES | {"kernel_variance": POSITIVE, "tau": POSITIVE, "tau_min": POSITIVE, "tol": POSITIVE, "max_iter": at_least(1),
                             "decay": between(0, 1, low_open=True, high_open=True)})
 def affinity_ne(data: GameData, *, game: str = "auto", norm: str = "minmax", kernel_variance: float = 1e-6,

@@ -47,7 +47,7 @@ import scipy.sparse as sp
 
 from pipeline.games import Game
 from pipeline.methods.convergence import ConvergenceError, RatingError
-from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, payoff_range
+from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, game_shape, payoff_range
 from pipeline.methods.numerics import highs
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import Cost, Size, between, method
@@ -180,15 +180,6 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
             "symmetric_players": [[game.players[p], game.players[q]] for p, q in pairs],
             "first_lp_s": round(first_lp or 0.0, 6), "solve_s": round(time.perf_counter() - start, 6)}
     return ratings, sigma.reshape(game.shape), info
-
-
-def game_shape(size: Size, game: str) -> tuple[int, ...]:
-    """The strategies per player of the game a spec asks for, from the input's size (`auto`: 3 players when
-    there are tasks or prompts, else agent-agent)."""
-    k, t = size.agents, max(size.tasks, 1)
-    if game == "agent-agent" or (game == "auto" and not size.tasks):
-        return (k, k)
-    return (k, t) if game == "agent-task" else (k, k, t)
 
 
 def deviation_cost(size: Size, params: Mapping[str, object]) -> Cost:

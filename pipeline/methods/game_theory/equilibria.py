@@ -20,7 +20,7 @@ import numpy as np
 from pipeline.games import GAMES, NORMALISATIONS, Game, build
 from pipeline.methods.convergence import NoEstimate
 from pipeline.methods.ratings import Ratings, agent_column
-from pipeline.methods.registry import one_of
+from pipeline.methods.registry import Size, one_of
 from pipeline.stats.game_data import PromptCounts, ScoreTable
 
 GameData = ScoreTable | PromptCounts | Game
@@ -74,3 +74,12 @@ def game_ratings(game: Game, ratings: list[np.ndarray],
         columns = [f"c[{s}]" for s in game.strategies[-1]] if game.ids[-1] is None else [agent_column("c", a) for a in game.ids[-1]]
         extras |= {name: contributions[:, j] for j, name in enumerate(columns)}
     return Ratings.from_scores(game.ids[0], ratings[0] + 0.0, extras=extras, info=info, tie_tolerance=tie_tolerance)
+
+
+def game_shape(size: Size, game: str) -> tuple[int, ...]:
+    """The strategies per player of the game a spec asks for, from the input's size (`auto`: 3 players when
+    there are tasks or prompts, else agent-agent)."""
+    k, t = size.agents, max(size.tasks, 1)
+    if game == "agent-agent" or (game == "auto" and not size.tasks):
+        return (k, k)
+    return (k, t) if game == "agent-task" else (k, k, t)
