@@ -10,6 +10,7 @@ into pairs (battles) or one weak order per unit (a game, a task, a ballot, a rev
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import operator
@@ -246,7 +247,7 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     With `use_cache`, per-unit partials are kept in `<store>/cache/` and reused by later calls,
     so that only newly ingested files are read (the workers must be able to write to the store);
     the extras as large as the log (`Extra.kept`) are kept there finalized too, and extended by
-    the new units' rows where these come after them (`extend_kept`).
+    the new units' rows where these come after them (`keep_extra`).
     """
     statistics = check_statistics(kind, statistics)
     check_dated(store, kind, as_of, half_life_days)
@@ -266,34 +267,65 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     names = {space: store.dictionary(space).name_order() for space in DICTIONARIES}
     kept = frozenset(name for name in statistics & EXTRAS.keys() if EXTRAS[name].kept is not None) if root else frozenset()
     keys = {name: [cache.cache_key(root, kind, frozenset({name}), dense, unit) for unit in units] for name in kept}
-    snapshots = {name: cache.load_snapshot(root, kind, name, dense, category) for name in kept}
-    snapshots = {name: s for name, s in snapshots.items() if s is not None and s.units <= set(keys[name])}  # else a unit left
-    skips = [frozenset(name for name, s in snapshots.items() if keys[name][i] in s.units) for i in range(len(units))]
-    with stage("reduce units", len(units)) as advance:
-        total = sum_units(client, list(zip(units, skips)), kind, n, statistics, dense, root, kept, advance)
-        tails = {name: total.extra.pop(name, None) for name in kept}
-        reduced = finalize(kind, total, statistics - kept, names)
-        extra = dict(reduced.extra)
+    with contextlib.ExitStack() as locks:  # a snapshot's column files are appended in place: one reduction at a time
         for name in sorted(kept):
-            built = extend_kept(name, snapshots.get(name), tails[name], reduced.agents, names)
-            if built is None:  # late data: every unit's partial, from the cache
+            locks.enter_context(cache.snapshot_lock(root, kind, name, dense, category))
+        snapshots = {name: cache.load_snapshot(root, kind, name, dense, category) for name in kept}
+        snapshots = {name: s for name, s in snapshots.items() if s is not None and s.units <= set(keys[name])}  # else a unit left
+        skips = [frozenset(name for name, s in snapshots.items() if keys[name][i] in s.units) for i in range(len(units))]
+        with stage("reduce units", len(units)) as advance:
+            total = sum_units(client, list(zip(units, skips)), kind, n, statistics, dense, root, kept, advance)
+            tails = {name: total.extra.pop(name, None) for name in kept}
+            reduced = finalize(kind, total, statistics - kept, names)
+            extra = dict(reduced.extra)
+
+            def every_unit(name: str) -> object:  # late data: every unit's partial, from the cache
                 with stage(f"reduce units again (rows before the kept {name})", len(units)) as again:
-                    everything = sum_units(client, [(unit, frozenset()) for unit in units], kind, n, statistics, dense, root, kept, again)
-                built = EXTRAS[name].kept.finalize(everything.extra[name], reduced.agents, names)
-            extra[name], arrays = built
-            if name not in snapshots or snapshots[name].units != set(keys[name]):
-                cache.store_snapshot(root, kind, name, dense, category, cache.Snapshot(frozenset(keys[name]), arrays))
+                    return sum_units(client, [(unit, frozenset()) for unit in units], kind, n, statistics, dense, root, kept,
+                                     again).extra[name]
+
+            for name in sorted(kept):
+                extra[name] = keep_extra(KeptPlace(root, kind, name, dense, category), snapshots.get(name), frozenset(keys[name]),
+                                         tails[name], reduced.agents, names, every_unit)
     return dataclasses.replace(reduced, extra=dict(sorted(extra.items())), decay=decay)
 
 
-def extend_kept(name: str, snapshot: cache.Snapshot | None, tail: object, present: np.ndarray,
-                names: Mapping[str, np.ndarray]) -> tuple[object, Arrays] | None:
-    """Kept statistic `name` and its next snapshot: the snapshot extended by the merged partial of
-    the units it lacks (`tail`), or, without a snapshot, `tail` (then of every unit) finalized;
-    None where the tail's rows do not all come after the snapshot's (late data)."""
-    if snapshot is None:
-        return EXTRAS[name].kept.finalize(tail, present, names)
-    return EXTRAS[name].kept.extend(snapshot.arrays, tail, present, names)
+@dataclass(frozen=True)
+class KeptPlace:
+    """Where a kept statistic's snapshot lives: one per store, kind, statistic, layout and category."""
+
+    root: str
+    kind: str
+    name: str
+    dense: bool
+    category: str | None
+
+
+def keep_extra(place: KeptPlace, snapshot: cache.Snapshot | None, units: frozenset[str], tail: object, present: np.ndarray,
+               names: Mapping[str, np.ndarray], every_unit: Callable[[str], object]) -> object:
+    """Kept statistic `place.name` of `units`, its snapshot brought up to them: the snapshot extended by
+    the merged partial of the units it lacks (`tail`), or, without a snapshot, `tail` (then of every
+    unit) finalized; where the tail's rows cannot extend it (late data), `every_unit(name)` finalized.
+    A snapshot in column files (`Columns`, on a local store) is appended to in place: its rows are
+    neither read nor written again."""
+    kept = EXTRAS[place.name].kept
+    where = (place.root, place.kind, place.name, place.dense, place.category)
+    built = None
+    if snapshot is not None and snapshot.files is not None:
+        appendix = kept.columns.appendix(snapshot.arrays, tail, present, names)
+        if appendix is not None:
+            arrays = snapshot.arrays if snapshot.units == units else cache.append_snapshot(*where, snapshot, appendix, units, kept.columns.rows)
+            return kept.columns.statistic(arrays, present)
+    elif snapshot is not None:
+        built = kept.extend(snapshot.arrays, tail, present, names)
+    else:
+        built = kept.finalize(tail, present, names)
+    if built is None:
+        built = kept.finalize(every_unit(place.name), present, names)
+    statistic, arrays = built
+    if snapshot is None or snapshot.files is not None or snapshot.units != units:
+        cache.store_snapshot(*where, cache.Snapshot(units, arrays), kept.columns.rows if kept.columns else frozenset())
+    return statistic
 
 
 def sum_units(client, units: list[tuple[Unit, frozenset[str]]], kind: str, n: int, statistics: frozenset[str], dense: bool,
