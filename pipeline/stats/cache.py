@@ -41,7 +41,7 @@ import numpy as np
 from pipeline.paths import below, is_url
 from pipeline.stats.encoding import Arrays
 from pipeline.stats.partials import Partial
-from pipeline.store.files import atomic_write, exclusive_lock
+from pipeline.store.files import atomic_write, exclusive_lock, sync_files
 from pipeline.store.location import address, read_object, write_object
 
 FORMAT = 5  # 3: .npz of arrays with a checksum (1 and 2 were pickles: never read); 4: sequence partials hold ingest
@@ -309,7 +309,7 @@ def load_snapshot(root: str, kind: str, name: str, dense: bool, category: str | 
 
 def _write_column(path: Path, values: np.ndarray, column: ColumnFile | None = None) -> ColumnFile:
     """`values` appended to a column file (its rows as `column` records them: bytes past them cut), or
-    written as a new one; flushed to disk before the index names them."""
+    written as a new one; the caller syncs it (`sync_files`, batched) before an index names it."""
     values = np.ascontiguousarray(values)
     if column is not None and values.dtype != column.dtype:
         raise ValueError(f"{path.name}: {values.dtype} rows appended to a column of {column.dtype}")
@@ -318,8 +318,6 @@ def _write_column(path: Path, values: np.ndarray, column: ColumnFile | None = No
         handle.truncate(start * values.dtype.itemsize)
         handle.seek(start * values.dtype.itemsize)
         handle.write(values.data)
-        handle.flush()
-        os.fsync(handle.fileno())
     before = (column.segments, column.digests) if column is not None else ((), ())
     grown = (start + len(values),) if len(values) or column is None else ()
     digest = (hashlib.sha256(values.data).hexdigest(),) if grown else ()
@@ -346,6 +344,7 @@ def store_snapshot(root: str, kind: str, name: str, dense: bool, category: str |
     path.parent.mkdir(parents=True, exist_ok=True)
     files = {column: _write_column(_column_path(path, generation, column), snapshot.arrays[column])
              for column in sorted(rows & snapshot.arrays.keys())}
+    sync_files(_column_path(path, generation, column) for column in files)
     _store_index(root, kind, name, dense, category, snapshot.units,
                  {array: x for array, x in snapshot.arrays.items() if array not in files}, files, generation)
     for stale in path.parent.glob(f"{path.stem}.*{COLUMN_SUFFIX}"):
@@ -367,6 +366,7 @@ def append_snapshot(root: str, kind: str, name: str, dense: bool, category: str 
         raise ValueError(f"the appendix lacks the rows of {sorted(missing)}")
     files = {column: _write_column(_column_path(path, snapshot.generation, column), appendix[column], snapshot.files.get(column))
              for column in sorted(rows & appendix.keys())}
+    sync_files(_column_path(path, snapshot.generation, column) for column in files)
     if len({file.rows for file in files.values()}) > 1:
         raise ValueError("the row columns of a snapshot have as many rows each")
     small = {array: x for array, x in appendix.items() if array not in files}
