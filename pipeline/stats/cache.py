@@ -19,6 +19,13 @@ A statistic as large as the log (`Extra.kept`) is cached per unit in a file of i
 finalized too: a `Snapshot` (the same kind of checked `.npz`, one per kind, statistic, layout and
 category, naming the cache keys of the units whose rows it holds) that the next reduction extends
 by the new units' rows rather than merging every unit's partial again (`pipeline.stats.reduce`).
+A snapshot of row columns that only grow at their end (`Extra.kept.columns`: the sequence) is, on
+a local store, that `.npz` as an index beside one raw file per row column: a nightly maps the
+files (copy on write) without reading them and appends the new rows in place (`append_snapshot`),
+under a lock per snapshot, then replaces the index atomically. A column file is trusted without a
+read while its size and mtime are as the index recorded; one changed since is read and checked
+against the SHA-256 of each appended segment (and cut back to its rows: a crashed append) or
+refused (truncated, edited), and the statistic recomputed. In object storage it is one object.
 """
 
 from __future__ import annotations

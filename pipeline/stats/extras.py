@@ -57,7 +57,7 @@ class Kept:
     statistic again from every unit's partial.
 
     `finalize(merged, present, name_orders)` is `Extra.finalize` that also gives the snapshot's
-    arrays (store ids only: `present` grows with new agents). `extend(arrays, merged, present,
+    arrays (ids that stay valid as `present` grows with new agents). `extend(arrays, merged, present,
     name_orders)` gives the same from a snapshot and the merged partial of the units it lacks
     (None if there are none), equal bit for bit to `finalize` of every unit's partial, or None
     where it cannot (rows of those units that belong before the snapshot's end: late data), and

@@ -34,10 +34,13 @@ is 33 bytes a battle with timestamps and 25 without, input included (54 and 45 b
 benchmarks/bench_elo_memory.py). Under Dask each batch's runs travel to the client once, and the
 client finalizes their sum (`pipeline.stats.reduce.gathered_sum`): no worker holds them then.
 
-Between nightlies (`Extra.kept`) the finalized sequence is kept in the store's cache, 3 bytes a
-battle below 256 agents, with its last (timestamp, position): new rows that all come after it are
-finalized alone and appended (`_extend`); a new row at or before it (late data) makes the
-reduction finalize every unit's runs, as from scratch.
+Between nightlies (`Extra.kept`, `Columns`) the finalized sequence is kept in the store's cache
+as its own columns (16 bytes a battle) with its agents and its last (timestamp, position): new
+rows that all come after it are finalized alone and appended (`_appendix`); on a local store in
+place, the kept rows mapped rather than read (`pipeline.stats.cache.append_snapshot`), so that
+the reduction's cost follows the new rows (online Elo itself still replays every row). A new row
+at or before that end (late data), or an agent whose store id falls before one already present
+(the kept local ids would shift), makes the reduction finalize every unit's runs, as from scratch.
 
 A game of L players gives its L(L-1)/2 pairs, listed by the players' order in the game (place,
 then id); they form one *group*, which online Elo updates simultaneously. A battle is a group
