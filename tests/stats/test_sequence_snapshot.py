@@ -15,7 +15,7 @@ from pipeline.stats import reduce_store
 from pipeline.stats import cache as cache_module
 from pipeline.stats import sequence as sequence_module
 from pipeline.store import Store
-from tests.stats.test_cache import assert_identical
+from tests.stats.test_cache import assert_identical, is_snapshot
 from tests.stats.test_incremental import write_battles
 from tests.stats.test_reduce import write_ballots
 
@@ -48,10 +48,11 @@ def check_nightly(store: Store) -> None:
     assert_identical(reduce_store(store, "battles", {"sequence"}), nightly(store))
 
 
-def test_a_nightly_appends_the_new_rows_to_the_kept_column_files_in_place(tmp_path):
+def test_a_nightly_appends_the_new_rows_to_the_kept_column_files_in_place_without_reading_them(tmp_path, monkeypatch):
     store = kept_night(tmp_path)
     before = {name: (path.stat().st_ino, path.read_bytes()) for name, path in column_files(store).items()}
     assert {"a", "b", "score", "group"} <= before.keys()  # weight and players: one value each, in the index
+    monkeypatch.setattr(cache_module, "_segment_digests", lambda *args: pytest.fail("read a column file as written"))
     check_nightly(store)
     after = column_files(store)
     assert after.keys() == before.keys()
@@ -132,3 +133,19 @@ def test_an_agent_new_to_the_battles_but_not_to_the_store_shifts_the_local_ids_a
     monkeypatch.undo()
     assert_identical(reduce_store(store, "battles", {"sequence"}), built)
     assert finalized == [len(built.extra["sequence"])]  # every row, not the new one alone: m4's local id moved
+
+
+def test_an_index_naming_column_files_outside_its_own_is_refused(tmp_path, caplog):
+    store = kept_night(tmp_path)
+    [index] = [path for path in (store.root / "cache").rglob("*.npz") if is_snapshot(path)]
+    with np.load(index, allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    arrays[f"{cache_module.COLUMNS}.generation"] = np.frombuffer(b"../../elsewhere", np.uint8)
+    del arrays[cache_module.CHECKSUM]
+    arrays[cache_module.CHECKSUM] = np.frombuffer(cache_module.checksum(
+        {name: x for name, x in arrays.items() if name != cache_module.KEY}).encode(), np.uint8)  # as a planter would
+    with index.open("wb") as handle:
+        np.savez(handle, **arrays)
+    with caplog.at_level(logging.WARNING):
+        check_nightly(store)
+    assert "cached snapshot refused (it names column files outside its own)" in caplog.text
