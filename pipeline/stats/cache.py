@@ -190,26 +190,40 @@ class Snapshot:
     generation: str = ""
 
 
-def snapshot_path(root: str, kind: str, name: str, dense: bool, category: str | None) -> tuple[Path | str, str]:
-    """Where the snapshot of extra `name` lives, beside the partials, and its key: one per kind,
-    statistic, layout and category (each reduction replaces it with the one holding every unit)."""
-    key = hashlib.sha256(json.dumps([FORMAT, "snapshot", COLUMN_FILES, kind, name, dense, category]).encode()).hexdigest()
-    return cache_path(root, kind, key), key
+@dataclass(frozen=True)
+class SnapshotPlace:
+    """Where the snapshot of extra `name` lives, beside the partials: one per store, kind, statistic,
+    layout and category (each reduction replaces it with the one holding every unit)."""
+
+    root: str
+    kind: str
+    name: str
+    dense: bool
+    category: str | None
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps([FORMAT, "snapshot", COLUMN_FILES, self.kind, self.name, self.dense,
+                                          self.category]).encode()).hexdigest()
+
+    @property
+    def path(self) -> Path | str:
+        return cache_path(self.root, self.kind, self.key)
+
+    def column(self, generation: str, name: str) -> Path:
+        """The file of row column `name` of a generation (local stores only)."""
+        return self.path.with_name(f"{self.path.stem}.{generation}.{name}{COLUMN_SUFFIX}")
 
 
 @contextmanager
-def snapshot_lock(root: str, kind: str, name: str, dense: bool, category: str | None) -> Iterator[None]:
+def snapshot_lock(place: SnapshotPlace) -> Iterator[None]:
     """One reduction at a time reads and extends a snapshot on a local store (its column files are
     appended in place); none in object storage, whose snapshot is one object put whole."""
-    if is_url(root):
+    if is_url(place.root):
         yield
         return
-    with exclusive_lock(Path(snapshot_path(root, kind, name, dense, category)[0]).with_suffix(".lock")):
+    with exclusive_lock(place.path.with_suffix(".lock")):
         yield
-
-
-def _column_path(index: Path, generation: str, name: str) -> Path:
-    return index.with_name(f"{index.stem}.{generation}.{name}{COLUMN_SUFFIX}")
 
 
 def _written(path: Path) -> tuple[int, int]:
@@ -282,17 +296,17 @@ def _column_files(arrays: Arrays) -> tuple[dict[str, ColumnFile], str] | None:
     return files, generation
 
 
-def load_snapshot(root: str, kind: str, name: str, dense: bool, category: str | None) -> Snapshot | None:
-    """The snapshot of extra `name`, its column files mapped; None if absent or refused (logged).
+def load_snapshot(place: SnapshotPlace) -> Snapshot | None:
+    """The snapshot at `place`, its column files mapped; None if absent or refused (logged).
     On a local store, call it under `snapshot_lock`: it may cut a crashed append's bytes."""
-    path, key = snapshot_path(root, kind, name, dense, category)
-    arrays = load_arrays(path, key, "snapshot")
+    path = place.path
+    arrays = load_arrays(path, place.key, "snapshot")
     if arrays is None:
         return None
     units = arrays.pop(SNAPSHOT_UNITS, None)
     try:
         layout = _column_files(arrays)
-        if units is None or (layout is not None and is_url(root)):
+        if units is None or (layout is not None and is_url(place.root)):
             raise ValueError("it is not a snapshot of this store's kind")
     except (KeyError, ValueError, TypeError) as error:
         log.warning("%s: cached snapshot refused (%s); recomputing it", path, error)
@@ -303,14 +317,14 @@ def load_snapshot(root: str, kind: str, name: str, dense: bool, category: str | 
     units = frozenset(units.astype(str).tolist())
     checked = {}
     for column, file in files.items():
-        place = _column_path(path, generation, column)
-        if not _checked(place, file):
-            log.warning("%s: cached snapshot refused (its column file %s is not as written); recomputing it", path, place.name)
+        where = place.column(generation, column)
+        if not _checked(where, file):
+            log.warning("%s: cached snapshot refused (its column file %s is not as written); recomputing it", path, where.name)
             return None
-        checked[column] = dataclasses.replace(file, written=_written(place))
+        checked[column] = dataclasses.replace(file, written=_written(where))
     if checked != files:  # read and checked whole (a crashed append cut back): trusted again without a read
-        _store_index(root, kind, name, dense, category, units, arrays, checked, generation)
-    return Snapshot(units, arrays | {column: _mapped(_column_path(path, generation, column), file) for column, file in checked.items()},
+        _store_index(place, units, arrays, checked, generation)
+    return Snapshot(units, arrays | {column: _mapped(place.column(generation, column), file) for column, file in checked.items()},
                     checked, generation)
 
 
@@ -331,36 +345,30 @@ def _write_column(path: Path, values: np.ndarray, column: ColumnFile | None = No
     return ColumnFile(values.dtype, before[0] + grown, before[1] + digest, _written(path))
 
 
-def _store_index(root: str, kind: str, name: str, dense: bool, category: str | None, units: frozenset[str], arrays: Arrays,
-                 files: Mapping[str, ColumnFile], generation: str) -> None:
-    path, key = snapshot_path(root, kind, name, dense, category)
-    store_arrays(path, key, arrays | _column_marks(files, generation) | {SNAPSHOT_UNITS: np.array(sorted(units), dtype="S64")})
+def _store_index(place: SnapshotPlace, units: frozenset[str], arrays: Arrays, files: Mapping[str, ColumnFile], generation: str) -> None:
+    store_arrays(place.path, place.key, arrays | _column_marks(files, generation) | {SNAPSHOT_UNITS: np.array(sorted(units), dtype="S64")})
 
 
-def store_snapshot(root: str, kind: str, name: str, dense: bool, category: str | None, snapshot: Snapshot,
-                   rows: frozenset[str] = frozenset()) -> None:
+def store_snapshot(place: SnapshotPlace, snapshot: Snapshot, rows: frozenset[str] = frozenset()) -> None:
     """The snapshot written whole: on a local store its row columns (`rows`: `Columns`) in column
     files of a new generation, then the index naming them; the previous generation's files removed
     after (a reduction that mapped them keeps reading them)."""
-    path, key = snapshot_path(root, kind, name, dense, category)
-    units = np.array(sorted(snapshot.units), dtype="S64")
-    if is_url(root) or not rows:
-        store_arrays(path, key, snapshot.arrays | {SNAPSHOT_UNITS: units})
+    path = place.path
+    if is_url(place.root) or not rows:
+        store_arrays(path, place.key, snapshot.arrays | {SNAPSHOT_UNITS: np.array(sorted(snapshot.units), dtype="S64")})
         return
     generation = uuid.uuid4().hex
     path.parent.mkdir(parents=True, exist_ok=True)
-    files = {column: _write_column(_column_path(path, generation, column), snapshot.arrays[column])
+    files = {column: _write_column(place.column(generation, column), snapshot.arrays[column])
              for column in sorted(rows & snapshot.arrays.keys())}
-    sync_files(_column_path(path, generation, column) for column in files)
-    _store_index(root, kind, name, dense, category, snapshot.units,
-                 {array: x for array, x in snapshot.arrays.items() if array not in files}, files, generation)
+    sync_files(place.column(generation, column) for column in files)
+    _store_index(place, snapshot.units, {array: x for array, x in snapshot.arrays.items() if array not in files}, files, generation)
     for stale in path.parent.glob(f"{path.stem}.*{COLUMN_SUFFIX}"):
         if not stale.name.startswith(f"{path.stem}.{generation}."):
             stale.unlink(missing_ok=True)
 
 
-def append_snapshot(root: str, kind: str, name: str, dense: bool, category: str | None, snapshot: Snapshot,
-                    appendix: Arrays, units: frozenset[str], rows: frozenset[str]) -> Arrays:
+def append_snapshot(place: SnapshotPlace, snapshot: Snapshot, appendix: Arrays, units: frozenset[str], rows: frozenset[str]) -> Arrays:
     """A local snapshot of `Columns` extended in place (under `snapshot_lock`): the appendix's rows
     appended to each column file (a row column it lacks written whole, a new file), then the index
     replaced atomically, naming `units`; the whole snapshot's arrays, its columns mapped. A crash
@@ -368,14 +376,13 @@ def append_snapshot(root: str, kind: str, name: str, dense: bool, category: str 
     cut by the next writer)."""
     if snapshot.files is None:
         raise ValueError("only a snapshot kept in column files is appended to in place")
-    path = Path(snapshot_path(root, kind, name, dense, category)[0])
     if missing := snapshot.files.keys() - appendix.keys():
         raise ValueError(f"the appendix lacks the rows of {sorted(missing)}")
-    files = {column: _write_column(_column_path(path, snapshot.generation, column), appendix[column], snapshot.files.get(column))
+    files = {column: _write_column(place.column(snapshot.generation, column), appendix[column], snapshot.files.get(column))
              for column in sorted(rows & appendix.keys())}
-    sync_files(_column_path(path, snapshot.generation, column) for column in files)
+    sync_files(place.column(snapshot.generation, column) for column in files)
     if len({file.rows for file in files.values()}) > 1:
         raise ValueError("the row columns of a snapshot have as many rows each")
     small = {array: x for array, x in appendix.items() if array not in files}
-    _store_index(root, kind, name, dense, category, units, small, files, snapshot.generation)
-    return small | {column: _mapped(_column_path(path, snapshot.generation, column), file) for column, file in files.items()}
+    _store_index(place, units, small, files, snapshot.generation)
+    return small | {column: _mapped(place.column(snapshot.generation, column), file) for column, file in files.items()}

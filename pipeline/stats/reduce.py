@@ -268,9 +268,10 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     kept = frozenset(name for name in statistics & EXTRAS.keys() if EXTRAS[name].kept is not None) if root else frozenset()
     keys = {name: [cache.cache_key(root, kind, frozenset({name}), dense, unit) for unit in units] for name in kept}
     with contextlib.ExitStack() as locks:  # a snapshot's column files are appended in place: one reduction at a time
-        for name in sorted(kept):
-            locks.enter_context(cache.snapshot_lock(root, kind, name, dense, category))
-        snapshots = {name: cache.load_snapshot(root, kind, name, dense, category) for name in kept}
+        places = {name: cache.SnapshotPlace(root, kind, name, dense, category) for name in sorted(kept)}
+        for place in places.values():
+            locks.enter_context(cache.snapshot_lock(place))
+        snapshots = {name: cache.load_snapshot(place) for name, place in places.items()}
         snapshots = {name: s for name, s in snapshots.items() if s is not None and s.units <= set(keys[name])}  # else a unit left
         skips = [frozenset(name for name, s in snapshots.items() if keys[name][i] in s.units) for i in range(len(units))]
         with stage("reduce units", len(units)) as advance:
@@ -285,23 +286,12 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
                                      again).extra[name]
 
             for name in sorted(kept):
-                extra[name] = keep_extra(KeptPlace(root, kind, name, dense, category), snapshots.get(name), frozenset(keys[name]),
+                extra[name] = keep_extra(places[name], snapshots.get(name), frozenset(keys[name]),
                                          tails[name], reduced.agents, names, every_unit)
     return dataclasses.replace(reduced, extra=dict(sorted(extra.items())), decay=decay)
 
 
-@dataclass(frozen=True)
-class KeptPlace:
-    """Where a kept statistic's snapshot lives: one per store, kind, statistic, layout and category."""
-
-    root: str
-    kind: str
-    name: str
-    dense: bool
-    category: str | None
-
-
-def keep_extra(place: KeptPlace, snapshot: cache.Snapshot | None, units: frozenset[str], tail: object, present: np.ndarray,
+def keep_extra(place: cache.SnapshotPlace, snapshot: cache.Snapshot | None, units: frozenset[str], tail: object, present: np.ndarray,
                names: Mapping[str, np.ndarray], every_unit: Callable[[str], object]) -> object:
     """Kept statistic `place.name` of `units`, its snapshot brought up to them: the snapshot extended by
     the merged partial of the units it lacks (`tail`), or, without a snapshot, `tail` (then of every
@@ -309,12 +299,11 @@ def keep_extra(place: KeptPlace, snapshot: cache.Snapshot | None, units: frozens
     A snapshot in column files (`Columns`, on a local store) is appended to in place: its rows are
     neither read nor written again."""
     kept = EXTRAS[place.name].kept
-    where = (place.root, place.kind, place.name, place.dense, place.category)
     built = None
     if snapshot is not None and snapshot.files is not None:
         appendix = kept.columns.appendix(snapshot.arrays, tail, present, names)
         if appendix is not None:
-            arrays = snapshot.arrays if snapshot.units == units else cache.append_snapshot(*where, snapshot, appendix, units, kept.columns.rows)
+            arrays = snapshot.arrays if snapshot.units == units else cache.append_snapshot(place, snapshot, appendix, units, kept.columns.rows)
             return kept.columns.statistic(arrays, present)
     elif snapshot is not None:
         built = kept.extend(snapshot.arrays, tail, present, names)
@@ -324,7 +313,7 @@ def keep_extra(place: KeptPlace, snapshot: cache.Snapshot | None, units: frozens
         built = kept.finalize(every_unit(place.name), present, names)
     statistic, arrays = built
     if snapshot is None or snapshot.files is not None or snapshot.units != units:
-        cache.store_snapshot(*where, cache.Snapshot(units, arrays), kept.columns.rows if kept.columns else frozenset())
+        cache.store_snapshot(place, cache.Snapshot(units, arrays), kept.columns.rows if kept.columns else frozenset())
     return statistic
 
 
