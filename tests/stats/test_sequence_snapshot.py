@@ -6,6 +6,7 @@ nightly gives the bytes a reduction from scratch gives."""
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -149,3 +150,17 @@ def test_an_index_naming_column_files_outside_its_own_is_refused(tmp_path, caplo
     with caplog.at_level(logging.WARNING):
         check_nightly(store)
     assert "cached snapshot refused (it names column files outside its own)" in caplog.text
+
+
+def test_a_reduction_waits_for_the_one_extending_the_snapshot(tmp_path):
+    store = kept_night(tmp_path)
+    place = cache_module.SnapshotPlace(str(store.locate(".")), "battles", "sequence", True, None)
+    assert place.path.exists()  # the place the reduction keeps its snapshot at
+    results = []
+    with cache_module.snapshot_lock(place):  # another reduction appending to the column files
+        waiting = threading.Thread(target=lambda: results.append(nightly(store)))
+        waiting.start()
+        waiting.join(timeout=5)
+        assert waiting.is_alive() and not results
+    waiting.join()
+    assert_identical(reduce_store(store, "battles", {"sequence"}), results[0])
