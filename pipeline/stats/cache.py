@@ -351,8 +351,7 @@ def _store_index(place: SnapshotPlace, units: frozenset[str], arrays: Arrays, fi
 
 def store_snapshot(place: SnapshotPlace, snapshot: Snapshot, rows: frozenset[str] = frozenset()) -> None:
     """The snapshot written whole: on a local store its row columns (`rows`: `Columns`) in column
-    files of a new generation, then the index naming them; the previous generation's files removed
-    after (a reduction that mapped them keeps reading them)."""
+    files of a new generation, then the index naming them; the other generations' files removed after."""
     path = place.path
     if is_url(place.root) or not rows:
         store_arrays(path, place.key, snapshot.arrays | {SNAPSHOT_UNITS: np.array(sorted(snapshot.units), dtype="S64")})
@@ -363,6 +362,13 @@ def store_snapshot(place: SnapshotPlace, snapshot: Snapshot, rows: frozenset[str
              for column in sorted(rows & snapshot.arrays.keys())}
     sync_files(place.column(generation, column) for column in files)
     _store_index(place, snapshot.units, {array: x for array, x in snapshot.arrays.items() if array not in files}, files, generation)
+    _remove_other_generations(place, generation)
+
+
+def _remove_other_generations(place: SnapshotPlace, generation: str) -> None:
+    """The column files of the snapshot's other generations: the one it replaced, or one a crashed
+    rebuild wrote before its index (a reduction that mapped them keeps reading them)."""
+    path = place.path
     for stale in path.parent.glob(f"{path.stem}.*{COLUMN_SUFFIX}"):
         if not stale.name.startswith(f"{path.stem}.{generation}."):
             stale.unlink(missing_ok=True)
@@ -385,4 +391,5 @@ def append_snapshot(place: SnapshotPlace, snapshot: Snapshot, appendix: Arrays, 
         raise ValueError("the row columns of a snapshot have as many rows each")
     small = {array: x for array, x in appendix.items() if array not in files}
     _store_index(place, units, small, files, snapshot.generation)
+    _remove_other_generations(place, snapshot.generation)
     return small | {column: _mapped(place.column(snapshot.generation, column), file) for column, file in files.items()}

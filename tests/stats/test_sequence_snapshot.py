@@ -109,8 +109,12 @@ def test_late_rows_after_a_snapshot_in_column_files_write_a_new_one_which_the_ne
     store.ingest([day(tmp_path, 2)], "battles")  # battles before the last kept one
     check_nightly(store)
     assert not old & set(column_files(store).values())  # a new generation; the old one's files removed
+    index = next(iter(old)).name.split(".")[0]
+    crashed = next(iter(old)).with_name(f"{index}.dead.a.col")
+    crashed.write_bytes(b"\0" * 8)  # what a rebuild killed before its index leaves
     store.ingest([day(tmp_path, 4)], "battles")
     check_nightly(store)
+    assert not crashed.exists()
 
 
 def test_an_agent_new_to_the_battles_but_not_to_the_store_shifts_the_local_ids_and_the_sequence_is_built_again(
