@@ -293,6 +293,9 @@ def _column_files(arrays: Arrays) -> tuple[dict[str, ColumnFile], str] | None:
                                  tuple(arrays.pop(f"{COLUMNS}.{name}.written").tolist()))
     if not generation.isalnum() or any(not name.isidentifier() for name in files):
         raise ValueError("it names column files outside its own")
+    if any(file.dtype.kind not in "biuf" or len(file.segments) != len(file.digests) or np.any(np.diff((0, *file.segments)) < 0)
+           for file in files.values()):
+        raise ValueError("its column files are not columns of numbers in segments")
     return files, generation
 
 

@@ -140,12 +140,16 @@ def test_an_agent_new_to_the_battles_but_not_to_the_store_shifts_the_local_ids_a
     assert finalized == [len(built.extra["sequence"])]  # every row, not the new one alone: m4's local id moved
 
 
-def test_an_index_naming_column_files_outside_its_own_is_refused(tmp_path, caplog):
+@pytest.mark.parametrize("mark, value, reason", [
+    ("generation", b"../../elsewhere", "it names column files outside its own"),
+    ("a.dtype", b"|O", "its column files are not columns of numbers in segments"),  # objects: what np.load refuses to unpickle
+])
+def test_a_planted_index_is_refused(tmp_path, caplog, mark, value, reason):
     store = kept_night(tmp_path)
     [index] = [path for path in (store.root / "cache").rglob("*.npz") if is_snapshot(path)]
     with np.load(index, allow_pickle=False) as stored:
         arrays = {name: stored[name] for name in stored.files}
-    arrays[f"{cache_module.COLUMNS}.generation"] = np.frombuffer(b"../../elsewhere", np.uint8)
+    arrays[f"{cache_module.COLUMNS}.{mark}"] = np.frombuffer(value, np.uint8)
     del arrays[cache_module.CHECKSUM]
     arrays[cache_module.CHECKSUM] = np.frombuffer(cache_module.checksum(
         {name: x for name, x in arrays.items() if name != cache_module.KEY}).encode(), np.uint8)  # as a planter would
@@ -153,7 +157,7 @@ def test_an_index_naming_column_files_outside_its_own_is_refused(tmp_path, caplo
         np.savez(handle, **arrays)
     with caplog.at_level(logging.WARNING):
         check_nightly(store)
-    assert "cached snapshot refused (it names column files outside its own)" in caplog.text
+    assert f"cached snapshot refused ({reason})" in caplog.text
 
 
 def test_a_reduction_waits_for_the_one_extending_the_snapshot(tmp_path):
