@@ -31,7 +31,6 @@ from pipeline.logs.kinds import DICTIONARIES, ROWS_PER_TASK, TIMESTAMP
 from pipeline.progress import local_tasks_advance, stage
 from pipeline.stats import cache
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
-from pipeline.stats.encoding import Arrays
 from pipeline.stats.extras import EXTRAS, extra_columns, extra_partials, fallback_columns
 from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, comparison_partial, finalize, weak_order_partial
 from pipeline.stats.recency import HALF_LIFE, NO_DECAY, Decay, newest_timestamp, partition_day

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.stats import reduce_store
 from pipeline.stats import cache as cache_module
+from pipeline.stats import reduce_store
 from pipeline.stats import sequence as sequence_module
 from pipeline.store import Store
 from tests.stats.test_cache import assert_identical, is_snapshot
