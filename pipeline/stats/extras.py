@@ -20,7 +20,9 @@ a cached partial stays valid when a new file brings new agents, so after new fil
 units are read. An extra without `resize` is recomputed from every unit whenever a dictionary grew.
 An extra whose statistic is as large as the log (`sequence`, `council_reviews`) also declares
 `kept` (`Kept`): a cached reduction keeps its finalized statistic as a snapshot and extends it by
-the new units' rows, so that a nightly's cost follows the new rows rather than the whole log.
+the new units' rows, so that a nightly's cost follows the new rows rather than the whole log. A
+snapshot of columns that only grow at their end (`Columns`: `sequence`) is appended to in place on
+a local store, so that the nightly neither reads nor rewrites the kept rows.
 
 Partials are cached in the store (`pipeline.stats.cache`) as plain arrays, never pickled: `encode`
 turns a partial value into named arrays of numbers, booleans or bytes, and `decode` reads them
@@ -55,7 +57,7 @@ class Kept:
     statistic again from every unit's partial.
 
     `finalize(merged, present, name_orders)` is `Extra.finalize` that also gives the snapshot's
-    arrays (store ids only: `present` grows with new agents). `extend(arrays, merged, present,
+    arrays (ids that stay valid as `present` grows with new agents). `extend(arrays, merged, present,
     name_orders)` gives the same from a snapshot and the merged partial of the units it lacks
     (None if there are none), equal bit for bit to `finalize` of every unit's partial, or None
     where it cannot (rows of those units that belong before the snapshot's end: late data), and
@@ -63,6 +65,39 @@ class Kept:
 
     finalize: Callable[[Any, np.ndarray, Mapping[str, np.ndarray]], tuple[Any, Arrays]]
     extend: Callable[[Arrays, Any, np.ndarray, Mapping[str, np.ndarray]], tuple[Any, Arrays] | None]
+    columns: Columns | None = None  # a snapshot of columns that only grow at their end: appended in place on a local store
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A `Kept` snapshot made of row columns (one value a row, named in `rows`) that only ever grow
+    at their end, beside a few small arrays. On a local store each row column is a file appended in
+    place and mapped, not read, by the next reduction (`pipeline.stats.cache.append_snapshot`), so
+    that a nightly reads and writes only the new rows.
+
+    `appendix(arrays, merged, present, name_orders)` gives what the merged partial of the units a
+    snapshot lacks (None if there are none) appends to it: for each row column of the snapshot its
+    new rows, a row column the snapshot lacks whole, and the next small arrays; or None where the
+    rows cannot be appended (as `Kept.extend`: then every unit's partial is finalized).
+    `statistic(arrays, present)` is the statistic of a whole snapshot, without a pass over its rows;
+    `appended` joins a snapshot and an appendix in memory (a snapshot held whole: object storage)."""
+
+    rows: frozenset[str]
+    appendix: Callable[[Arrays, Any, np.ndarray, Mapping[str, np.ndarray]], Arrays | None]
+    statistic: Callable[[Arrays, np.ndarray], Any]
+
+    def appended(self, arrays: Arrays, appendix: Arrays) -> Arrays:
+        """The snapshot `arrays` followed by `appendix`, in memory: each row column the snapshot has,
+        then its new rows; every other array (a row column the snapshot lacks included), the appendix's."""
+        return appendix | {name: np.concatenate([arrays[name], appendix[name]]) for name in self.rows & arrays.keys()}
+
+    def extend(self, arrays: Arrays, merged: Any, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> tuple[Any, Arrays] | None:
+        """`Kept.extend` of a snapshot held whole in memory."""
+        appendix = self.appendix(arrays, merged, present, name_orders)
+        if appendix is None:
+            return None
+        whole = self.appended(arrays, appendix)
+        return self.statistic(whole, present), whole
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ into pairs (battles) or one weak order per unit (a game, a task, a ballot, a rev
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import functools
@@ -32,7 +33,6 @@ from pipeline.logs.kinds import DICTIONARIES, ROWS_PER_TASK, TIMESTAMP
 from pipeline.progress import local_tasks_advance, stage
 from pipeline.stats import cache
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
-from pipeline.stats.encoding import Arrays
 from pipeline.stats.extras import EXTRAS, extra_columns, extra_partials, fallback_columns
 from pipeline.stats.partials import DENSE_MAX_AGENTS, Partial, comparison_partial, finalize, weak_order_partial
 from pipeline.stats.recency import HALF_LIFE, NO_DECAY, Decay, newest_timestamp, partition_day
@@ -248,7 +248,7 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     With `use_cache`, per-unit partials are kept in `<store>/cache/` and reused by later calls,
     so that only newly ingested files are read (the workers must be able to write to the store);
     the extras as large as the log (`Extra.kept`) are kept there finalized too, and extended by
-    the new units' rows where these come after them (`extend_kept`); so is the sum of the units'
+    the new units' rows where these come after them (`keep_extra`); so is the sum of the units'
     other partials, which the next call adds to the new units' (`load_summed`).
     """
     statistics = check_statistics(kind, statistics)
@@ -269,31 +269,35 @@ def reduce_store(store: Store, kind: str, statistics: Iterable[str] = CORE_STATI
     names = {space: store.dictionary(space).name_order() for space in DICTIONARIES}
     kept = frozenset(name for name in statistics & EXTRAS.keys() if EXTRAS[name].kept is not None) if root else frozenset()
     keys = {name: [cache.cache_key(root, kind, frozenset({name}), dense, unit) for unit in units] for name in kept}
-    snapshots = {name: cache.load_snapshot(root, kind, name, dense, category) for name in kept}
-    snapshots = {name: s for name, s in snapshots.items() if s is not None and s.units <= set(keys[name])}  # else a unit left
-    skips = [frozenset(name for name, s in snapshots.items() if keys[name][i] in s.units) for i in range(len(units))]
-    core_keys = [cache.cache_key(root, kind, statistics - kept, dense, unit) for unit in units] if root else []
-    summed = load_summed(root, kind, statistics - kept, dense, category, decay, n, core_keys, skips, kept) if root else None
-    pending = [(unit, skip) for unit, skip, key in zip(units, skips, core_keys or [None] * len(units))
-               if summed is None or key not in summed[0]]
-    with stage("reduce units", len(pending)) as advance:
-        parts = [sum_units(client, pending, kind, n, statistics, dense, root, kept, advance)] if pending else []
-        total = functools.reduce(operator.add, parts + ([summed[1]] if summed is not None else []))
-        tails = {name: total.extra.pop(name, None) for name in kept}
-        if root and (summed is None or summed[0] != set(core_keys)):
-            cache.store_snapshot(root, kind, summed_name(statistics - kept, decay), dense, category,
-                                 cache.Snapshot(frozenset(core_keys), total.to_arrays()))
-        reduced = finalize(kind, total, statistics - kept, names)
-        extra = dict(reduced.extra)
-        for name in sorted(kept):
-            built = extend_kept(name, snapshots.get(name), tails[name], reduced.agents, names)
-            if built is None:  # late data: every unit's partial, from the cache
+    with contextlib.ExitStack() as locks:  # a snapshot's column files are appended in place: one reduction at a time
+        places = {name: cache.SnapshotPlace(root, kind, name, dense, category) for name in sorted(kept)}
+        for place in places.values():
+            locks.enter_context(cache.snapshot_lock(place))
+        snapshots = {name: cache.load_snapshot(place) for name, place in places.items()}
+        snapshots = {name: s for name, s in snapshots.items() if s is not None and s.units <= set(keys[name])}  # else a unit left
+        skips = [frozenset(name for name, s in snapshots.items() if keys[name][i] in s.units) for i in range(len(units))]
+        core_keys = [cache.cache_key(root, kind, statistics - kept, dense, unit) for unit in units] if root else []
+        summed_at = cache.SnapshotPlace(root, kind, summed_name(statistics - kept, decay), dense, category) if root else None
+        summed = load_summed(summed_at, n, core_keys, skips, kept) if root else None
+        pending = [(unit, skip) for unit, skip, key in zip(units, skips, core_keys or [None] * len(units))
+                   if summed is None or key not in summed[0]]
+        with stage("reduce units", len(pending)) as advance:
+            parts = [sum_units(client, pending, kind, n, statistics, dense, root, kept, advance)] if pending else []
+            total = functools.reduce(operator.add, parts + ([summed[1]] if summed is not None else []))
+            tails = {name: total.extra.pop(name, None) for name in kept}
+            if root and (summed is None or summed[0] != set(core_keys)):
+                cache.store_snapshot(summed_at, cache.Snapshot(frozenset(core_keys), total.to_arrays()))
+            reduced = finalize(kind, total, statistics - kept, names)
+            extra = dict(reduced.extra)
+
+            def every_unit(name: str) -> object:  # late data: every unit's partial, from the cache
                 with stage(f"reduce units again (rows before the kept {name})", len(units)) as again:
-                    everything = sum_units(client, [(unit, frozenset()) for unit in units], kind, n, statistics, dense, root, kept, again)
-                built = EXTRAS[name].kept.finalize(everything.extra[name], reduced.agents, names)
-            extra[name], arrays = built
-            if name not in snapshots or snapshots[name].units != set(keys[name]):
-                cache.store_snapshot(root, kind, name, dense, category, cache.Snapshot(frozenset(keys[name]), arrays))
+                    return sum_units(client, [(unit, frozenset()) for unit in units], kind, n, statistics, dense, root, kept,
+                                     again).extra[name]
+
+            for name in sorted(kept):
+                extra[name] = keep_extra(places[name], snapshots.get(name), frozenset(keys[name]),
+                                         tails[name], reduced.agents, names, every_unit)
     return dataclasses.replace(reduced, extra=dict(sorted(extra.items())), decay=decay)
 
 
@@ -303,30 +307,46 @@ def summed_name(core: frozenset[str], decay: Decay | None) -> str:
     return json.dumps(["sum", sorted(core), *(decay.key() if decay is not None else [])])
 
 
-def load_summed(root: str, kind: str, core: frozenset[str], dense: bool, category: str | None, decay: Decay | None,
-                n: int, core_keys: list[str], skips: list[frozenset[str]], kept: frozenset[str]) -> tuple[frozenset[str], Partial] | None:
-    """The sum of the cached partials of some of `units` (their keys, and the partial in an id space
-    of size n), kept from the last reduction so that a nightly reads one file for the units it
+def load_summed(place: cache.SnapshotPlace, n: int, core_keys: list[str], skips: list[frozenset[str]],
+                kept: frozenset[str]) -> tuple[frozenset[str], Partial] | None:
+    """The sum of the cached partials of some units (their keys, among `core_keys`, and the partial in an id space
+    of size n) at `place`, kept from the last reduction so that a nightly reads one file for the units it
     reduced rather than one per unit; None where it does not hold: a unit it counted has left the
     store (a category's or an as-of's selection changed), or a kept statistic's snapshot lacks the
     rows of a unit it counted (that unit's own files are then read for it)."""
-    snapshot = cache.load_snapshot(root, kind, summed_name(core, decay), dense, category)
+    snapshot = cache.load_snapshot(place)
     if snapshot is None or not snapshot.units <= set(core_keys):
         return None
     if any(key in snapshot.units and skip != kept for key, skip in zip(core_keys, skips)):
         return None
-    partial = cache.partial_of(snapshot.arrays, n, f"{kind} sum")
+    partial = cache.partial_of(snapshot.arrays, n, place.path)
     return None if partial is None else (snapshot.units, partial)
 
 
-def extend_kept(name: str, snapshot: cache.Snapshot | None, tail: object, present: np.ndarray,
-                names: Mapping[str, np.ndarray]) -> tuple[object, Arrays] | None:
-    """Kept statistic `name` and its next snapshot: the snapshot extended by the merged partial of
-    the units it lacks (`tail`), or, without a snapshot, `tail` (then of every unit) finalized;
-    None where the tail's rows do not all come after the snapshot's (late data)."""
-    if snapshot is None:
-        return EXTRAS[name].kept.finalize(tail, present, names)
-    return EXTRAS[name].kept.extend(snapshot.arrays, tail, present, names)
+def keep_extra(place: cache.SnapshotPlace, snapshot: cache.Snapshot | None, units: frozenset[str], tail: object, present: np.ndarray,
+               names: Mapping[str, np.ndarray], every_unit: Callable[[str], object]) -> object:
+    """Kept statistic `place.name` of `units`, its snapshot brought up to them: the snapshot extended by
+    the merged partial of the units it lacks (`tail`), or, without a snapshot, `tail` (then of every
+    unit) finalized; where the tail's rows cannot extend it (late data), `every_unit(name)` finalized.
+    A snapshot in column files (`Columns`, on a local store) is appended to in place: its rows are
+    neither read nor written again."""
+    kept = EXTRAS[place.name].kept
+    built = None
+    if snapshot is not None and snapshot.files is not None:
+        appendix = kept.columns.appendix(snapshot.arrays, tail, present, names)
+        if appendix is not None:
+            arrays = snapshot.arrays if snapshot.units == units else cache.append_snapshot(place, snapshot, appendix, units, kept.columns.rows)
+            return kept.columns.statistic(arrays, present)
+    elif snapshot is not None:
+        built = kept.extend(snapshot.arrays, tail, present, names)
+    else:
+        built = kept.finalize(tail, present, names)
+    if built is None:
+        built = kept.finalize(every_unit(place.name), present, names)
+    statistic, arrays = built
+    if snapshot is None or snapshot.files is not None or snapshot.units != units:
+        cache.store_snapshot(place, cache.Snapshot(units, arrays), kept.columns.rows if kept.columns else frozenset())
+    return statistic
 
 
 def sum_units(client, units: list[tuple[Unit, frozenset[str]]], kind: str, n: int, statistics: frozenset[str], dense: bool,

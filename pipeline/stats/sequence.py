@@ -34,10 +34,13 @@ is 33 bytes a battle with timestamps and 25 without, input included (54 and 45 b
 benchmarks/bench_elo_memory.py). Under Dask each batch's runs travel to the client once, and the
 client finalizes their sum (`pipeline.stats.reduce.gathered_sum`): no worker holds them then.
 
-Between nightlies (`Extra.kept`) the finalized sequence is kept in the store's cache, 3 bytes a
-battle below 256 agents, with its last (timestamp, position): new rows that all come after it are
-finalized alone and appended (`_extend`); a new row at or before it (late data) makes the
-reduction finalize every unit's runs, as from scratch.
+Between nightlies (`Extra.kept`, `Columns`) the finalized sequence is kept in the store's cache
+as its own columns (16 bytes a battle) with its agents and its last (timestamp, position): new
+rows that all come after it are finalized alone and appended (`_appendix`); on a local store in
+place, the kept rows mapped rather than read (`pipeline.stats.cache.append_snapshot`), so that
+the reduction's cost follows the new rows (online Elo itself still replays every row). A new row
+at or before that end (late data), or an agent whose store id falls before one already present
+(the kept local ids would shift), makes the reduction finalize every unit's runs, as from scratch.
 
 A game of L players gives its L(L-1)/2 pairs, listed by the players' order in the game (place,
 then id); they form one *group*, which online Elo updates simultaneously. A battle is a group
@@ -49,7 +52,7 @@ from __future__ import annotations
 import ctypes
 import platform
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -60,7 +63,7 @@ from pipeline.logs import LogKind, log_kind
 from pipeline.logs.identity import INGEST_POSITION
 from pipeline.logs.orders import A_WINS, B_WINS, TIE
 from pipeline.stats.encoding import Arrays, table_from_array, table_to_array
-from pipeline.stats.extras import Extra, Kept, register_extra, same_ids
+from pipeline.stats.extras import Columns, Extra, Kept, register_extra, same_ids
 from pipeline.weights import UNIT, to_units
 
 SORT_KEY = ["timestamp", "position", "group_id", "sub", "a", "b", "outcome", "units"]
@@ -89,12 +92,14 @@ class ComparisonSequence:
     weight: np.ndarray
     players: np.ndarray
     group: np.ndarray
+    checked: InitVar[int] = 0  # the first rows, whose groups are known nondecreasing (a kept snapshot's: checked as it was built)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, checked: int) -> None:
         m = len(self.a)
         if any(len(x) != m for x in (self.b, self.score, self.weight, self.players, self.group)):
             raise ValueError("one value per comparison in every column")
-        if m and np.any(self.group[1:] < self.group[:-1]):
+        first = max(checked, 1)  # a snapshot's rows are mapped from the cache: checking them would read them
+        if m > first and np.any(self.group[first:] < self.group[first - 1:-1]):
             raise ValueError("groups must be nondecreasing")
 
     def __len__(self) -> int:
@@ -410,75 +415,92 @@ def _ends(runs: Iterable[pa.Table]) -> tuple[tuple[int, int], tuple[int, int]] |
     return min(_key_at(run, 0) for run in runs), max(_key_at(run, run.num_rows - 1) for run in runs)
 
 
-def _kept(seq: ComparisonSequence, end: tuple[int, int] | None) -> Arrays:
-    """The snapshot of a finalized sequence (`Kept`): agents as store ids (in the smallest
-    unsigned type that holds them: 3 bytes a battle below 256 agents), scores as halves (uint8),
-    each row's start of a group or not, and the (timestamp, position) of the last row; a
-    `uniform` column (and starts where every row starts a group, as battles do) as its one value.
-    It is read, checked and written whole each night: its size is the nightly's cost per stored row."""
-    starts = np.r_[True, seq.group[1:] != seq.group[:-1]] if len(seq) else np.zeros(0, bool)
-    ids = np.min_scalar_type(int(seq.agents[-1]) if len(seq.agents) else 0)
-    arrays = {"a": seq.agents[seq.a].astype(ids), "b": seq.agents[seq.b].astype(ids),
-              "halves": (seq.score * 2).astype(np.uint8), "starts": starts[:1] if starts.all() else starts,
-              "rows": np.asarray(len(seq), np.int64), "end": np.asarray(end or (), np.int64)}
-    return arrays | {name: x[:1].copy() if is_uniform(x) else x for name, x in (("weight", seq.weight), ("players", seq.players))}
+ROW_COLUMNS = frozenset({"a", "b", "score", "group", "weight", "players"})  # the snapshot's columns of one value a row
+OF_ONE_VALUE = {"weight": np.float64, "players": np.int32}  # kept as their one value (`<name>.value`) while every row has it
+
+
+def _same(values: np.ndarray) -> bool:
+    return bool(len(values)) and (is_uniform(values) or values.min() == values.max())
+
+
+def _snapshot(seq: ComparisonSequence, end: tuple[int, int] | None) -> Arrays:
+    """The snapshot of a finalized sequence (`Kept`): its columns as they are (local agents, the
+    groups numbered), weight and players as their one value while every row has the same, the
+    agents, the number of groups and the (timestamp, position) of the last row. Local agents stay
+    valid while the agents of later reductions begin with these (store ids only grow): 16 bytes a
+    battle, appended to in place on a local store, and mapped, not read, by the next reduction."""
+    arrays = {"a": seq.a, "b": seq.b, "score": seq.score, "group": seq.group, "agents": seq.agents,
+              "groups": np.asarray(int(seq.group[-1]) + 1 if len(seq) else 0, np.int64), "end": np.asarray(end or (), np.int64)}
+    for name in OF_ONE_VALUE:
+        values = getattr(seq, name)
+        if len(values):
+            arrays |= {f"{name}.value": values[:1].copy()} if _same(values) else {name: np.ascontiguousarray(values)}
+    return arrays
 
 
 def _finalize_kept(runs: Runs, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> tuple[ComparisonSequence, Arrays]:
     ends = _ends(runs.tables)
     seq = _finalize(runs, present, name_orders)
-    return seq, _kept(seq, ends and ends[1])
+    return seq, _snapshot(seq, ends and ends[1])
 
 
-def _joined(head: np.ndarray, head_rows: int, tail: np.ndarray, dtype, uniform_from: int) -> np.ndarray:
-    """A column of a snapshot's rows (its one value if `uniform`) then the tail's, as `_finalize`
-    gives it for all their rows: a `uniform` view where they all have one value and there are at
-    least `uniform_from` rows (players from one, weights from two)."""
-    rows = head_rows + len(tail)
-    parts = [part for part in (head, tail) if len(part)]
-    low, high = min(part.min() for part in parts), max(part.max() for part in parts)
-    if low == high and rows >= uniform_from:
-        return uniform(np.asarray(low, dtype), rows)
-    return np.concatenate([np.broadcast_to(head, (head_rows,)), tail]).astype(dtype, copy=False)
-
-
-def _extend(kept: Arrays, tail: Runs | None, present: np.ndarray,
-            name_orders: Mapping[str, np.ndarray]) -> tuple[ComparisonSequence, Arrays] | None:
-    """The sequence of a snapshot's rows then the tail's, when every tail row comes after the
-    snapshot's last by (timestamp, position) (an ordered append: a new file of later battles, or
-    without timestamps, any new file); None otherwise (late data). No row is then tied with one
-    across the boundary, so `_finalize` of all the rows would give the same."""
+def _appendix(kept: Arrays, tail: Runs | None, present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> Arrays | None:
+    """What the tail's rows append to a snapshot (`Columns.appendix`), when they all come after its
+    last row by (timestamp, position) (an ordered append: a new file of later battles, or without
+    timestamps, any new file) and its agents begin `present`; None otherwise (late data, or an agent
+    new to these logs but not to the store, which shifts the local ids). No row is then tied with
+    one across the boundary, so `_finalize` of all the rows would give the same."""
+    head_rows, agents = len(kept["a"]), kept["agents"]
+    if len(present) < len(agents) or not np.array_equal(present[:len(agents)], agents):
+        return None
     tail = tail if tail is not None else Runs([])
-    ends = _ends(tail.tables)
-    head_rows = int(kept["rows"])
-    if not head_rows:
-        return _finalize_kept(tail, present, name_orders)
-    end = tuple(kept["end"].tolist())
-    if ends is not None and ends[0] <= end:
+    ends, end = _ends(tail.tables), tuple(kept["end"].tolist())
+    if head_rows and ends is not None and ends[0] <= end:
         return None
     new = _finalize(tail, present, name_orders)
-    added = _kept(new, ends and ends[1])
-    rows = head_rows + len(new)
-    index = np.int32 if rows < 2**31 else np.int64
-    local = np.searchsorted(present, np.arange(int(max(kept["a"].max(), kept["b"].max())) + 1)).astype(np.int32)  # by store id
-    agents = [np.concatenate([local[kept[name]], getattr(new, name)]) for name in ("a", "b")]
-    head_group = np.cumsum(np.broadcast_to(kept["starts"], (head_rows,)), dtype=index) - 1
-    group = np.concatenate([head_group, new.group.astype(index) + (head_group[-1] + 1)])
-    score = np.concatenate([kept["halves"].astype(np.float32) / np.float32(2), new.score])
-    seq = ComparisonSequence(present, *agents, score,
-                             _joined(kept["weight"], head_rows, new.weight, np.float64, 2),
-                             _joined(kept["players"], head_rows, new.players, np.int32, 1), group)
-    if not len(new):
-        return seq, kept
-    both = {name: np.concatenate([kept[name], added[name]]) for name in ("a", "b", "halves")}
-    both["starts"] = kept["starts"][:1] if len(kept["starts"]) == len(added["starts"]) == 1 else np.concatenate(
-        [np.broadcast_to(kept["starts"], (head_rows,)), np.broadcast_to(added["starts"], (len(new),))])
-    both |= {name: x[:1].copy() if is_uniform(x) else x for name, x in (("weight", seq.weight), ("players", seq.players))}
-    return seq, both | {"rows": np.asarray(rows, np.int64), "end": added["end"]}
+    index = np.int32 if head_rows + len(new) < 2**31 else np.int64
+    if kept["group"].dtype != index:  # past 2**31 rows the groups widen: every row again
+        return None
+    groups = int(kept["groups"])
+    appendix = {"a": new.a, "b": new.b, "score": new.score, "group": new.group.astype(index) + index(groups), "agents": present,
+                "groups": np.asarray(groups + (int(new.group[-1]) + 1 if len(new) else 0), np.int64),
+                "end": np.asarray(ends[1] if ends else end, np.int64)}
+    for name, dtype in OF_ONE_VALUE.items():
+        values, value = getattr(new, name), kept.get(f"{name}.value")
+        if name in kept:
+            appendix[name] = np.ascontiguousarray(values)
+        elif not len(values) or (value is not None and _same(values) and values[0] == value[0]):
+            appendix |= {} if value is None else {f"{name}.value": value}
+        elif not head_rows:
+            appendix |= {f"{name}.value": values[:1].copy()} if _same(values) else {name: np.ascontiguousarray(values)}
+        else:  # the first row of another value: from now on a column, written whole once
+            appendix[name] = np.concatenate([np.broadcast_to(value, (head_rows,)), values]).astype(dtype)
+    return appendix
+
+
+def _statistic(kept: Arrays, present: np.ndarray) -> ComparisonSequence:
+    """The sequence of a whole snapshot (`Columns.statistic`): its columns as they are (mapped from
+    the cache, not read), the groups checked as the snapshot was built."""
+    rows = len(kept["a"])
+
+    def column(name: str) -> np.ndarray:
+        if name in kept:
+            return kept[name]
+        if f"{name}.value" in kept:
+            return uniform(kept[f"{name}.value"][0], rows)
+        if rows:
+            raise ValueError(f"the snapshot has neither the {name} of each row nor their one value")
+        return np.zeros(0, OF_ONE_VALUE[name])
+
+    return ComparisonSequence(present, kept["a"], kept["b"], kept["score"], column("weight"), column("players"), kept["group"],
+                              checked=rows)
+
+
+COLUMNS = Columns(ROW_COLUMNS, _appendix, _statistic)
 
 
 SEQUENCE = register_extra(Extra(
     "sequence", {kind: (column, "timestamp", INGEST_POSITION) for kind, column in ID_COLUMNS.items()}, _partial, _merge, _finalize,
     _encode, _decode, fallbacks={column: INGEST_POSITION for column in ID_COLUMNS.values()}, resize=same_ids,
-    kept=Kept(_finalize_kept, _extend),
+    kept=Kept(_finalize_kept, COLUMNS.extend, COLUMNS),
 ))

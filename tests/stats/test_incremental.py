@@ -159,9 +159,9 @@ def test_a_damaged_snapshot_is_refused_and_the_sequence_built_from_every_unit(tm
     store = sample_store(tmp_path, "games")
     expected = reduce_store(store, "games", {"sequence"}, use_cache=True)
     [snapshot] = [path for path in cache_files(store) if is_snapshot(path) and not is_summed(path)]
-    with np.load(snapshot, allow_pickle=False) as stored:  # a valid .npz, its agents changed, key and checksum kept
+    with np.load(snapshot, allow_pickle=False) as stored:  # a valid index, its groups counted again, key and checksum kept
         arrays = {name: stored[name] for name in stored.files}
-    arrays["a"] = arrays["b"]
+    arrays["groups"] = arrays["groups"] + 1
     with snapshot.open("wb") as handle:
         np.savez(handle, **arrays)
     assert_identical(expected, reduce_store(store, "games", {"sequence"}, use_cache=True))
