@@ -23,11 +23,11 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import sort_positions
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
 from pipeline.stats.encoding import Arrays, arrays_table, table_arrays
 from pipeline.stats.extras import Extra, Kept, register_extra, same_ids
 from pipeline.stats.in_memory import statistics_of_records
-from pipeline.arrays import sort_positions
 from pipeline.stats.partials import DENSE_MAX_AGENTS, finalize
 from pipeline.stats.reduce import reduce_table
 
@@ -290,12 +290,9 @@ class Held:
         review_of = np.repeat(np.arange(r), models.lengths)
         pairs = sorted_distinct(query[review_of] * width + answering, queries * width)
         candidates = Ragged(np.bincount(pairs // width, minlength=queries).astype(np.int64), pairs % width)
-        # A review saw its query's candidates (the common case, kept as a flag) unless its models differ from them.
-        same_length = models.lengths == candidates.lengths[query]
-        slot = np.minimum(candidates.offsets[query][review_of] + np.arange(len(answering)) - models.offsets[:-1][review_of],
-                          max(len(candidates.values) - 1, 0))
-        differs = np.bincount(review_of[answering != candidates.values[slot]], minlength=r) > 0 if len(answering) else np.zeros(r, bool)
-        own = ~same_length | differs
+        # A review saw its query's candidates (the common case, kept as a flag) unless it saw fewer
+        # models (the candidates are the union of its query's models, so as many means the same ones).
+        own = models.lengths != candidates.lengths[query]
         flags = (table.column("abstained").to_numpy(zero_copy_only=False).astype(np.uint8) * ABSTAINED
                  | table.column("from_scores").to_numpy(zero_copy_only=False).astype(np.uint8) * FROM_SCORES
                  | dated.astype(np.uint8) * DATED | categorised.astype(np.uint8) * CATEGORISED | own.astype(np.uint8) * OWN_MODELS)

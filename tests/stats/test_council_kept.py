@@ -66,7 +66,8 @@ def test_the_same_reviews_twice_count_as_duplicates_as_from_scratch():
 
 def test_reviews_that_saw_other_models_than_their_query_keep_their_own():
     old = [review("q1", 1, (1, 2), models=(1, 2)), review("q1", 2, (3, 1), models=(1, 3)), review("q2", 1, (1, 2, 3))]
-    assert_as_from_scratch(old, [review("q1", 3, (2, 1), models=(1, 2)), review("q2", 2, (4, 1), models=(1, 4))])
+    reviews = assert_as_from_scratch(old, [review("q1", 3, (2, 1), models=(1, 2)), review("q2", 2, (4, 1), models=(1, 4))])
+    assert reviews.size.tolist() == [2, 2, 2, 3, 2]  # the answers each review saw, not its query's candidates
 
 
 @pytest.mark.parametrize("seed", range(6))
