@@ -5,8 +5,13 @@ Council Borda needs what the core statistics lose: which query a review belongs 
 is the sorted tuple of the unit's review rows; merging sorts the union by the whole row (a total
 key), so the merged value is the same whatever the partitioning and the merge order. It is
 O(reviews) in memory, which suits council logs (one row per reviewer and query). The reviews are
-built from the latest row of each query and reviewer on whole columns (`reviews_of_table`), and
-kept between nightlies (`Extra.kept`): new reviews merge again only the queries they name.
+built from the latest row of each query and reviewer on whole columns (`Held.of_table`), and
+kept between nightlies (`Extra.kept`) finalized per query, as plain arrays (`Held`): new reviews
+merge again only the queries they name, which are finalized alone and spliced in by position
+(a binary search among the sorted query ids), so that a nightly neither sorts nor groups the
+kept reviews; what it does on the whole snapshot is a few passes over its arrays (about 10 bytes
+a review where reviews are undated and uncategorised, as each review's models are a flag when
+they are its query's candidates).
 
 The same reviews reduce to the core statistics as the reviews kind says
 (`pipeline.logs.reviews.review_orders`, self-votes excluded); `CouncilReviews.statistics()` does
