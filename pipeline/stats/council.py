@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -193,7 +194,7 @@ class Ragged:
         values = np.frombuffer(data, np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.zeros(0, np.uint8)
         return cls(np.diff(offsets), values)
 
-    @property
+    @cached_property
     def offsets(self) -> np.ndarray:
         return np.r_[0, np.cumsum(self.lengths, dtype=np.int64)]
 
@@ -231,12 +232,6 @@ def spliced(values: np.ndarray, drop: np.ndarray, at: np.ndarray, new: np.ndarra
     kind = np.promote_types(values.dtype, narrowed(new).dtype if new.dtype.kind in "iu" and len(new) else new.dtype)
     kept = np.delete(values, drop) if len(drop) else values
     return np.insert(kept.astype(kind, copy=False), at - np.searchsorted(drop, at), new.astype(kind, copy=False))
-
-
-def subset_positions(flagged: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """The positions among the flagged items of items `positions` (the flagged items before each)."""
-    before = np.r_[0, np.cumsum(flagged, dtype=np.int64)]
-    return before[positions]
 
 
 @dataclass(frozen=True)
@@ -325,9 +320,15 @@ class Held:
                       else arrays[f.name].astype(bool) if f.name in ("dated", "categorised") else arrays[f.name]
                       for f in fields(cls)})
 
-    @property
+    @cached_property
     def review_offsets(self) -> np.ndarray:
         return np.r_[0, np.cumsum(self.reviews, dtype=np.int64)]
+
+    @cached_property
+    def flagged_before(self) -> dict[int, np.ndarray]:
+        """By flag (`OWN_MODELS`, `DATED`, `CATEGORISED`): the number of reviews so flagged before
+        each review, which is where a review's values are among those kept for the flagged ones only."""
+        return {bit: np.r_[0, np.cumsum(self.flags & bit != 0, dtype=np.int64)] for bit in (OWN_MODELS, DATED, CATEGORISED)}
 
     def rows(self, queries: np.ndarray) -> list[Row]:
         """The kept rows of the queries at these positions (a Python loop over their reviews only)."""
@@ -338,7 +339,7 @@ class Held:
         names = dict(zip(queries.tolist(), ids))
         flags = self.flags[picked]
         order, candidates, models = self.order.offsets, self.candidates.offsets, self.models.offsets
-        own, dated, categorised = (subset_positions(self.flags & bit != 0, picked) for bit in (OWN_MODELS, DATED, CATEGORISED))
+        own, dated, categorised = (self.flagged_before[bit][picked] for bit in (OWN_MODELS, DATED, CATEGORISED))
         category = self.review_category.strings()
         rows = []
         for i, (r, q, f) in enumerate(zip(picked.tolist(), query_of.tolist(), flags.tolist())):
@@ -358,9 +359,8 @@ class Held:
         at_reviews = np.repeat(offsets[at], new.reviews)
 
         def subset(bit: int) -> tuple[np.ndarray, np.ndarray]:
-            flagged = self.flags & bit != 0
-            before = np.r_[0, np.cumsum(flagged, dtype=np.int64)]
-            return before[drop_reviews][flagged[drop_reviews]], before[at_reviews[new.flags & bit != 0]]
+            before = self.flagged_before[bit]
+            return before[drop_reviews][self.flags[drop_reviews] & bit != 0], before[at_reviews[new.flags & bit != 0]]
 
         own, dated, categorised = subset(OWN_MODELS), subset(DATED), subset(CATEGORISED)
         return Held(self.query_ids.spliced(drop, at, new.query_ids), spliced(self.reviews, drop, at, new.reviews),
@@ -417,18 +417,19 @@ def _extend(kept: Arrays, tail: tuple[Row, ...] | None, present: np.ndarray,
     if held is None:
         return None
     duplicates = int(kept["duplicates"])
-    if tail:
-        named = sorted({row[0] for row in tail})
-        ids = held.query_ids.strings()
-        at = pl.from_arrow(ids).search_sorted(pl.Series(named, dtype=pl.String), side="left").to_numpy().astype(np.int64)
-        inside = np.flatnonzero(at < len(ids))
-        found = np.zeros(len(named), bool)
-        found[inside] = np.array(ids.take(pa.array(at[inside])).to_pylist(), object) == np.array(named, object)[inside]
-        drop = at[found]
-        merged = sorted(held.rows(drop) + list(tail))
-        latest = _latest(merged)
-        duplicates += len(merged) - len(latest)
-        held = held.spliced(drop, at, Held.of_table(_rows_table(latest)))
+    if not tail:  # every unit in the snapshot: it stays as it is
+        return held.council_reviews(duplicates, name_orders["agents"]), kept
+    named = sorted({row[0] for row in tail})
+    ids = held.query_ids.strings()
+    at = pl.from_arrow(ids).search_sorted(pl.Series(named, dtype=pl.String), side="left").to_numpy().astype(np.int64)
+    inside = np.flatnonzero(at < len(ids))
+    found = np.zeros(len(named), bool)
+    found[inside] = np.array(ids.take(pa.array(at[inside])).to_pylist(), object) == np.array(named, object)[inside]
+    drop = at[found]
+    merged = sorted(held.rows(drop) + list(tail))
+    latest = _latest(merged)
+    duplicates += len(merged) - len(latest)
+    held = held.spliced(drop, at, Held.of_table(_rows_table(latest)))
     return held.council_reviews(duplicates, name_orders["agents"]), _snapshot(held, duplicates)
 
 
