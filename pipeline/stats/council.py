@@ -196,7 +196,7 @@ class Ragged:
 
     @cached_property
     def offsets(self) -> np.ndarray:
-        return np.r_[0, np.cumsum(self.lengths, dtype=np.int64)]
+        return running_sum(self.lengths)
 
     def strings(self, valid: np.ndarray | None = None) -> pa.LargeStringArray:
         """The items as strings (None where `valid` is false)."""
@@ -219,10 +219,18 @@ class Ragged:
         return cls(arrays[f"{prefix}.lengths"], arrays[f"{prefix}.values"])
 
 
+def running_sum(lengths: np.ndarray) -> np.ndarray:
+    """0 then the running sum of `lengths`, as int64 (summed into its place: numpy's cumsum of
+    narrow integers into a new int64 array is 8x as slow)."""
+    sums = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, dtype=np.int64, out=sums[1:])
+    return sums
+
+
 def ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     """The integers of every range [starts[i], stops[i]), concatenated (without a Python loop)."""
     lengths = stops - starts
-    return np.repeat(starts - np.r_[0, np.cumsum(lengths)][:-1], lengths) + np.arange(lengths.sum(), dtype=np.int64)
+    return np.repeat(starts - running_sum(lengths)[:-1], lengths) + np.arange(lengths.sum(), dtype=np.int64)
 
 
 def spliced(values: np.ndarray, drop: np.ndarray, at: np.ndarray, new: np.ndarray) -> np.ndarray:
@@ -273,7 +281,7 @@ class Held:
         query_id = table.column("query_id").combine_chunks()
         new_query = np.r_[True, pc.not_equal(query_id[1:], query_id[:-1]).to_numpy(zero_copy_only=False)] if r else np.zeros(0, bool)
         starts = np.flatnonzero(new_query)
-        query = np.cumsum(new_query, dtype=np.int64) - 1
+        query = running_sum(new_query)[1:] - 1
         queries = len(starts)
         categorised = table.column("categorised").to_numpy(zero_copy_only=False).astype(bool)
         category = pc.if_else(table.column("categorised"), table.column("category"), pa.scalar(None, pa.string()))
@@ -322,13 +330,17 @@ class Held:
 
     @cached_property
     def review_offsets(self) -> np.ndarray:
-        return np.r_[0, np.cumsum(self.reviews, dtype=np.int64)]
+        return running_sum(self.reviews)
 
     @cached_property
-    def flagged_before(self) -> dict[int, np.ndarray]:
-        """By flag (`OWN_MODELS`, `DATED`, `CATEGORISED`): the number of reviews so flagged before
-        each review, which is where a review's values are among those kept for the flagged ones only."""
-        return {bit: np.r_[0, np.cumsum(self.flags & bit != 0, dtype=np.int64)] for bit in (OWN_MODELS, DATED, CATEGORISED)}
+    def flagged(self) -> dict[int, np.ndarray]:
+        """By flag (`OWN_MODELS`, `DATED`, `CATEGORISED`): the reviews so flagged, in order."""
+        return {bit: np.flatnonzero(self.flags & bit) for bit in (OWN_MODELS, DATED, CATEGORISED)}
+
+    def flagged_before(self, bit: int, reviews: np.ndarray) -> np.ndarray:
+        """The number of reviews flagged `bit` before each of `reviews`: where a review's values are
+        among those kept for the flagged ones only."""
+        return np.searchsorted(self.flagged[bit], reviews)
 
     def rows(self, queries: np.ndarray) -> list[Row]:
         """The kept rows of the queries at these positions (a Python loop over their reviews only)."""
@@ -339,7 +351,7 @@ class Held:
         names = dict(zip(queries.tolist(), ids))
         flags = self.flags[picked]
         order, candidates, models = self.order.offsets, self.candidates.offsets, self.models.offsets
-        own, dated, categorised = (self.flagged_before[bit][picked] for bit in (OWN_MODELS, DATED, CATEGORISED))
+        own, dated, categorised = (self.flagged_before(bit, picked) for bit in (OWN_MODELS, DATED, CATEGORISED))
         category = self.review_category.strings()
         rows = []
         for i, (r, q, f) in enumerate(zip(picked.tolist(), query_of.tolist(), flags.tolist())):
@@ -359,8 +371,8 @@ class Held:
         at_reviews = np.repeat(offsets[at], new.reviews)
 
         def subset(bit: int) -> tuple[np.ndarray, np.ndarray]:
-            before = self.flagged_before[bit]
-            return before[drop_reviews][self.flags[drop_reviews] & bit != 0], before[at_reviews[new.flags & bit != 0]]
+            return (self.flagged_before(bit, drop_reviews[self.flags[drop_reviews] & bit != 0]),
+                    self.flagged_before(bit, at_reviews[new.flags & bit != 0]))
 
         own, dated, categorised = subset(OWN_MODELS), subset(DATED), subset(CATEGORISED)
         return Held(self.query_ids.spliced(drop, at, new.query_ids), spliced(self.reviews, drop, at, new.reviews),
@@ -375,7 +387,7 @@ class Held:
         queries = len(self.reviews)
         query = np.repeat(np.arange(queries, dtype=np.int64), self.reviews)
         own = self.flags & OWN_MODELS != 0
-        size = self.candidates.lengths[query].astype(np.int64)
+        size = np.repeat(self.candidates.lengths.astype(np.int64), self.reviews)
         size[own] = self.models.lengths
         candidates = self.candidates.values.astype(np.int64)
         reviewer = self.reviewer.astype(np.int64)
