@@ -391,7 +391,9 @@ class Held:
         size[own] = self.models.lengths
         candidates = self.candidates.values.astype(np.int64)
         reviewer = self.reviewer.astype(np.int64)
-        ids = np.flatnonzero(np.bincount(np.r_[candidates, reviewer]))  # the agents of these reviews, sorted
+        seen = np.zeros(int(max(candidates.max(initial=-1), reviewer.max(initial=-1))) + 1, bool)
+        seen[self.candidates.values] = seen[self.reviewer] = True
+        ids = np.flatnonzero(seen)  # the agents of these reviews, sorted
         return CouncilReviews(
             tuple(self.query_ids.strings().to_pylist()), tuple(self.category.strings(self.categorised).to_pylist()),
             self.micros.astype(np.int64), self.dated.astype(bool), self.candidates.offsets, candidates, query, reviewer,
