@@ -395,7 +395,8 @@ class Held:
         seen[self.candidates.values] = seen[self.reviewer] = True
         ids = np.flatnonzero(seen)  # the agents of these reviews, sorted
         return CouncilReviews(
-            tuple(self.query_ids.strings().to_pylist()), tuple(self.category.strings(self.categorised).to_pylist()),
+            tuple(self.query_ids.strings().to_pylist()),
+            tuple(self.category.strings(self.categorised).to_pylist()) if self.categorised.any() else (None,) * queries,
             self.micros.astype(np.int64), self.dated.astype(bool), self.candidates.offsets, candidates, query, reviewer,
             self.flags & ABSTAINED != 0, size, self.flags & FROM_SCORES != 0, self.order.offsets, self.order.values.astype(np.int64),
             dict(zip(ids.tolist(), sort_positions(name_order[ids]).tolist())), duplicates,
