@@ -99,3 +99,21 @@ def test_a_ragged_splice_removes_and_inserts_whole_items():
     assert spliced.lengths.tolist() == [1, 2, 0, 1, 2]
     assert spliced.values.tolist() == [7, 1, 2, 8, 9, 9]
     assert ranges(np.array([3, 0, 5]), np.array([5, 0, 6])).tolist() == [3, 4, 5]
+
+
+def test_a_nightly_over_a_file_ingested_again_under_another_name_equals_a_reduction_from_scratch(tmp_path):
+    # The same reviews again (one more line, so that the store takes the file, which drops the
+    # records it holds already): the nightly gives what a reduction from scratch gives.
+    from pipeline.stats import reduce_store
+    from pipeline.store import Store
+    from tests.stats.test_council import RECORDS, write
+
+    store = Store(tmp_path / "store")
+    store.ingest([write(tmp_path / "a.jsonl", RECORDS)], "reviews")
+    reduce_store(store, "reviews", {"council_reviews"}, use_cache=True)
+    extra = {"query_id": "q0", "reviewer": "m3", "ranking": ["A"], "label_to_model": {"A": "m1"}}
+    store.ingest([write(tmp_path / "again.jsonl", [*RECORDS, extra])], "reviews")
+    nightly = reduce_store(store, "reviews", {"council_reviews"}, use_cache=True)
+    fresh = reduce_store(store, "reviews", {"council_reviews"})
+    assert fresh.extra["council_reviews"].query_ids == ("q0", "q1", "q2")
+    assert_identical(fresh, nightly)
