@@ -9,9 +9,10 @@ built from the latest row of each query and reviewer on whole columns (`Held.of_
 kept between nightlies (`Extra.kept`) finalized per query, as plain arrays (`Held`): new reviews
 merge again only the queries they name, which are finalized alone and spliced in by position
 (a binary search among the sorted query ids), so that a nightly neither sorts nor groups the
-kept reviews; what it does on the whole snapshot is a few passes over its arrays (about 10 bytes
+kept reviews; what it does on the whole snapshot is a few passes over its arrays (about 13 bytes
 a review where reviews are undated and uncategorised, as each review's models are a flag when
-they are its query's candidates).
+they are its query's candidates; a review's time adds 8 bytes and its category its length, as
+they are not compressed).
 
 The same reviews reduce to the core statistics as the reviews kind says
 (`pipeline.logs.reviews.review_orders`, self-votes excluded); `CouncilReviews.statistics()` does
