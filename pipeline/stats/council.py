@@ -238,7 +238,8 @@ def spliced(values: np.ndarray, drop: np.ndarray, at: np.ndarray, new: np.ndarra
     """`values` without the positions `drop` (sorted), with `new[j]` put before position `at[j]`
     (positions before the removal, nondecreasing): two passes over the values, whatever their number.
     The type is the narrowest holding both (a new model id may not fit the kept one's)."""
-    kind = np.promote_types(values.dtype, narrowed(new).dtype if new.dtype.kind in "iu" and len(new) else new.dtype)
+    fitting = np.min_scalar_type(int(new.max())) if new.dtype.kind in "iu" and len(new) and new.min() >= 0 else new.dtype
+    kind = np.promote_types(values.dtype, fitting)
     kept = np.delete(values, drop) if len(drop) else values
     return np.insert(kept.astype(kind, copy=False), at - np.searchsorted(drop, at), new.astype(kind, copy=False))
 
