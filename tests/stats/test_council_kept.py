@@ -8,6 +8,7 @@ import pytest
 
 from pipeline.stats.council import COUNCIL_REVIEWS, Held, Ragged, Row, ranges
 from tests.stats.test_cache import assert_identical
+from tests.store.test_object_store import aws, s3  # noqa: F401 (the fixtures)
 
 NAME_ORDERS = {"agents": np.arange(400)[::-1].copy()}  # names in the reverse of id order: the tie-break is not the ids'
 PRESENT = np.arange(400)
@@ -117,3 +118,25 @@ def test_a_nightly_over_a_file_ingested_again_under_another_name_equals_a_reduct
     fresh = reduce_store(store, "reviews", {"council_reviews"})
     assert fresh.extra["council_reviews"].query_ids == ("q0", "q1", "q2")
     assert_identical(fresh, nightly)
+
+
+def test_a_nightly_on_s3_splices_the_new_reviews_into_the_kept_ones_as_a_reduction_from_scratch_gives(aws, s3, tmp_path):  # noqa: F811
+    import json
+
+    from pipeline.stats import reduce_store
+    from pipeline.store import Store
+    from tests.conftest import SAMPLES
+
+    lines = [line for line in (SAMPLES / "council/reviews.jsonl").read_text(encoding="utf-8").splitlines()
+             if not json.loads(line)["query_id"].startswith("bad")]
+    (tmp_path / "old.jsonl").write_text("\n".join(lines[::2]) + "\n")  # the queries of both files interleave
+    (tmp_path / "new.jsonl").write_text("\n".join(lines[1::2]) + "\n")
+    url = f"s3://{aws}/store"
+    Store(url).ingest([str(tmp_path / "old.jsonl")], "reviews")
+    reduce_store(Store(url), "reviews", {"council_reviews"}, use_cache=True)
+    before = s3.objects(aws)
+    Store(url).ingest([str(tmp_path / "new.jsonl")], "reviews")
+    nightly = reduce_store(Store(url), "reviews", {"council_reviews"}, use_cache=True)
+    after = {key: etag for key, etag in s3.objects(aws).items() if key.startswith("store/cache/")}
+    assert len([key for key in after.keys() & before.keys() if after[key] != before[key]]) == 1  # the snapshot, extended
+    assert_identical(reduce_store(Store(url), "reviews", {"council_reviews"}), nightly)
