@@ -5,8 +5,14 @@ Council Borda needs what the core statistics lose: which query a review belongs 
 is the sorted tuple of the unit's review rows; merging sorts the union by the whole row (a total
 key), so the merged value is the same whatever the partitioning and the merge order. It is
 O(reviews) in memory, which suits council logs (one row per reviewer and query). The reviews are
-built from the latest row of each query and reviewer on whole columns (`reviews_of_table`), and
-kept between nightlies (`Extra.kept`): new reviews merge again only the queries they name.
+built from the latest row of each query and reviewer on whole columns (`Held.of_table`), and
+kept between nightlies (`Extra.kept`) finalized per query, as plain arrays (`Held`): new reviews
+merge again only the queries they name, which are finalized alone and spliced in by position
+(a binary search among the sorted query ids), so that a nightly neither sorts nor groups the
+kept reviews; what it does on the whole snapshot is a few passes over its arrays (about 13 bytes
+a review where reviews are undated and uncategorised, as each review's models are a flag when
+they are its query's candidates; a review's time adds 8 bytes and its category its length, as
+they are not compressed).
 
 The same reviews reduce to the core statistics as the reviews kind says
 (`pipeline.logs.reviews.review_orders`, self-votes excluded); `CouncilReviews.statistics()` does
@@ -16,17 +22,19 @@ that in memory, so that other methods rate exactly these reviews next to council
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 import numpy as np
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.arrays import sort_positions
 from pipeline.stats.counts import CORE_STATISTICS, Statistics
-from pipeline.stats.encoding import Arrays, arrays_table, table_arrays, table_from_ipc, table_to_ipc
+from pipeline.stats.encoding import Arrays, arrays_table, table_arrays
 from pipeline.stats.extras import Extra, Kept, register_extra, same_ids
 from pipeline.stats.in_memory import statistics_of_records
-from pipeline.arrays import sort_positions
 from pipeline.stats.partials import DENSE_MAX_AGENTS, finalize
 from pipeline.stats.reduce import reduce_table
 
@@ -37,12 +45,6 @@ Row = tuple[str, int, bool, int, bool, str, bool, tuple[int, ...], tuple[int, ..
 ROW_SCHEMA = pa.schema([("query_id", pa.string()), ("reviewer", pa.int64()), ("dated", pa.bool_()), ("micros", pa.int64()),
                         ("categorised", pa.bool_()), ("category", pa.string()), ("abstained", pa.bool_()),
                         ("models", pa.list_(pa.int64())), ("order", pa.list_(pa.int64())), ("from_scores", pa.bool_())])
-
-
-def _csr(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.array([len(x) for x in lists], dtype=np.int64)
-    values = np.array([v for x in lists for v in x], dtype=np.int64)
-    return np.r_[0, np.cumsum(lengths)].astype(np.int64), values
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,7 +145,7 @@ def _latest(rows: Sequence[Row]) -> list[Row]:
 def council_reviews(rows: tuple[Row, ...], name_order: np.ndarray) -> CouncilReviews:
     """Group merged rows by query; of several reviews by one reviewer of one query, keep the latest."""
     kept = _latest(rows)
-    return reviews_of_table(_rows_table(kept), len(rows) - len(kept), name_order)
+    return Held.of_table(_rows_table(kept)).council_reviews(len(rows) - len(kept), name_order)
 
 
 def sorted_distinct(keys: np.ndarray, bound: int) -> np.ndarray:
@@ -157,40 +159,250 @@ def sorted_distinct(keys: np.ndarray, bound: int) -> np.ndarray:
     return keys[np.r_[True, keys[1:] != keys[:-1]]] if len(keys) else keys
 
 
-def reviews_of_table(table: pa.Table, duplicates: int, name_order: np.ndarray) -> CouncilReviews:
-    """The reviews of `table` (`ROW_SCHEMA`, one row per query and reviewer, in that order): per
-    query the union of the answering models, the smallest category and the latest time, computed
-    on whole columns (no Python loop over the reviews, which a nightly's kept table is as large as)."""
-    r = table.num_rows
-    query_id = table.column("query_id").combine_chunks()
-    new_query = np.r_[True, pc.not_equal(query_id[1:], query_id[:-1]).to_numpy(zero_copy_only=False)] if r else np.zeros(0, bool)
-    starts = np.flatnonzero(new_query)
-    query = np.cumsum(new_query, dtype=np.int64) - 1
-    queries = len(starts)
-    category = pa.table({"query": query, "category": pc.if_else(table.column("categorised"), table.column("category"), pa.scalar(None, pa.string()))})
-    smallest = category.group_by("query").aggregate([("category", "min")]).sort_by("query").column("category_min")
-    dated = table.column("dated").to_numpy()
-    latest = np.where(dated, table.column("micros").to_numpy(), np.iinfo(np.int64).min)
-    any_dated = np.logical_or.reduceat(dated, starts) if queries else np.zeros(0, bool)
-    stamp = np.where(any_dated, np.maximum.reduceat(latest, starts), 0) if queries else np.zeros(0, np.int64)
-    models = table.column("models").combine_chunks()
-    answering = np.asarray(pc.list_flatten(models).to_numpy(), np.int64)
-    width = int(answering.max(initial=0)) + 1
-    pairs = sorted_distinct(query[np.asarray(pc.list_parent_indices(models).to_numpy(), np.int64)] * width + answering,
-                            queries * width)
-    candidate_offsets = np.r_[0, np.cumsum(np.bincount(pairs // width, minlength=queries))].astype(np.int64)
-    candidates = pairs % width
-    order = table.column("order").combine_chunks()
-    ranked = np.asarray(pc.list_flatten(order).to_numpy(), np.int64)
-    order_offsets = np.r_[0, np.cumsum(pc.list_value_length(order).to_numpy(zero_copy_only=False))].astype(np.int64)
-    reviewer = np.asarray(table.column("reviewer").to_numpy(), np.int64)
-    ids = np.flatnonzero(np.bincount(np.r_[candidates, reviewer]))  # the agents of these reviews, sorted
-    return CouncilReviews(
-        tuple(query_id.take(pa.array(starts)).to_pylist()), tuple(smallest.to_pylist()), stamp.astype(np.int64),
-        any_dated.astype(bool), candidate_offsets, candidates, query, reviewer, table.column("abstained").to_numpy().astype(bool),
-        np.asarray(pc.list_value_length(models).to_numpy(zero_copy_only=False), np.int64), table.column("from_scores").to_numpy().astype(bool),
-        order_offsets, ranked, dict(zip(ids.tolist(), sort_positions(name_order[ids]).tolist())), duplicates,
-    )
+ABSTAINED, FROM_SCORES, DATED, CATEGORISED, OWN_MODELS = 1, 2, 4, 8, 16  # bits of a kept review's flags
+HELD_FORMAT = 1  # the layout of `Held` in a snapshot (a snapshot without it, or of another, is built again)
+
+
+def narrowed(values: np.ndarray) -> np.ndarray:
+    """`values` (integers >= 0) in the smallest unsigned type that holds them: a snapshot is read,
+    checked and written whole every night, and its bytes are most of what that costs."""
+    kind = np.min_scalar_type(int(values.max(initial=0)))
+    return values if values.dtype.itemsize <= kind.itemsize else values.astype(kind)
+
+
+@dataclass(frozen=True)
+class Ragged:
+    """A list per item: item i's values are `values[offsets[i]:offsets[i+1]]`, offsets the running sum of `lengths`."""
+
+    lengths: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def of_list(cls, array: pa.Array) -> Ragged:
+        """Of an Arrow list array (a null list: empty)."""
+        array = pc.fill_null(array, pa.scalar([], array.type)) if array.null_count else array
+        return cls(np.asarray(pc.list_value_length(array).to_numpy(zero_copy_only=False), np.int64),
+                   np.asarray(pc.list_flatten(array).to_numpy(zero_copy_only=False)))
+
+    @classmethod
+    def of_strings(cls, array: pa.Array) -> Ragged:
+        """Of an Arrow string array, as UTF-8 bytes (a null string: empty)."""
+        array = pc.fill_null(array, "").cast(pa.large_string())
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks() if array.num_chunks else pa.array([], pa.large_string())
+        offsets = np.frombuffer(array.buffers()[1], np.int64, len(array) + 1, array.offset * 8)
+        data = array.buffers()[2]
+        values = np.frombuffer(data, np.uint8)[offsets[0]:offsets[-1]] if data is not None else np.zeros(0, np.uint8)
+        return cls(np.diff(offsets), values)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        return running_sum(self.lengths)
+
+    def strings(self, valid: np.ndarray | None = None) -> pa.LargeStringArray:
+        """The items as strings (None where `valid` is false)."""
+        bitmap = None if valid is None else pa.py_buffer(np.packbits(valid, bitorder="little"))
+        return pa.LargeStringArray.from_buffers(len(self.lengths), pa.py_buffer(self.offsets), pa.py_buffer(self.values), bitmap)
+
+    def spliced(self, drop: np.ndarray, at: np.ndarray, new: Ragged) -> Ragged:
+        """Items `drop` (sorted) removed and `new`'s items put before the items `at` (one per new
+        item, nondecreasing; positions before the removal; `len(self)` for the end)."""
+        offsets = self.offsets
+        dropped = ranges(offsets[drop], offsets[drop + 1])
+        return Ragged(spliced(self.lengths, drop, at, new.lengths),
+                      spliced(self.values, dropped, np.repeat(offsets[at], new.lengths), new.values))
+
+    def arrays(self, prefix: str) -> Arrays:
+        return {f"{prefix}.lengths": narrowed(self.lengths), f"{prefix}.values": narrowed(self.values)}
+
+    @classmethod
+    def from_arrays(cls, arrays: Arrays, prefix: str) -> Ragged:
+        return cls(arrays[f"{prefix}.lengths"], arrays[f"{prefix}.values"])
+
+
+def running_sum(lengths: np.ndarray) -> np.ndarray:
+    """0 then the running sum of `lengths`, as int64 (summed into its place: numpy's cumsum of
+    narrow integers into a new int64 array is 8x as slow)."""
+    sums = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, dtype=np.int64, out=sums[1:])
+    return sums
+
+
+def ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The integers of every range [starts[i], stops[i]), concatenated (without a Python loop)."""
+    lengths = stops - starts
+    return np.repeat(starts - running_sum(lengths)[:-1], lengths) + np.arange(lengths.sum(), dtype=np.int64)
+
+
+def spliced(values: np.ndarray, drop: np.ndarray, at: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """`values` without the positions `drop` (sorted), with `new[j]` put before position `at[j]`
+    (positions before the removal, nondecreasing): two passes over the values, whatever their number.
+    The type is the narrowest holding both (a new model id may not fit the kept one's)."""
+    fitting = np.min_scalar_type(int(new.max())) if new.dtype.kind in "iu" and len(new) and new.min() >= 0 else new.dtype
+    kind = np.promote_types(values.dtype, fitting)
+    kept = np.delete(values, drop) if len(drop) else values
+    return np.insert(kept.astype(kind, copy=False), at - np.searchsorted(drop, at), new.astype(kind, copy=False))
+
+
+@dataclass(frozen=True)
+class Held:
+    """The kept reviews between nightlies (`Extra.kept`), as plain arrays, finalized per query, so that
+    new reviews recompute only the queries they name and splice them in by position.
+
+    Per query (sorted by id): `query_ids` (UTF-8 bytes), `reviews` (its number of kept reviews, which
+    follow in reviewer order), `candidates` (the union of its reviews' models, sorted), `dated` and
+    `micros` (the latest review time, 0 if undated), `categorised` and `category` (the smallest).
+    Per review: `reviewer`, `flags` (`ABSTAINED`...), `order` (the ranking). Only for the reviews
+    flagged so: `models` (`OWN_MODELS`: those that saw other models than their query's candidates, which
+    all the others saw), `review_micros` (`DATED`), `review_category` (`CATEGORISED`).
+    """
+
+    query_ids: Ragged
+    reviews: np.ndarray
+    candidates: Ragged
+    dated: np.ndarray
+    micros: np.ndarray
+    categorised: np.ndarray
+    category: Ragged
+    reviewer: np.ndarray
+    flags: np.ndarray
+    order: Ragged
+    models: Ragged
+    review_micros: np.ndarray
+    review_category: Ragged
+
+    RAGGED = ("query_ids", "candidates", "category", "order", "models", "review_category")
+    SIGNED = ("micros", "review_micros")  # times before 1970 are negative: never narrowed
+
+    @classmethod
+    def of_table(cls, table: pa.Table) -> Held:
+        """The reviews of `table` (`ROW_SCHEMA`, one row per query and reviewer, in that order): per
+        query the union of the answering models, the smallest category and the latest time, computed
+        on whole columns (no Python loop over the reviews: a first night's table is the whole log)."""
+        r = table.num_rows
+        query_id = table.column("query_id").combine_chunks()
+        new_query = np.r_[True, pc.not_equal(query_id[1:], query_id[:-1]).to_numpy(zero_copy_only=False)] if r else np.zeros(0, bool)
+        starts = np.flatnonzero(new_query)
+        query = running_sum(new_query)[1:] - 1
+        queries = len(starts)
+        categorised = table.column("categorised").to_numpy(zero_copy_only=False).astype(bool)
+        category = pc.if_else(table.column("categorised"), table.column("category"), pa.scalar(None, pa.string()))
+        smallest = pa.table({"query": query, "category": category}).group_by("query").aggregate([("category", "min")])
+        smallest = smallest.sort_by("query").column("category_min")
+        dated = table.column("dated").to_numpy(zero_copy_only=False).astype(bool)
+        micros = table.column("micros").to_numpy()
+        latest = np.where(dated, micros, np.iinfo(np.int64).min)
+        any_dated = np.logical_or.reduceat(dated, starts) if queries else np.zeros(0, bool)
+        stamp = np.where(any_dated, np.maximum.reduceat(latest, starts), 0) if queries else np.zeros(0, np.int64)
+        models = Ragged.of_list(table.column("models").combine_chunks())
+        answering = models.values.astype(np.int64)
+        width = int(answering.max(initial=0)) + 1
+        review_of = np.repeat(np.arange(r), models.lengths)
+        pairs = sorted_distinct(query[review_of] * width + answering, queries * width)
+        candidates = Ragged(np.bincount(pairs // width, minlength=queries).astype(np.int64), pairs % width)
+        # A review saw its query's candidates (the common case, kept as a flag) unless it saw fewer
+        # models (the candidates are the union of its query's models, so as many means the same ones).
+        own = models.lengths != candidates.lengths[query]
+        flags = (table.column("abstained").to_numpy(zero_copy_only=False).astype(np.uint8) * ABSTAINED
+                 | table.column("from_scores").to_numpy(zero_copy_only=False).astype(np.uint8) * FROM_SCORES
+                 | dated.astype(np.uint8) * DATED | categorised.astype(np.uint8) * CATEGORISED | own.astype(np.uint8) * OWN_MODELS)
+        own_models = Ragged.of_list(table.column("models").combine_chunks().filter(pa.array(own)))
+        return cls(Ragged.of_strings(query_id.take(pa.array(starts))), np.diff(np.r_[starts, r]).astype(np.int64), candidates,
+                   any_dated, stamp.astype(np.int64), smallest.is_valid().to_numpy(zero_copy_only=False).astype(bool),
+                   Ragged.of_strings(smallest), np.asarray(table.column("reviewer").to_numpy(), np.int64), flags,
+                   Ragged.of_list(table.column("order").combine_chunks()), own_models, micros[dated].astype(np.int64),
+                   Ragged.of_strings(table.column("category").filter(pa.array(categorised))))
+
+    def arrays(self) -> Arrays:
+        ragged = {name: getattr(self, name) for name in self.RAGGED}
+        plain = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ragged}
+        return ({"held.format": np.asarray(HELD_FORMAT, np.int64)}
+                | {name: value.astype(np.uint8) if value.dtype == bool else value if name in self.SIGNED else narrowed(value)
+                   for name, value in plain.items()}
+                | {k: v for name, value in ragged.items() for k, v in value.arrays(name).items()})
+
+    @classmethod
+    def from_arrays(cls, arrays: Arrays) -> Held | None:
+        """The kept reviews of a snapshot; None if it holds another layout (an earlier version's)."""
+        if "held.format" not in arrays or int(arrays["held.format"]) != HELD_FORMAT:
+            return None
+        return cls(**{f.name: Ragged.from_arrays(arrays, f.name) if f.name in cls.RAGGED
+                      else arrays[f.name].astype(bool) if f.name in ("dated", "categorised") else arrays[f.name]
+                      for f in fields(cls)})
+
+    @cached_property
+    def review_offsets(self) -> np.ndarray:
+        return running_sum(self.reviews)
+
+    @cached_property
+    def flagged(self) -> dict[int, np.ndarray]:
+        """By flag (`OWN_MODELS`, `DATED`, `CATEGORISED`): the reviews so flagged, in order."""
+        return {bit: np.flatnonzero(self.flags & bit) for bit in (OWN_MODELS, DATED, CATEGORISED)}
+
+    def flagged_before(self, bit: int, reviews: np.ndarray) -> np.ndarray:
+        """The number of reviews flagged `bit` before each of `reviews`: where a review's values are
+        among those kept for the flagged ones only."""
+        return np.searchsorted(self.flagged[bit], reviews)
+
+    def rows(self, queries: np.ndarray) -> list[Row]:
+        """The kept rows of the queries at these positions (a Python loop over their reviews only)."""
+        offsets = self.review_offsets
+        picked = ranges(offsets[queries], offsets[queries + 1])
+        query_of = np.repeat(queries, self.reviews[queries])
+        ids = self.query_ids.strings().take(pa.array(queries)).to_pylist()
+        names = dict(zip(queries.tolist(), ids))
+        flags = self.flags[picked]
+        order, candidates, models = self.order.offsets, self.candidates.offsets, self.models.offsets
+        own, dated, categorised = (self.flagged_before(bit, picked) for bit in (OWN_MODELS, DATED, CATEGORISED))
+        category = self.review_category.strings()
+        rows = []
+        for i, (r, q, f) in enumerate(zip(picked.tolist(), query_of.tolist(), flags.tolist())):
+            answering = (self.models.values[models[own[i]]:models[own[i] + 1]] if f & OWN_MODELS
+                         else self.candidates.values[candidates[q]:candidates[q + 1]])
+            rows.append((names[q], int(self.reviewer[r]), bool(f & DATED), int(self.review_micros[dated[i]]) if f & DATED else 0,
+                         bool(f & CATEGORISED), category[int(categorised[i])].as_py() if f & CATEGORISED else "",
+                         bool(f & ABSTAINED), tuple(answering.tolist()), tuple(self.order.values[order[r]:order[r + 1]].tolist()),
+                         bool(f & FROM_SCORES)))
+        return rows
+
+    def spliced(self, drop: np.ndarray, at: np.ndarray, new: Held) -> Held:
+        """These reviews without the queries `drop` (sorted), with `new`'s queries put before the
+        queries `at` (one per new query, nondecreasing; `n_queries` for the end)."""
+        offsets = self.review_offsets
+        drop_reviews = ranges(offsets[drop], offsets[drop + 1])
+        at_reviews = np.repeat(offsets[at], new.reviews)
+
+        def subset(bit: int) -> tuple[np.ndarray, np.ndarray]:
+            return (self.flagged_before(bit, drop_reviews[self.flags[drop_reviews] & bit != 0]),
+                    self.flagged_before(bit, at_reviews[new.flags & bit != 0]))
+
+        own, dated, categorised = subset(OWN_MODELS), subset(DATED), subset(CATEGORISED)
+        return Held(self.query_ids.spliced(drop, at, new.query_ids), spliced(self.reviews, drop, at, new.reviews),
+                    self.candidates.spliced(drop, at, new.candidates), spliced(self.dated, drop, at, new.dated),
+                    spliced(self.micros, drop, at, new.micros), spliced(self.categorised, drop, at, new.categorised),
+                    self.category.spliced(drop, at, new.category), spliced(self.reviewer, drop_reviews, at_reviews, new.reviewer),
+                    spliced(self.flags, drop_reviews, at_reviews, new.flags), self.order.spliced(drop_reviews, at_reviews, new.order),
+                    self.models.spliced(*own, new.models), spliced(self.review_micros, *dated, new.review_micros),
+                    self.review_category.spliced(*categorised, new.review_category))
+
+    def council_reviews(self, duplicates: int, name_order: np.ndarray) -> CouncilReviews:
+        queries = len(self.reviews)
+        query = np.repeat(np.arange(queries, dtype=np.int64), self.reviews)
+        own = self.flags & OWN_MODELS != 0
+        size = np.repeat(self.candidates.lengths.astype(np.int64), self.reviews)
+        size[own] = self.models.lengths
+        candidates = self.candidates.values.astype(np.int64)
+        reviewer = self.reviewer.astype(np.int64)
+        seen = np.zeros(int(max(candidates.max(initial=-1), reviewer.max(initial=-1))) + 1, bool)
+        seen[self.candidates.values] = seen[self.reviewer] = True
+        ids = np.flatnonzero(seen)  # the agents of these reviews, sorted
+        return CouncilReviews(
+            tuple(self.query_ids.strings().to_pylist()),
+            tuple(self.category.strings(self.categorised).to_pylist()) if self.categorised.any() else (None,) * queries,
+            self.micros.astype(np.int64), self.dated.astype(bool), self.candidates.offsets, candidates, query, reviewer,
+            self.flags & ABSTAINED != 0, size, self.flags & FROM_SCORES != 0, self.order.offsets, self.order.values.astype(np.int64),
+            dict(zip(ids.tolist(), sort_positions(name_order[ids]).tolist())), duplicates,
+        )
 
 
 def _finalize(rows: tuple[Row, ...], present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> CouncilReviews:
@@ -198,49 +410,44 @@ def _finalize(rows: tuple[Row, ...], present: np.ndarray, name_orders: Mapping[s
 
 
 def _finalize_kept(rows: tuple[Row, ...], present: np.ndarray, name_orders: Mapping[str, np.ndarray]) -> tuple[CouncilReviews, Arrays]:
-    """The reviews, and their snapshot (`Kept`): the latest row of each query and reviewer, in
-    that order, as a table, and how many earlier ones were dropped."""
+    """The reviews, and their snapshot (`Kept`): the kept reviews (`Held`) and how many earlier ones were dropped."""
     kept = _latest(rows)
-    [table] = _narrowed([_rows_table(kept)])
+    held = Held.of_table(_rows_table(kept))
     duplicates = len(rows) - len(kept)
-    return reviews_of_table(table, duplicates, name_orders["agents"]), _snapshot(table, duplicates)
+    return held.council_reviews(duplicates, name_orders["agents"]), _snapshot(held, duplicates)
 
 
-IDS = ("reviewer", "models", "order")  # the columns of agent ids
-
-
-def _narrowed(tables: Sequence[pa.Table]) -> list[pa.Table]:
-    """The tables with agent ids in the smallest unsigned type that holds them all: a kept table
-    is sorted, encoded and decoded every night, and a list of bytes moves 8 times as fast."""
-    largest = max([0] + [pc.max(pc.list_flatten(t.column(c)) if c != "reviewer" else t.column(c)).as_py() or 0
-                         for t in tables for c in IDS if t.num_rows])
-    ids = pa.from_numpy_dtype(np.min_scalar_type(largest))
-    schema = pa.schema([pa.field(f.name, pa.list_(ids) if f.name in IDS[1:] else ids) if f.name in IDS else f for f in ROW_SCHEMA])
-    return [t.cast(schema) for t in tables]
-
-
-def _snapshot(table: pa.Table, duplicates: int) -> Arrays:
-    return {"table": table_to_ipc(table), "duplicates": np.asarray(duplicates, np.int64)}
+def _snapshot(held: Held, duplicates: int) -> Arrays:
+    return held.arrays() | {"duplicates": np.asarray(duplicates, np.int64)}
 
 
 def _extend(kept: Arrays, tail: tuple[Row, ...] | None, present: np.ndarray,
-            name_orders: Mapping[str, np.ndarray]) -> tuple[CouncilReviews, Arrays]:
+            name_orders: Mapping[str, np.ndarray]) -> tuple[CouncilReviews, Arrays] | None:
     """The reviews of a snapshot and of the merged rows of the units it lacks: only the queries
-    these rows name are merged again (from the snapshot's kept rows of those queries, since a
-    kept row is the latest of its query and reviewer among all the earlier ones), then put in
-    their place by query id. Reviews never depend on order of arrival, so there is no late data."""
-    table = table_from_ipc(kept["table"])
+    these rows name are merged again (with the snapshot's kept rows of those queries, since a kept
+    row is the latest of its query and reviewer among all the earlier ones) and finalized, then
+    spliced in by position: each named query is found among the sorted kept ids by a binary search,
+    replacing the kept query of the same id or put before the first larger one. The cost beyond
+    the new rows is a few passes over the snapshot's arrays, no sort nor grouping of them. Reviews
+    never depend on order of arrival, so there is no late data; None for a snapshot of another layout."""
+    held = Held.from_arrays(kept)
+    if held is None:
+        return None
     duplicates = int(kept["duplicates"])
-    if tail:
-        named = pa.array(sorted({row[0] for row in tail}), pa.string())
-        touched = pc.is_in(table.column("query_id"), value_set=named)
-        earlier = _decode(table_arrays(table.filter(touched).cast(ROW_SCHEMA)))
-        merged = tuple(sorted(earlier + tail))
-        latest = _latest(merged)
-        duplicates += len(merged) - len(latest)
-        table = pa.concat_tables(_narrowed([table.filter(pc.invert(touched)), _rows_table(latest)]))
-        table = table.take(pc.sort_indices(table, [("query_id", "ascending"), ("reviewer", "ascending")]))
-    return reviews_of_table(table, duplicates, name_orders["agents"]), _snapshot(table, duplicates)
+    if not tail:  # every unit in the snapshot: it stays as it is
+        return held.council_reviews(duplicates, name_orders["agents"]), kept
+    named = sorted({row[0] for row in tail})
+    ids = held.query_ids.strings()
+    at = pl.from_arrow(ids).search_sorted(pl.Series(named, dtype=pl.String), side="left").to_numpy().astype(np.int64)
+    inside = np.flatnonzero(at < len(ids))
+    found = np.zeros(len(named), bool)
+    found[inside] = np.array(ids.take(pa.array(at[inside])).to_pylist(), object) == np.array(named, object)[inside]
+    drop = at[found]
+    merged = sorted(held.rows(drop) + list(tail))
+    latest = _latest(merged)
+    duplicates += len(merged) - len(latest)
+    held = held.spliced(drop, at, Held.of_table(_rows_table(latest)))
+    return held.council_reviews(duplicates, name_orders["agents"]), _snapshot(held, duplicates)
 
 
 COUNCIL_REVIEWS = register_extra(Extra("council_reviews", {"reviews": COLUMNS}, _partial, _merge, _finalize, _encode, _decode,
