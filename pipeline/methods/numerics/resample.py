@@ -129,7 +129,7 @@ def sorted_columns(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each column of `values` (rounds x columns) as a sorted row, its NaNs last, and its count of numbers:
     one sort of contiguous rows (0.2 s for 1000 rounds of 53k agents; sorting the columns in place
     strides through memory, 0.5 s)."""
-    ordered = np.ascontiguousarray(np.asarray(values, dtype=np.float64).T)
+    ordered = np.ascontiguousarray(np.asarray(values).T, dtype=np.float64)  # one copy, whatever the dtype
     ordered.sort(axis=1)
     return ordered, ordered.shape[1] - np.isnan(ordered).sum(axis=1)
 
