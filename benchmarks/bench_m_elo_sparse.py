@@ -25,7 +25,8 @@ The one-step bootstrap (`refit=onestep`) is timed beside the exact refit on the 
 Diplomacy-scale run short: the exact time is then scaled to the one-step's rounds, and printed as measured and as
 scaled). The ratio is printed only where at least 99% of the agents' endpoints are within 10% of the exact
 interval's width, both bootstraps taking the same `--exact-rounds` draws (the first rounds of a longer run:
-the seeded chunks do not depend on the number of rounds).
+the seeded chunks do not depend on the number of rounds). Beside each wall time, the CPU seconds of the workers
+and of this process (the client: the rows received, the percentiles per agent), which hold on a loaded machine.
 
 Run: `python -m benchmarks.bench_m_elo_sparse [--diplomacy] [--onestep-rounds 1000] [--exact-rounds 100]`; writes
 benchmarks/results/m_elo_sparse.json. The issue's case, kept short:
@@ -141,14 +142,17 @@ def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, work
         result[f"bootstrap_{workers}_workers_s"] = time.perf_counter() - start
         on_cluster, _ = bootstrap_intervals(cells, full, options, check_rounds, 2, 400.0, 1000.0, client=client)
         exact_rounds = exact_rounds or one_step_rounds
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds(client)
         exact, _ = bootstrap_intervals(cells, full, options, exact_rounds, 1, 400.0, 1000.0, client=client)
         result[f"exact_{exact_rounds}_rounds_{workers}_workers_s"] = time.perf_counter() - start
+        result["exact_workers_cpu_s"], result["exact_client_cpu_s"] = np.subtract(cpu_seconds(client), cpu).tolist()
         result[f"exact_{one_step_rounds}_rounds_{workers}_workers_s"] = (
             result[f"exact_{exact_rounds}_rounds_{workers}_workers_s"] * one_step_rounds / exact_rounds)  # scaled if fewer
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds(client)
         one_step, _ = bootstrap_intervals(cells, full, options, one_step_rounds, 1, 400.0, 1000.0, algorithm="onestep", client=client)
         result[f"onestep_{one_step_rounds}_rounds_{workers}_workers_s"] = time.perf_counter() - start
+        result["onestep_workers_cpu_s"], result["onestep_client_cpu_s"] = np.subtract(cpu_seconds(client), cpu).tolist()
+        result["onestep_load_average"] = os.getloadavg()[0]
         if exact_rounds != one_step_rounds:  # the exact rounds' draws
             one_step, _ = bootstrap_intervals(cells, full, options, exact_rounds, 1, 400.0, 1000.0, algorithm="onestep", client=client)
     result["onestep_rounds"], result["exact_rounds"] = one_step_rounds, exact_rounds
@@ -172,10 +176,19 @@ def bench_graph(name: str, cells: Cells, rounds: int, baseline_rounds: int, work
     print(f"  {k} rounds on {workers} workers: exact refit {result[f'exact_{k}_rounds_{workers}_workers_s']:.1f} s{scaled}, "
           f"one-step {result[f'onestep_{k}_rounds_{workers}_workers_s']:.1f} s; {result['onestep_share_within_a_tenth']:.2%} of "
           f"the endpoints of {e} rounds within 10% of the exact width", flush=True)
+    print(f"  CPU seconds, the workers' and this process's: one-step {result['onestep_workers_cpu_s']:.1f} + "
+          f"{result['onestep_client_cpu_s']:.1f}, exact refit ({e} rounds) {result['exact_workers_cpu_s']:.1f} + "
+          f"{result['exact_client_cpu_s']:.1f}; load {result['onestep_load_average']:.1f}", flush=True)
     print(f"  bootstrap {rounds} rounds on {workers} workers {new:.1f} s; {check_rounds} rounds give the same bytes on "
           f"{workers} workers and in one process: {result[f'same_bytes_{workers}_workers_and_one_process']} (the ratios, "
           "checked, follow)", flush=True)
     return result
+
+
+def cpu_seconds(client) -> tuple[float, float]:
+    """CPU seconds so far of the cluster's worker processes (summed) and of this process: on a shared machine the
+    wall time of a run says how much of the cores it got, these what it cost."""
+    return sum(client.run(time.process_time).values()), time.process_time()
 
 
 def share_within_a_tenth(exact: dict, one_step: dict) -> float:

@@ -58,6 +58,19 @@ def effective_wins(x_wins, y_wins, ties, cells):
 
 
 @njit(cache=True, nogil=True)
+def drawn_agents(weight, start, cell):
+    """Per agent of an adjacency (`start`, `cell`): whether one of its cells has a positive `weight` (a round
+    drew a record of it), each agent's cells scanned until one has."""
+    drawn = np.zeros(len(start) - 1, dtype=np.bool_)
+    for i in range(len(drawn)):
+        for e in range(start[i], start[i + 1]):
+            if weight[cell[e]] > 0:
+                drawn[i] = True
+                break
+    return drawn
+
+
+@njit(cache=True, nogil=True)
 def _differences(beta, x, y, d, e):
     """d = b_x - b_y per cell, and e = -|d| (numpy's exp takes it from there)."""
     for c in range(len(x)):
@@ -72,10 +85,11 @@ def _win_and_loss(d, e):
 
 
 @njit(cache=True, nogil=True)
-def _combine(beta, x, y, d, e, log1p_e, wx, wy, cc, prior, grad, curvature):
+def _combine(beta, x, y, d, e, log1p_e, wx, wy, cc, prior, grad, position, curvature):
     """From d and e = exp(-|d|) per cell, in one pass: the gradient per agent into `grad` and the curvature
-    cc p q per cell into `curvature`, p = P(x beats y) and q = 1 - p (each from e, so neither loses its digits
-    where the other is within an ulp of 1); returns the data log-likelihood and the gradient's largest entry."""
+    cc p q of cell c into `curvature[position[c]]`, p = P(x beats y) and q = 1 - p (each from e, so neither loses
+    its digits where the other is within an ulp of 1); returns the data log-likelihood and the gradient's largest
+    entry."""
     for i in range(len(beta)):
         grad[i] = -prior * beta[i]
     data = 0.0
@@ -85,7 +99,7 @@ def _combine(beta, x, y, d, e, log1p_e, wx, wy, cc, prior, grad, curvature):
         g = wx[c] * q - wy[c] * p
         grad[x[c]] += g
         grad[y[c]] -= g
-        curvature[c] = cc[c] * p * q
+        curvature[position[c]] = cc[c] * p * q
     largest = 0.0
     for i in range(len(beta)):
         if abs(grad[i]) > largest or grad[i] != grad[i]:  # a NaN stays, as in numpy's max
@@ -316,10 +330,22 @@ class Round:
     log-likelihood, the conjugate gradients' dot products and vector updates with the substitutions),
     in the same order as apart, so the bits do not change."""
 
-    def __init__(self, x: np.ndarray, y: np.ndarray, adjacency: Adjacency, wx: np.ndarray, wy: np.ndarray, prior: float):
+    def __init__(self, x: np.ndarray, y: np.ndarray, adjacency: Adjacency, wx: np.ndarray, wy: np.ndarray, prior: float,
+                 position: np.ndarray | None = None):
+        """The cells (x, y, wx, wy) are the adjacency's, or (`position` given: their places among the adjacency's
+        cells) some of them: a cell a round drew nothing from adds nothing to its gradient, curvature or
+        log-likelihood (zero weights times finite terms), so the passes over the cells may leave it out without
+        changing a bit (at Diplomacy scale a third of the cells: Poisson(1) is 0 with probability 1/e)."""
         self.x, self.y, self.adjacency, self.wx, self.wy, self.cc, self.prior = x, y, adjacency, wx, wy, wx + wy, prior
         m = len(x)
+        self.position = np.arange(m) if position is None else position
+        self.cells = len(adjacency.cell) // 2  # each cell is listed under both its agents
         self.d, self.e, self.log1p_e = np.empty(m), np.empty(m), np.empty(m)
+
+    def curvatures(self) -> np.ndarray:
+        """A buffer of the curvature of every cell of the adjacency (`evaluate` fills those of the round's
+        cells; the others, drawn empty, stay 0)."""
+        return np.zeros(self.cells)
 
     def exponentials(self, beta: np.ndarray) -> None:
         """d = b_x - b_y and e = exp(-|d|) per cell."""
@@ -328,12 +354,12 @@ class Round:
 
     def evaluate(self, beta: np.ndarray, grad: np.ndarray, curvature: np.ndarray) -> tuple[float, float, float]:
         """The log-likelihood, the size of its terms and the gradient's largest entry at `beta`; the gradient
-        into `grad`, the curvature per cell into `curvature` (in the same pass: a line search's trial is
-        nearly always taken, and Newton's next step needs them)."""
+        into `grad`, the curvature per cell into `curvature` (`curvatures`; in the same pass: a line search's
+        trial is nearly always taken, and Newton's next step needs them)."""
         self.exponentials(beta)
         np.log1p(self.e, out=self.log1p_e)
         data, gradient_size = _combine(beta, self.x, self.y, self.d, self.e, self.log1p_e, self.wx, self.wy, self.cc, self.prior, grad,
-                                       curvature)
+                                       self.position, curvature)
         penalty = self.prior / 2 * _dot(beta, beta)
         return data - penalty, penalty - data, gradient_size
 
@@ -402,9 +428,9 @@ def newton(round_: Round, beta: np.ndarray, tol: float, max_iter: int, solves: S
     so the ratings are as accurate as after that step; its last step is reported as the bound, and no
     step is taken."""
     prior, adjacency = round_.prior, round_.adjacency
-    n, m = len(beta), len(round_.x)
+    n = len(beta)
     round_.relax(beta)
-    grad, curvature, diagonal, weight = np.empty(n), np.empty(m), np.empty(n), np.empty(len(adjacency.cell), dtype=WEIGHT)
+    grad, curvature, diagonal, weight = np.empty(n), round_.curvatures(), np.empty(n), np.empty(len(adjacency.cell), dtype=WEIGHT)
     bounds, block = coarse_blocks(n)
     lower = None
     loglik, magnitude, gradient_size = round_.evaluate(beta, grad, curvature)
@@ -460,7 +486,7 @@ def one_step(round_: Round, beta: np.ndarray, rtol: float) -> bool:
     bootstrap's width away. The system is solved as `newton`'s are (`coarse_guess`, then
     `conjugate_gradients`) to the relative residual `rtol`; returns whether it reached it."""
     prior, adjacency = round_.prior, round_.adjacency
-    grad, curvature = np.empty(len(beta)), np.empty(len(round_.x))
+    grad, curvature = np.empty(len(beta)), round_.curvatures()
     diagonal, weight = np.empty(len(beta)), np.empty(len(adjacency.cell), dtype=WEIGHT)
     round_.relax(beta)
     round_.evaluate(beta, grad, curvature)

@@ -40,10 +40,14 @@ def fan_out(work: Callable[[object, int, np.random.Generator], np.ndarray], payl
 
             shared = client.scatter(payload, hash=False)  # sent once, not once per chunk
             futures = [client.submit(_run, work, shared, size, child, pure=False) for size, child in zip(sizes, children)]
-            rounds_of = {future.key: size for future, size in zip(futures, sizes)}
-            for future in as_completed(futures):
-                advance(rounds_of[future.key])
-            return np.concatenate(client.gather(futures), axis=0)  # in chunk order, whatever order they ended in
+            position = {future.key: k for k, future in enumerate(futures)}
+            chunks: list[np.ndarray | None] = [None] * len(futures)
+            # each chunk's rows fetched as it ends, while the others compute (fetched at the end, 1000 rounds of
+            # 53k agents, 850 MB, added 10-15 s of wall time after the last chunk)
+            for future, rows in as_completed(futures, with_results=True):
+                chunks[position[future.key]] = rows
+                advance(sizes[position[future.key]])
+            return np.concatenate(chunks, axis=0)  # in chunk order, whatever order they ended in
         shared = dask.delayed(payload, traverse=False)
         tasks = [dask.delayed(_run)(work, shared, size, child) for size, child in zip(sizes, children)]
         with local_tasks_advance(advance, {task.key: size for task, size in zip(tasks, sizes)}):

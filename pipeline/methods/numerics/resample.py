@@ -104,39 +104,59 @@ def interval_columns(scores: np.ndarray, ranks: np.ndarray, rank: np.ndarray,
     `established` (a mask of the agents), ranks are counted among the established agents, and
     among the others after them, in every round (`ranks_within`), and only established agents are
     tiered (the others have tier 0)."""
-    finite = np.isfinite(scores)
-    if finite.all():  # numpy's nanpercentile goes agent by agent (3 s for 1000 rounds of 53k agents)
-        low, high = np.percentile(scores, PERCENTILES, axis=0)
-    elif finite.any():
-        low, high = nan_percentiles(scores, PERCENTILES)
-    else:
-        low, high = (np.full(len(rank), np.nan),) * 2
+    low, high = nan_percentiles(scores, PERCENTILES)
     mask = np.ones(len(rank), dtype=bool) if established is None else np.asarray(established, dtype=bool)
     if not mask.all():
         ranks, rank = ranks_within(ranks, mask), ranks_within(rank, mask)
-    measured = np.isfinite(ranks)
-    if measured.all():
-        rank_low = np.percentile(ranks, PERCENTILES[0], axis=0, method="lower")
-        rank_high = np.percentile(ranks, PERCENTILES[1], axis=0, method="higher")
-    else:  # an agent no round measured has NaN bounds, widened here
-        [rank_low], [rank_high] = nan_percentiles(ranks, PERCENTILES[:1], "lower"), nan_percentiles(ranks, PERCENTILES[1:], "higher")
-        rank_low, rank_high = np.nan_to_num(rank_low, nan=1.0), np.nan_to_num(rank_high, nan=float(len(rank)))
+    ordered, measured = sorted_columns(ranks)
+    [rank_low] = percentiles_of_sorted(ordered, measured, PERCENTILES[:1], "lower")
+    [rank_high] = percentiles_of_sorted(ordered, measured, PERCENTILES[1:], "higher")
+    # an agent no round measured has NaN bounds, widened here
+    rank_low, rank_high = np.nan_to_num(rank_low, nan=1.0), np.nan_to_num(rank_high, nan=float(len(rank)))
     rank_low, rank_high = rank_low.astype(np.int64), rank_high.astype(np.int64)
     return {"ci_low": low, "ci_high": high, "rank_low": rank_low, "rank_high": rank_high,
-            "tier": tiers_within(rank, rank_low, rank_high, mask), "rounds_measured": measured.sum(axis=0)}
+            "tier": tiers_within(rank, rank_low, rank_high, mask), "rounds_measured": measured}
 
 
 def nan_percentiles(values: np.ndarray, q: Sequence[float], method: str = "linear") -> np.ndarray:
     """`np.nanpercentile(values, q, axis=0, method=method)` (q x columns; NaN for a column without a
-    number), computed one block of columns at a time: the columns with the same count of numbers,
-    sorted with their NaNs last, go through one `np.percentile` over that many rows. numpy's own
-    goes column by column in Python: 19 s for 20 rounds of 53k agents."""
-    ordered = np.sort(values, axis=0)
-    counts = (~np.isnan(values)).sum(axis=0)
-    found = np.full((len(q), values.shape[1]), np.nan)
-    for count in np.unique(counts[counts > 0]):
-        columns = np.flatnonzero(counts == count)
-        found[:, columns] = np.percentile(ordered[:count, columns], q, axis=0, method=method)
+    number), bit for bit, for every column at once (`sorted_columns`, `percentiles_of_sorted`). numpy's
+    own goes column by column in Python: 19 s for 20 rounds of 53k agents."""
+    return percentiles_of_sorted(*sorted_columns(values), q, method)
+
+
+def sorted_columns(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each column of `values` (rounds x columns) as a sorted row, its NaNs last, and its count of numbers:
+    one sort of contiguous rows (0.2 s for 1000 rounds of 53k agents; sorting the columns in place
+    strides through memory, 0.5 s)."""
+    ordered = np.ascontiguousarray(np.asarray(values).T, dtype=np.float64)  # one copy, whatever the dtype
+    ordered.sort(axis=1)
+    return ordered, ordered.shape[1] - np.isnan(ordered).sum(axis=1)
+
+
+def percentiles_of_sorted(ordered: np.ndarray, counts: np.ndarray, q: Sequence[float], method: str = "linear") -> np.ndarray:
+    """The percentiles `q` of each row of `ordered` (`sorted_columns`), over its first `counts` numbers, by
+    numpy's own arithmetic (`np.percentile`'s virtual index (count - 1) q / 100, its neighbours, and its
+    `_lerp` for "linear"; the index's floor for "lower", its ceiling for "higher"), so the same bits as
+    numpy's; q x rows, NaN for a row without a number."""
+    if method not in ("linear", "lower", "higher"):
+        raise ValueError(f"method must be linear, lower or higher, not {method!r}")
+    found = np.full((len(q), len(ordered)), np.nan)
+    rows = np.flatnonzero(counts > 0)
+    last = counts[rows] - 1
+    for k, quantile in enumerate(np.true_divide(np.asarray(q, dtype=np.float64), 100.0)):
+        virtual = last * quantile
+        if method != "linear":
+            index = (np.floor(virtual) if method == "lower" else np.ceil(virtual)).astype(np.intp)
+            found[k, rows] = ordered[rows, index]
+            continue
+        previous = np.floor(virtual)
+        above = virtual >= last  # numpy takes the last number for both neighbours, and gamma from index -1
+        gamma = virtual - np.where(above, -1.0, previous)
+        below = ordered[rows, np.where(above, last, previous).astype(np.intp)]
+        following = ordered[rows, np.where(above, last, previous + 1).astype(np.intp)]
+        difference = following - below
+        found[k, rows] = np.where(gamma >= 0.5, following - difference * (1 - gamma), below + difference * gamma)
     return found
 
 

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from pipeline.methods.bradley_terry.core import Cells, elo_tolerance, fit
-from pipeline.methods.bradley_terry.m_elo import ROUND_TOL, bootstrap_intervals, chord_is_cheaper, round_costs
+from pipeline.methods.bradley_terry.m_elo import ROUND_TOL, bootstrap_intervals, chord_is_cheaper, round_costs, round_rows
 from pipeline.methods.bradley_terry.m_elo import m_elo as m_elo_method
 from pipeline.methods.convergence import ConvergenceError, NoEstimate
 from pipeline.stats.counts import PairwiseCounts
@@ -222,7 +222,7 @@ def test_rounds_stopped_at_round_tol_are_within_the_stated_accuracy_of_exact_rou
 def test_the_rounds_take_the_looser_of_round_tol_and_the_fits_tol(monkeypatch):
     asked = []
     monkeypatch.setattr("pipeline.methods.bradley_terry.m_elo.fan_out", lambda work, job, *a, **k: asked.append(job.options["tol"]) or
-                        np.zeros((0, 2 * job.cells.n + 1)))
+                        np.zeros(0, dtype=round_rows(job.cells.n)))
     cells = Cells.from_counts(counts(random_counts(n=5, battles=200, seed=1)[0]))
     for tol in (1e-7, 1e-2):
         with pytest.raises(NoEstimate):  # no rounds came back

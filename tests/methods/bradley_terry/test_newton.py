@@ -16,6 +16,7 @@ from pipeline.methods.bradley_terry.newton import (
     coarse_guess,
     coarse_system,
     conjugate_gradients,
+    drawn_agents,
     effective_wins,
     hessian_entries,
     newton,
@@ -266,3 +267,33 @@ def test_effective_wins_gather_a_rounds_counts_in_the_order_given_with_ties_as_h
             assert wx.tobytes() == (x_wins + ties / 2)[order].tobytes() and wy.tobytes() == (y_wins + ties / 2)[order].tobytes()
     strided = draws[:, :50].T[:, ::2]  # a column of a strided block, as the chord method's fallback may pass
     assert effective_wins(strided[:, 1], strided[:, 1], strided[:, 1], order)[0].tolist() == (1.5 * draws[2, :50])[order].tolist()
+
+
+@pytest.mark.parametrize("prior", [0.0, 0.01])
+def test_a_round_over_only_its_drawn_cells_is_the_round_over_all_of_them_bit_for_bit(prior):
+    """A resample draws nothing from many cells (Poisson(1) is 0 a third of the time); `Round` given only the
+    others, with their places among the adjacency's cells, must fit the same bits: the same steps, curvatures
+    in the same places for the Hessian, the same sums."""
+    cells = heavy_tailed_cells(seed=13)
+    banded = Banded.of(cells.n, cells.x, cells.y)
+    draws = np.random.default_rng(4).poisson(1.0, (3, len(cells.x))).astype(float)
+    wx, wy = effective_wins(draws[0], draws[1], draws[2], banded.cells)
+    drawn = wx + wy
+    position = np.flatnonzero(drawn > 0)
+    assert 0 < len(position) < len(cells.x)
+    rounds = [Round(banded.x, banded.y, banded.adjacency, wx, wy, prior),
+              Round(banded.x[position], banded.y[position], banded.adjacency, wx[position], wy[position], prior, position)]
+    betas = [np.zeros(cells.n), np.zeros(cells.n)]
+    outcomes = [newton(round_, beta, 1e-7, 100) for round_, beta in zip(rounds, betas)]
+    assert outcomes[0].iterations == outcomes[1].iterations > 1
+    assert betas[0].tobytes() == betas[1].tobytes()
+    one_step_betas = [np.zeros(cells.n), np.zeros(cells.n)]
+    assert [bradley_terry_newton.one_step(round_, beta, 3e-2) for round_, beta in zip(rounds, one_step_betas)] == [True, True]
+    assert one_step_betas[0].tobytes() == one_step_betas[1].tobytes()
+    # which agents the round drew: those in a cell with a positive count (here not agent 7's, nor the
+    # agents whose every cell is one of agent 7's)
+    drawn[(banded.x == 7) | (banded.y == 7)] = 0.0
+    touched = np.zeros(cells.n, dtype=bool)
+    touched[banded.x[drawn > 0]] = touched[banded.y[drawn > 0]] = True
+    assert drawn_agents(drawn, banded.adjacency.start, banded.adjacency.cell).tolist() == touched.tolist()
+    assert not touched[7] and touched.sum() > cells.n / 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -34,3 +36,22 @@ def test_a_bootstrap_past_the_bound_is_refused_before_its_rounds(pentathlon):
         run(f"m-elo:bootstrap={MAX_ROUNDS + 1}", pentathlon[0])
     with pytest.raises(ValueError, match="borda: parameter bootstrap=100001 must be between 0 and 100,000"):
         run(f"borda:bootstrap={MAX_ROUNDS + 1}", pentathlon[0])
+
+
+def slow_draws(payload: float, size: int, rng: np.random.Generator) -> np.ndarray:
+    """`draws`, after a pause set by the chunk's first uniform: the chunks end in another order than they began."""
+    rows = draws(payload, size, rng)
+    time.sleep(0.4 * (1.0 - rows[0, 0] + payload))
+    return rows
+
+
+def test_chunks_that_end_out_of_order_come_back_in_chunk_order_on_a_cluster():
+    from distributed import Client, LocalCluster
+
+    rounds = 6 * CHUNK
+    local = fan_out(slow_draws, 1.0, rounds, seed=4)
+    pauses = 1.0 - local[::CHUNK, 0] + 1.0
+    assert not np.all(np.diff(pauses) >= 0)  # a later chunk ends first
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        assert fan_out(slow_draws, 1.0, rounds, seed=4, client=client).tobytes() == local.tobytes()

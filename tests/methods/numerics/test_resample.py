@@ -288,3 +288,16 @@ def test_interval_columns_rank_and_tier_the_established_apart_and_widen_an_agent
     assert columns["tier"][mask].tolist() == resample.tiers(resample.ranks_within(rank, mask)[mask], columns["rank_low"][mask],
                                                            columns["rank_high"][mask]).tolist()
     assert columns["rank_high"][mask].max() <= mask.sum() < columns["rank_low"][[1, 5, 10]].min()  # the measured others after them
+
+
+def test_nan_percentiles_interpolate_halfway_as_numpy_does():
+    """With 21 numbers the 2.5th and 97.5th percentiles fall halfway between two (index 0.5 and 19.5), where
+    numpy interpolates from the upper neighbour (b - (b - a) / 2), not the lower: the same bits need the same side."""
+    values = np.random.default_rng(7).normal(1000.0, 300.0, size=(21, 2_000))
+    values[:, 1_000:] = np.nan
+    values[:21, 1_000:] = np.random.default_rng(8).normal(size=(21, 1_000)) * 1e-3  # the same count, other scales
+    expected = np.percentile(values, [2.5, 97.5], axis=0)
+    assert nan_percentiles(values, [2.5, 97.5]).tobytes() == expected.tobytes()
+    ordered = np.sort(values, axis=0)
+    from_below = ordered[0] + (ordered[1] - ordered[0]) * 0.5
+    assert not np.array_equal(expected[0], from_below)  # the interpolation's side shows in the bits
