@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pytest
 
-from pipeline.logs.records import LINE, RawRecords
-from pipeline.logs.triage import Check, Triage
+from pipeline.logs.records import LINE, RawRecords, UnreadableFile
+from pipeline.logs.triage import MAX_EPOCH, MIN_EPOCH, Check, ReadResult, Triage, quarantine_rows, timestamps
 
 
 def triage(columns: dict[str, list]) -> Triage:
@@ -60,3 +63,41 @@ def test_labels_are_cleaned_once_per_value_into_one_dictionary_whatever_the_colu
         result = t.result("test", {"a": pl.col("~a"), "n": pl.col(LINE)}, pa.schema([("a", pa.string()), ("n", pa.int64())]))
         assert pa.types.is_dictionary(result.table.schema.field("a").type)
         assert result.table.column("a").to_pylist() == ["x", "x", None, None, "y", "x"]
+
+
+def test_a_file_whose_keys_repeat_across_the_values_of_a_column_it_does_not_read_is_refused_naming_it():
+    # ids a and b each come twice, once per release: two logs in one file. `note` holds a value per
+    # row (4 > half the rows, not a split) and comes first, so only `release` may be named.
+    mixed = triage({"id": ["a", "b", "a", "b"], "note": ["n1", "n2", "n3", "n4"], "release": ["r1", "r2", "r2", "r1"]})
+    mixed.column("id")
+    with pytest.raises(UnreadableFile) as refused:
+        mixed.refuse_mixed(["id"], "id")
+    assert (refused.value.path, refused.value.line, refused.value.field) == ("f.csv", 1, "release")
+    assert refused.value.reason == ("rows repeat (id) across the 2 values of column 'release': rate one with --where "
+                                    "release=r1, or each with --by release")
+    # distinct keys are one log, whatever the other columns hold; so is a repeat no column explains
+    for columns in ({"id": ["a", "b", "c", "d"], "release": ["r1", "r2", "r2", "r1"]},
+                    {"id": ["a", "a", "b", "b"], "release": ["r1", "r1", "r2", "r2"]}):
+        one_log = triage(columns)
+        one_log.column("id")
+        one_log.refuse_mixed(["id"], "id")
+
+
+def test_epoch_seconds_are_timestamps_from_the_year_1_to_9999_and_null_beyond():
+    seconds = [MIN_EPOCH - 1, MIN_EPOCH, 0.5, MAX_EPOCH, MAX_EPOCH + 1, float("inf"), float("nan")]
+    parsed, numeric = timestamps(pl.DataFrame({"t": seconds}), "t")
+    utc = timezone.utc
+    assert numeric is None and parsed.to_list() == [None, datetime(1, 1, 1, tzinfo=utc), datetime(1970, 1, 1, 0, 0, 0, 500_000, utc),
+                                                    datetime(9999, 12, 31, 23, 59, 59, tzinfo=utc), None, None, None]
+
+
+def test_the_rows_after_a_line_keep_their_lines_and_quarantine_and_balance():
+    # what a grown file adds: the rows (accepted and quarantined) read from lines after the old end
+    table = pa.table({"n": [10, 11, 12, 13]})
+    quarantined = quarantine_rows("f.csv", [3, 6], ["x", "y"], ["bad", "worse"], ["{}", "{}"])
+    read = ReadResult("games", "f.csv", table, quarantined, 6, np.array([2, 4, 5, 7]), keyed=False)
+    later = read.after(4)
+    assert (later.kind, later.source, later.keyed) == ("games", "f.csv", False)
+    assert later.table.column("n").to_pylist() == [12, 13] and later.lines.tolist() == [5, 7]
+    assert later.quarantined.column("line").to_pylist() == [6] and later.rows_in == 3
+    assert read.after(7).rows_in == 0 and read.after(1).rows_in == 6
