@@ -118,3 +118,16 @@ def test_names_in_markdown_are_text_never_markup(tmp_path):
     assert all(len(r) == len(rows[0]) for r in rows if len(r) in (3, 4)) and sorted(agents) == sorted(HOSTILE_NAMES * 2)
     heading = next(t for i, t in enumerate(tokens) if i and tokens[i - 1].type == "heading_open")
     assert heading.children[0].content == "b|<i>"
+
+
+def test_a_code_span_is_fenced_by_more_backticks_than_it_holds_and_padded_where_commonmark_would_strip():
+    # CommonMark: a span opened by n backticks ends at the next run of exactly n; one space is
+    # stripped from each end when both ends have one, so text that starts or ends with a
+    # backtick, or is only spaces, is padded with a space on each side.
+    from pipeline.report.publish import code_span
+
+    assert code_span("plain") == "`plain`"
+    assert code_span("a``b`c") == "```a``b`c```"
+    assert code_span("`x") == "`` `x ``" and code_span("x`") == "`` x` ``"
+    assert code_span(" ") == "`   `"
+    assert code_span("two\nlines") == "`two lines`"
