@@ -101,3 +101,28 @@ def test_the_rows_after_a_line_keep_their_lines_and_quarantine_and_balance():
     assert later.table.column("n").to_pylist() == [12, 13] and later.lines.tolist() == [5, 7]
     assert later.quarantined.column("line").to_pylist() == [6] and later.rows_in == 3
     assert read.after(7).rows_in == 0 and read.after(1).rows_in == 6
+
+
+def test_text_timestamps_may_vary_in_format_row_by_row():
+    # polars infers one format from the first value and applies it to all; the rows it leaves
+    # are tried format by format (an unparsable one among them). Offsets are converted to UTC, a naive time is UTC.
+    raw = ["2024/01/02 03:04", "garbage", "2024-01-02", "2024-01-02T03:04:05", "2024-01-02 03:04:05+01:00", "2024-01-02T03:04",
+           "9999-12-31T23:59:59.5", "1700000000", "20240102", None, " "]
+    parsed, numeric = timestamps(pl.DataFrame({"t": raw}), "t")
+    utc = timezone.utc
+    assert parsed.to_list() == [datetime(2024, 1, 2, 3, 4, tzinfo=utc), None, datetime(2024, 1, 2, tzinfo=utc),
+                                datetime(2024, 1, 2, 3, 4, 5, tzinfo=utc), datetime(2024, 1, 2, 2, 4, 5, tzinfo=utc),
+                                datetime(2024, 1, 2, 3, 4, tzinfo=utc), datetime(9999, 12, 31, 23, 59, 59, 500_000, utc),
+                                datetime.fromtimestamp(1_700_000_000, utc), datetime(2024, 1, 2, tzinfo=utc), None, None]
+    # whether a present value reads as a number (the checks name "out of range" or "unparsable" by it)
+    assert numeric.to_list() == [False] * 7 + [True, False, None, None]
+
+
+def test_typed_timestamps_are_utc_microseconds_a_naive_one_read_as_utc():
+    # (the Parquet reader hands dates and timestamps on as UTC microseconds already)
+    utc = timezone.utc
+    frame = pl.DataFrame({"aware": pl.Series([datetime(2024, 1, 2, 3, 4, 5, 6, utc)], dtype=pl.Datetime("us", "UTC")),
+                          "naive_ns": pl.Series([datetime(2024, 1, 2, 3, 4, 5, 6)], dtype=pl.Datetime("ns"))})
+    for name, expected in (("aware", datetime(2024, 1, 2, 3, 4, 5, 6, utc)), ("naive_ns", datetime(2024, 1, 2, 3, 4, 5, 6, utc))):
+        parsed, numeric = timestamps(frame, name)
+        assert parsed.dtype == pl.Datetime("us", "UTC") and parsed.to_list() == [expected] and numeric is None, name
