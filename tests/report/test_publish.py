@@ -131,3 +131,26 @@ def test_a_code_span_is_fenced_by_more_backticks_than_it_holds_and_padded_where_
     assert code_span("`x") == "`` `x ``" and code_span("x`") == "`` x` ``"
     assert code_span(" ") == "`   `"
     assert code_span("two\nlines") == "`two lines`"
+
+
+def test_a_diagnostic_in_markdown_is_escaped_text_or_json():
+    from pipeline.report.publish import info_markdown, markdown_text
+
+    assert info_markdown("a|b") == "a\\|b" and markdown_text("two\nlines") == "two lines"
+    assert info_markdown(["é", "x`y"]) == '``["é", "x`y"]``'  # as written (not \\u00e9), in a span it cannot close
+    assert (info_markdown(0.5), info_markdown(None), info_markdown(True)) == ("0.5", "null", "true")
+
+
+def test_a_leaderboard_is_a_title_then_per_method_its_diagnostics_and_table_each_block_apart():
+    # A Markdown block (heading, list, table) ends at a blank line: each is followed by one.
+    import dataclasses
+
+    import numpy as np
+
+    from pipeline.methods.ratings import Ratings
+    from pipeline.report.publish import leaderboard_markdown
+
+    rated = Ratings.from_scores(np.array([0, 1, 2]), np.array([2.0, 0.5, 0.5]), info={"best_agent": 1, "note": "a*b", "sizes": [1, 2]})
+    markdown = leaderboard_markdown([dataclasses.replace(rated, name="elo", params={"k": 4})], ["ann", "bob", "c|d"], "T")
+    assert markdown == ("# T\n\n## elo:k=4\n\n- best_agent: bob\n- note: a\\*b\n- sizes: `[1, 2]`\n\n"
+                        "| rank | agent | score |\n|---|---|---|\n| 1 | ann | 2 |\n| 2 | bob | 0.5 |\n| 2 | c\\|d | 0.5 |\n")
