@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 
 from pipeline.logs.records import LINE, RawRecords, UnreadableFile
-from pipeline.logs.triage import MAX_EPOCH, MIN_EPOCH, Check, ReadResult, Triage, quarantine_rows, timestamps
+from pipeline.logs.triage import (MAX_EPOCH, MIN_EPOCH, QUARANTINE_SCHEMA, UTC_MICROS, Check, ReadResult, Triage, number,
+                                  quarantine_rows, timestamps)
 
 
 def triage(columns: dict[str, list]) -> Triage:
@@ -48,6 +49,8 @@ def test_checks_that_reject_nothing_or_null_keep_every_row():
     assert t.frame.height == 3 and rejected(t) == []
     t.reject([Check("v", "negative", pl.col("v") < 0), Check("v", "three", pl.col("v") == 3)])
     assert t.frame.height == 2 and rejected(t) == [(4, "v", "three")]
+    t.reject_rows(pl.col("v") == 1, "v", pl.lit("one"))
+    assert t.frame.columns == ["v", LINE] and rejected(t) == [(2, "v", "one"), (4, "v", "three")]  # no helper column left
 
 
 def test_labels_are_cleaned_once_per_value_into_one_dictionary_whatever_the_column_type():
@@ -126,3 +129,37 @@ def test_typed_timestamps_are_utc_microseconds_a_naive_one_read_as_utc():
     for name, expected in (("aware", datetime(2024, 1, 2, 3, 4, 5, 6, utc)), ("naive_ns", datetime(2024, 1, 2, 3, 4, 5, 6, utc))):
         parsed, numeric = timestamps(frame, name)
         assert parsed.dtype == pl.Datetime("us", "UTC") and parsed.to_list() == [expected] and numeric is None, name
+
+
+def test_results_of_batches_concatenate_and_none_is_an_empty_result():
+    schema = pa.schema([("n", pa.int64())])
+    empty = ReadResult.concat([], "games", "f.csv", schema)
+    assert (empty.kind, empty.source, empty.rows_in, empty.table.schema, empty.quarantined.schema) == \
+        ("games", "f.csv", 0, schema, QUARANTINE_SCHEMA)
+    batches = [ReadResult("games", "f.csv", pa.table({"n": [1]}), quarantine_rows("f.csv", [3], ["x"], ["bad"], ["{}"]), 2,
+                          np.array([2]), keyed) for keyed in (True, False)]
+    both = ReadResult.concat(batches, "games", "f.csv", schema)
+    assert (both.kind, both.source, both.rows_in, both.keyed, both.lines.tolist()) == ("games", "f.csv", 4, False, [2, 2])
+    assert quarantine_rows("f.csv", [], [], [], []).schema == QUARANTINE_SCHEMA  # typed even when empty
+
+
+def test_numbers_of_any_column_type_are_floats():
+    frame = pl.DataFrame({"i": [1, 2], "b": [True, False], "s": [" 2.5", "x"]})
+    assert [frame.select(number(c, frame.schema[c])).to_series().to_list() for c in "ibs"] == [[1.0, 2.0], [1.0, 0.0], [2.5, None]]
+
+
+def test_a_typed_timestamp_column_keeps_its_nulls_and_no_column_is_all_null():
+    utc = timezone.utc
+    t = triage({"t": pl.Series([datetime(2024, 1, 2, tzinfo=utc), None], dtype=UTC_MICROS)})
+    t.reject(t.derive_timestamp("t"))  # a missing timestamp is no reason to quarantine a row
+    assert t.frame.get_column("~timestamp").to_list() == [datetime(2024, 1, 2, tzinfo=utc), None] and rejected(t) == []
+    absent = triage({"v": [1]})
+    assert absent.derive_timestamp(None) == [] and absent.frame.schema["~timestamp"] == UTC_MICROS
+    assert absent.frame.get_column("~timestamp").to_list() == [None]
+
+
+def test_a_rejected_row_of_a_file_without_columns_is_recorded_as_an_empty_object():
+    t = Triage("f.csv", RawRecords(pl.DataFrame({LINE: [2, 3]})))
+    t.reject_rows(pl.col(LINE) == 3, "(record)", pl.lit("empty"))
+    assert t.result("test", {"n": pl.col(LINE)}, pa.schema([("n", pa.int64())])).quarantined.to_pylist() == [
+        {"file": "f.csv", "line": 3, "field": "(record)", "reason": "empty", "record": "{}"}]
