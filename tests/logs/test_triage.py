@@ -163,3 +163,18 @@ def test_a_rejected_row_of_a_file_without_columns_is_recorded_as_an_empty_object
     t.reject_rows(pl.col(LINE) == 3, "(record)", pl.lit("empty"))
     assert t.result("test", {"n": pl.col(LINE)}, pa.schema([("n", pa.int64())])).quarantined.to_pylist() == [
         {"file": "f.csv", "line": 3, "field": "(record)", "reason": "empty", "record": "{}"}]
+
+
+def test_labels_of_three_columns_share_one_dictionary():
+    t = triage({"a": ["x", "y"], "b": ["z", "z"], "c": ["w", "x"]})
+    dictionary = t.derive_labels({"a": "a", "b": "b", "c": "c"}).to_pylist()
+    assert [[dictionary[code] for code in t.frame.get_column(f"~{name}")] for name in "abc"] == [["x", "y"], ["z", "z"], ["w", "x"]]
+
+
+def test_a_weight_too_small_or_too_large_to_sum_exactly_is_named():
+    from pipeline.logs.triage import weight_checks
+
+    t = triage({"w": [2.0**-30, 2.0**39, 1.0]})
+    t.reject(weight_checks("w", None))
+    assert rejected(t) == [(2, "weight", "weight is below 2^-24, the grid of exact sums, where it would count as 0"),
+                           (3, "weight", "weight is above 274,877,906,944 (2^38), the largest weight summed exactly")]
