@@ -10,7 +10,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from pipeline.logs.records import LINE, RawRecords, UnreadableFile
+from pipeline.logs.records import INVALID, LINE, RawRecords, UnreadableFile
 from pipeline.logs.triage import (MAX_EPOCH, MIN_EPOCH, QUARANTINE_SCHEMA, UTC_MICROS, Check, ReadResult, Triage, number,
                                   quarantine_rows, timestamps)
 
@@ -48,7 +48,7 @@ def test_checks_that_reject_nothing_or_null_keep_every_row():
     t.reject_rows(pl.col("v") > 10, "v", pl.lit("too big"))
     assert t.frame.height == 3 and rejected(t) == []
     t.reject([Check("v", "negative", pl.col("v") < 0), Check("v", "three", pl.col("v") == 3)])
-    assert t.frame.height == 2 and rejected(t) == [(4, "v", "three")]
+    assert t.frame.height == 2 and t.frame.columns == ["v", LINE] and rejected(t) == [(4, "v", "three")]
     t.reject_rows(pl.col("v") == 1, "v", pl.lit("one"))
     assert t.frame.columns == ["v", LINE] and rejected(t) == [(2, "v", "one"), (4, "v", "three")]  # no helper column left
 
@@ -174,7 +174,20 @@ def test_labels_of_three_columns_share_one_dictionary():
 def test_a_weight_too_small_or_too_large_to_sum_exactly_is_named():
     from pipeline.logs.triage import weight_checks
 
-    t = triage({"w": [2.0**-30, 2.0**39, 1.0]})
+    t = triage({"w": [2.0**-30, 2.0**39, 1.0, 2.0**38]})  # 2^38 itself is summed exactly
     t.reject(weight_checks("w", None))
     assert rejected(t) == [(2, "weight", "weight is below 2^-24, the grid of exact sums, where it would count as 0"),
                            (3, "weight", "weight is above 274,877,906,944 (2^38), the largest weight summed exactly")]
+
+
+def test_a_value_the_format_reader_marked_unusable_quarantines_its_row_naming_the_column():
+    t = triage({"name": ["a", "b"], INVALID + "name": [None, "bytes that are not UTF-8 text"]})
+    t.column("Name")
+    t.reject([])  # the marked rows go before any check of the kind
+    assert rejected(t) == [(3, "Name", "Name is bytes that are not UTF-8 text")]
+
+
+def test_accepted_rows_come_out_in_line_order():
+    t = Triage("f.csv", RawRecords(pl.DataFrame({"v": ["a", "c", "b"], LINE: [2, 4, 3]})))
+    result = t.result("test", {"v": pl.col("v")}, pa.schema([("v", pa.string())]))
+    assert result.table.column("v").to_pylist() == ["a", "b", "c"] and result.lines.tolist() == [2, 3, 4]
