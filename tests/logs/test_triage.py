@@ -10,8 +10,8 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from pipeline.logs.records import INVALID, LINE, RawRecords, UnreadableFile
-from pipeline.logs.triage import (MAX_EPOCH, MIN_EPOCH, QUARANTINE_SCHEMA, UTC_MICROS, Check, ReadResult, Triage, number,
+from pipeline.logs.records import INVALID, LINE, NESTED, RawRecords, UnreadableFile
+from pipeline.logs.triage import (MAX_EPOCH, MIN_EPOCH, QUARANTINE_SCHEMA, UTC_MICROS, Check, ReadResult, Triage, alias_key, number,
                                   quarantine_rows, timestamps)
 
 
@@ -191,3 +191,20 @@ def test_accepted_rows_come_out_in_line_order():
     t = Triage("f.csv", RawRecords(pl.DataFrame({"v": ["a", "c", "b"], LINE: [2, 4, 3]})))
     result = t.result("test", {"v": pl.col("v")}, pa.schema([("v", pa.string())]))
     assert result.table.column("v").to_pylist() == ["a", "b", "c"] and result.lines.tolist() == [2, 3, 4]
+    assert (result.kind, result.source, result.rows_in) == ("test", "f.csv", 3)
+
+
+def test_a_column_named_twice_whatever_the_case_refuses_the_file():
+    assert [alias_key(n) for n in ("Model_A#2", "a#b#3", "x#", "x#y")] == ["model_a", "a#b", "x#", "x#y"]
+    t = triage({"model_a": ["x"], "Model_A": ["y"]})
+    with pytest.raises(UnreadableFile) as refused:
+        t.column("model_a")
+    assert (refused.value.path, refused.value.line, refused.value.field, refused.value.reason) == (
+        "f.csv", 1, "model_a", "columns 'model_a' and 'Model_A' both name 'model_a': rename or drop one")
+
+
+def test_a_nested_value_quarantines_its_row_and_an_unmarked_one_does_not():
+    t = triage({"name": ["a", "[1]", "b"], NESTED + "name": [False, True, None]})
+    t.column("name")
+    t.reject([])
+    assert rejected(t) == [(3, "name", "name is a list or an object, not a single value")]
