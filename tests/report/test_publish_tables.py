@@ -56,7 +56,12 @@ def test_the_table_says_who_is_ranked_apart_and_never_counts_zero():
     some = standing_sentence({"ordered_by": "score", "min_records": 25, "provisional_count": 2})
     none = standing_sentence({"ordered_by": "score", "min_records": 5, "provisional_count": 0})
     assert some.endswith("at least 25 records; the 2 with fewer are provisional, ranked apart after them.")
-    assert none.endswith("at least 5 records; no agent has fewer.")
+    assert none == "Ranked by the method's score, among the agents with at least 5 records; no agent has fewer."
+    dated = standing_sentence({"ordered_by": "lower", "min_records": 3, "provisional_count": 1, "as_of": "2024-05-01",
+                               "ages_from": "2024-04-01", "half_life_days": 30.0})
+    assert dated == ("Records as of 2024-05-01. Each record weighed by its age: half-life 30 days from 2024-04-01. Ranked by "
+                     "the lower end of the 95% score interval, among the agents with at least 3 records; the 1 with fewer are "
+                     "provisional, ranked apart after them.")
 
 
 def test_method_tables_name_agents_and_judges_and_a_second_spec_gets_its_own_stem():
