@@ -208,3 +208,28 @@ def test_a_nested_value_quarantines_its_row_and_an_unmarked_one_does_not():
     t.column("name")
     t.reject([])
     assert rejected(t) == [(3, "name", "name is a list or an object, not a single value")]
+
+
+def test_missing_columns_refuse_the_file_naming_them_all_and_a_file_without_rows_reads_them_as_text():
+    t = triage({"x": ["1"]})
+    t.column("model_a", "model_1", "a")
+    t.column("winner", "result")
+    with pytest.raises(UnreadableFile) as refused:
+        t.check_columns()
+    assert (refused.value.path, refused.value.line, refused.value.field, refused.value.reason) == (
+        "f.csv", 1, "model_a", "missing columns 'model_a' (or 'model_1', 'a'), 'winner' (or 'result'); the file has x "
+        "(map them with --columns, e.g. --columns model_a=COLUMN)")
+    empty = Triage("f.csv", RawRecords(pl.DataFrame({"x": pl.Series([], dtype=pl.String), LINE: pl.Series([], dtype=pl.Int64)})))
+    assert empty.column("winner") == "winner" and empty.frame.schema["winner"] == pl.String
+    empty.check_columns()
+
+
+def test_unparsable_records_are_quarantined_and_a_result_without_lines_has_line_zero():
+    raw = RawRecords(pl.DataFrame({"v": ["a"], LINE: [2]}), unparsable=[(3, "not JSON", "{")])
+    quarantined = Triage("f.csv", raw).result("test", {"v": pl.col("v")}, pa.schema([("v", pa.string())])).quarantined
+    assert quarantined.schema == QUARANTINE_SCHEMA
+    assert quarantined.to_pylist() == [{"file": "f.csv", "line": 3, "field": "(record)", "reason": "not JSON", "record": "{"}]
+    lines = ReadResult("games", "f.csv", pa.table({"n": [1, 2]}), quarantined.slice(0, 0), 2).lines
+    assert lines.dtype == np.int64 and lines.tolist() == [0, 0]
+    with pytest.raises(AssertionError, match=r"f.csv: row accounting broken: 3 in, 2 accepted, 0 quarantined"):
+        ReadResult("games", "f.csv", pa.table({"n": [1, 2]}), quarantined.slice(0, 0), 3)
