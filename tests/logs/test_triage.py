@@ -233,3 +233,9 @@ def test_unparsable_records_are_quarantined_and_a_result_without_lines_has_line_
     assert lines.dtype == np.int64 and lines.tolist() == [0, 0]
     with pytest.raises(AssertionError, match=r"f.csv: row accounting broken: 3 in, 2 accepted, 0 quarantined"):
         ReadResult("games", "f.csv", pa.table({"n": [1, 2]}), quarantined.slice(0, 0), 3)
+
+
+def test_a_number_of_seconds_beyond_the_year_9999_is_quarantined_as_out_of_range():
+    t = triage({"t": [1e20, 0.0]})
+    t.reject(t.derive_timestamp("t"))
+    assert rejected(t) == [(2, "timestamp", "timestamp is not a finite number of seconds within the years 1 to 9999")]
