@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import polars as pl
@@ -11,8 +11,19 @@ import pyarrow as pa
 import pytest
 
 from pipeline.logs.records import INVALID, LINE, NESTED, RawRecords, UnreadableFile
-from pipeline.logs.triage import (MAX_EPOCH, MIN_EPOCH, QUARANTINE_SCHEMA, UTC_MICROS, Check, ReadResult, Triage, alias_key, number,
-                                  quarantine_rows, timestamps)
+from pipeline.logs.triage import (
+    MAX_EPOCH,
+    MIN_EPOCH,
+    QUARANTINE_SCHEMA,
+    UTC_MICROS,
+    Check,
+    ReadResult,
+    Triage,
+    alias_key,
+    number,
+    quarantine_rows,
+    timestamps,
+)
 
 
 def triage(columns: dict[str, list]) -> Triage:
@@ -89,7 +100,7 @@ def test_a_file_whose_keys_repeat_across_the_values_of_a_column_it_does_not_read
 def test_epoch_seconds_are_timestamps_from_the_year_1_to_9999_and_null_beyond():
     seconds = [MIN_EPOCH - 1, MIN_EPOCH, 0.5, MAX_EPOCH, MAX_EPOCH + 1, float("inf"), float("nan")]
     parsed, numeric = timestamps(pl.DataFrame({"t": seconds}), "t")
-    utc = timezone.utc
+    utc = UTC
     assert numeric is None and parsed.to_list() == [None, datetime(1, 1, 1, tzinfo=utc), datetime(1970, 1, 1, 0, 0, 0, 500_000, utc),
                                                     datetime(9999, 12, 31, 23, 59, 59, tzinfo=utc), None, None, None]
 
@@ -112,7 +123,7 @@ def test_text_timestamps_may_vary_in_format_row_by_row():
     raw = ["2024/01/02 03:04", "garbage", "2024-01-02", "2024-01-02T03:04:05", "2024-01-02 03:04:05+01:00", "2024-01-02T03:04",
            "9999-12-31T23:59:59.5", "1700000000", "20240102", None, " "]
     parsed, numeric = timestamps(pl.DataFrame({"t": raw}), "t")
-    utc = timezone.utc
+    utc = UTC
     assert parsed.to_list() == [datetime(2024, 1, 2, 3, 4, tzinfo=utc), None, datetime(2024, 1, 2, tzinfo=utc),
                                 datetime(2024, 1, 2, 3, 4, 5, tzinfo=utc), datetime(2024, 1, 2, 2, 4, 5, tzinfo=utc),
                                 datetime(2024, 1, 2, 3, 4, tzinfo=utc), datetime(9999, 12, 31, 23, 59, 59, 500_000, utc),
@@ -123,7 +134,7 @@ def test_text_timestamps_may_vary_in_format_row_by_row():
 
 def test_typed_timestamps_are_utc_microseconds_a_naive_one_read_as_utc():
     # (the Parquet reader hands dates and timestamps on as UTC microseconds already)
-    utc = timezone.utc
+    utc = UTC
     frame = pl.DataFrame({"aware": pl.Series([datetime(2024, 1, 2, 3, 4, 5, 6, utc)], dtype=pl.Datetime("us", "UTC")),
                           "naive_ns": pl.Series([datetime(2024, 1, 2, 3, 4, 5, 6)], dtype=pl.Datetime("ns"))})
     for name, expected in (("aware", datetime(2024, 1, 2, 3, 4, 5, 6, utc)), ("naive_ns", datetime(2024, 1, 2, 3, 4, 5, 6, utc))):
@@ -149,7 +160,7 @@ def test_numbers_of_any_column_type_are_floats():
 
 
 def test_a_typed_timestamp_column_keeps_its_nulls_and_no_column_is_all_null():
-    utc = timezone.utc
+    utc = UTC
     t = triage({"t": pl.Series([datetime(2024, 1, 2, tzinfo=utc), None], dtype=UTC_MICROS)})
     t.reject(t.derive_timestamp("t"))  # a missing timestamp is no reason to quarantine a row
     assert t.frame.get_column("~timestamp").to_list() == [datetime(2024, 1, 2, tzinfo=utc), None] and rejected(t) == []
@@ -217,8 +228,8 @@ def test_missing_columns_refuse_the_file_naming_them_all_and_a_file_without_rows
     with pytest.raises(UnreadableFile) as refused:
         t.check_columns()
     assert (refused.value.path, refused.value.line, refused.value.field, refused.value.reason) == (
-        "f.csv", 1, "model_a", "missing columns 'model_a' (or 'model_1', 'a'), 'winner' (or 'result'); the file has x "
-        "(map them with --columns, e.g. --columns model_a=COLUMN)")
+        "f.csv", 1, "model_a", ("missing columns 'model_a' (or 'model_1', 'a'), 'winner' (or 'result'); the file has x "
+                                "(map them with --columns, e.g. --columns model_a=COLUMN)"))
     empty = Triage("f.csv", RawRecords(pl.DataFrame({"x": pl.Series([], dtype=pl.String), LINE: pl.Series([], dtype=pl.Int64)})))
     assert empty.column("winner") == "winner" and empty.frame.schema["winner"] == pl.String
     empty.check_columns()
