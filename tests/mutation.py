@@ -39,13 +39,18 @@ TARGETS = {
     "paths": Target(("pipeline/paths.py",), ("tests/test_paths.py",)),
     "fuzz": Target(("pipeline/store/fuzz.py",), ("tests/store/test_fuzz.py", "-k", "not no_crash")),
     "scoring": Target(("pipeline/methods/voting/scoring.py",), ("tests/methods/voting",)),
-    "triage": Target(("pipeline/logs/triage.py",), ("tests/logs",)),
+    # without the toy kind's backtest (3 s, it reaches triage only through the readers the other tests run)
+    "triage": Target(("pipeline/logs/triage.py",), ("tests/logs", "-k", "not backtested_by_unit")),
     "resample": Target(("pipeline/methods/numerics/resample.py",), ("tests/methods/numerics/test_resample.py",)),
     # without the Arena-hard test on a Dask cluster (18 s a run at load ~15)
     "uncertainty": Target(("pipeline/methods/uncertainty.py",),
                           ("tests/methods/test_uncertainty.py", "-k", "not one_and_two_workers")),
     "store": Target(("pipeline/store/*",), ("tests/store", "-k", "not no_crash")),
     "report": Target(("pipeline/report/*",), ("tests/report", "-m", "not slow")),
+    # report's two claims apart, each against the tests that guard it (report's selection is minutes a mutant)
+    "publish": Target(("pipeline/report/publish.py",),
+                      ("tests/report/test_publish.py", "tests/report/test_publish_tables.py")),
+    "site": Target(("pipeline/report/site.py",), ("tests/report/test_site.py", "-m", "not slow")),
     "infra": Target(("infra/*",), ("tests/infra/test_manifests.py",)),
 }
 

@@ -118,3 +118,39 @@ def test_names_in_markdown_are_text_never_markup(tmp_path):
     assert all(len(r) == len(rows[0]) for r in rows if len(r) in (3, 4)) and sorted(agents) == sorted(HOSTILE_NAMES * 2)
     heading = next(t for i, t in enumerate(tokens) if i and tokens[i - 1].type == "heading_open")
     assert heading.children[0].content == "b|<i>"
+
+
+def test_a_code_span_is_fenced_by_more_backticks_than_it_holds_and_padded_where_commonmark_would_strip():
+    # CommonMark: a span opened by n backticks ends at the next run of exactly n; one space is
+    # stripped from each end when both ends have one, so text that starts or ends with a
+    # backtick, or is only spaces, is padded with a space on each side.
+    from pipeline.report.publish import code_span
+
+    assert code_span("plain") == "`plain`"
+    assert code_span("a``b`c") == "```a``b`c```"
+    assert code_span("`x") == "`` `x ``" and code_span("x`") == "`` x` ``"
+    assert code_span(" ") == "`   `"
+    assert code_span("two\nlines") == "`two lines`"
+
+
+def test_a_diagnostic_in_markdown_is_escaped_text_or_json():
+    from pipeline.report.publish import info_markdown, markdown_text
+
+    assert info_markdown("a|b") == "a\\|b" and markdown_text("two\nlines") == "two lines"
+    assert info_markdown(["é", "x`y"]) == '``["é", "x`y"]``'  # as written (not \\u00e9), in a span it cannot close
+    assert (info_markdown(0.5), info_markdown(None), info_markdown(True)) == ("0.5", "null", "true")
+
+
+def test_a_leaderboard_is_a_title_then_per_method_its_diagnostics_and_table_each_block_apart():
+    # A Markdown block (heading, list, table) ends at a blank line: each is followed by one.
+    import dataclasses
+
+    import numpy as np
+
+    from pipeline.methods.ratings import Ratings
+    from pipeline.report.publish import leaderboard_markdown
+
+    rated = Ratings.from_scores(np.array([0, 1, 2]), np.array([2.0, 0.5, 0.5]), info={"best_agent": 1, "note": "a*b", "sizes": [1, 2]})
+    markdown = leaderboard_markdown([dataclasses.replace(rated, name="elo", params={"k": 4})], ["ann", "bob", "c|d"], "T")
+    assert markdown == ("# T\n\n## elo:k=4\n\n- best_agent: bob\n- note: a\\*b\n- sizes: `[1, 2]`\n\n"
+                        "| rank | agent | score |\n|---|---|---|\n| 1 | ann | 2 |\n| 2 | bob | 0.5 |\n| 2 | c\\|d | 0.5 |\n")

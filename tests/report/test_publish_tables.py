@@ -56,4 +56,42 @@ def test_the_table_says_who_is_ranked_apart_and_never_counts_zero():
     some = standing_sentence({"ordered_by": "score", "min_records": 25, "provisional_count": 2})
     none = standing_sentence({"ordered_by": "score", "min_records": 5, "provisional_count": 0})
     assert some.endswith("at least 25 records; the 2 with fewer are provisional, ranked apart after them.")
-    assert none.endswith("at least 5 records; no agent has fewer.")
+    assert none == "Ranked by the method's score, among the agents with at least 5 records; no agent has fewer."
+    dated = standing_sentence({"ordered_by": "lower", "min_records": 3, "provisional_count": 1, "as_of": "2024-05-01",
+                               "ages_from": "2024-04-01", "half_life_days": 30.0})
+    assert dated == ("Records as of 2024-05-01. Each record weighed by its age: half-life 30 days from 2024-04-01. Ranked by "
+                     "the lower end of the 95% score interval, among the agents with at least 3 records; the 1 with fewer are "
+                     "provisional, ranked apart after them.")
+
+
+def test_method_tables_name_agents_and_judges_and_a_second_spec_gets_its_own_stem():
+    # A table's `agent` / `*_agent` columns hold agent store ids, `judge` / `*_judge` judge store
+    # ids (-1: a battle without a judge); other columns (`count`, `agents`) stay as they are.
+    import dataclasses
+
+    import numpy as np
+    import pyarrow as pa
+
+    from pipeline.methods.ratings import Ratings
+    from pipeline.report.publish import method_tables
+
+    table = pa.table({"agent": [0, 1], "best_agent": [1, None], "judge": [1, -1], "count": [3, 4], "agents": [0, 1]})
+    rated = Ratings.from_scores(np.array([0, 1]), np.array([1.0, 0.0]), tables={"votes": table})
+    specs = [dataclasses.replace(rated, name="elo")] * 2
+    tables = method_tables(specs, ["ann", "bob"], judges=["j0", "j1"])
+    assert list(tables) == ["elo.votes", "elo-2.votes"]
+    assert tables["elo.votes"].to_pydict() == {"agent": ["ann", "bob"], "best_agent": ["bob", None], "judge": ["j1", "(none)"],
+                                               "count": [3, 4], "agents": [0, 1]}
+    # without a judges dictionary a judge keeps its id, as text
+    assert method_tables(specs[:1], ["ann", "bob"])["elo.votes"].column("judge").to_pylist() == ["1", "(none)"]
+
+
+def test_a_method_table_in_markdown_is_its_title_header_and_rows_as_text():
+    import pyarrow as pa
+
+    from pipeline.report.publish import table_markdown
+
+    table = pa.table({"agent": ["a|b", None], "p_win": [2 / 3, float("nan")], "n": [1, 2]})
+    # floats to 6 significant digits, NaN and null as empty cells, text escaped (`|` is a column break; `_` inside a word is plain)
+    assert table_markdown("T: x.y", table) == ("# T: x.y\n\n| agent | p_win | n |\n|---|---|---|\n"
+                                              "| a\\|b | 0.666667 | 1 |\n|  |  | 2 |\n")
