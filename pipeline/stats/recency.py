@@ -11,16 +11,20 @@ weighed 0.5 ** (a / D) times its own weight. The newest timestamp is read from t
 footers' statistics of the newest day's partition files, before any row is read. Each row's
 factor depends on its own timestamp and that newest one only, and is quantised to the weights'
 units (`pipeline.weights`) like any weight, so the weighted counts still add exactly: the same
-bytes whatever the partitions or workers. Both need every record dated; a store holding rows
+bytes whatever the partitions or workers. The factor is computed from a table and IEEE-754
+basic operations (`half_powers`), not the machine's `exp2`, so the bytes do not depend on the CPU
+or the maths library either. Both need every record dated; a store holding rows
 without a timestamp is refused, before any work, naming the file.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -72,6 +76,32 @@ def newest_timestamp(paths: list[str]) -> int:
     return int(newest)
 
 
+STEPS = 4096  # the table of 2^-(j / STEPS): a polynomial covers what is left, under 1 / STEPS
+
+
+@functools.cache
+def half_power_table() -> tuple[np.ndarray, float]:
+    """2^-(j / STEPS) for j < STEPS, and ln 2, computed in decimal (software: the same digits on every
+    machine) and each rounded once to float64; built on first use (0.1 s), not at import."""
+    return np.array([float(Decimal(2) ** (Decimal(-j) / STEPS)) for j in range(STEPS)]), float(Decimal(2).ln())
+
+
+def half_powers(exponents: np.ndarray) -> np.ndarray:
+    """2^-x for each x >= 0, within a few ulps, from a table and IEEE-754 additions, multiplications and
+    divisions only: the same bits on every machine, where `np.exp2` may differ in its last bit between
+    libraries and CPUs (and a factor's last bit can move a weight across a unit of `pipeline.weights`).
+    2^-x = 2^-k * 2^-(j / STEPS) * e^-(r ln 2) with k whole, j < STEPS and r < 1 / STEPS; e^-y by its
+    Taylor series to y^5 (what is dropped is below 4e-26 for y < ln 2 / STEPS)."""
+    table, ln2 = half_power_table()
+    x = np.asarray(exponents, dtype=np.float64)
+    whole = np.floor(x)
+    fraction = x - whole  # exact
+    steps = np.floor(fraction * STEPS)  # exact: STEPS is a power of two
+    y = (fraction - steps / STEPS) * ln2
+    series = 1.0 - y * (1.0 - y / 2.0 * (1.0 - y / 3.0 * (1.0 - y / 4.0 * (1.0 - y / 5.0))))
+    return np.ldexp(table[steps.astype(np.int64)] * series, -np.minimum(whole, 1 << 16).astype(np.int64))
+
+
 @dataclass(frozen=True)
 class Decay:
     """Records weighed by age: 0.5 ** (age in days / `half_life_days`), age from `newest` (microseconds)."""
@@ -88,7 +118,7 @@ class Decay:
         if timestamps.null_count:
             raise ValueError(f"{HALF_LIFE} needs every record dated; {timestamps.null_count} rows have no timestamp")
         micros = pc.cast(timestamps, pa.int64()).to_numpy()
-        return np.exp2(-(self.newest - micros) / (MICROS_PER_DAY * self.half_life_days))
+        return half_powers((self.newest - micros) / (MICROS_PER_DAY * self.half_life_days))
 
     def key(self) -> list[object]:
         """What the weighed counts depend on, for a cache key."""

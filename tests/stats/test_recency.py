@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal, getcontext
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from pipeline.stats import reduce_store
-from pipeline.stats.recency import Decay, partition_day
+from pipeline.stats.recency import Decay, half_powers, partition_day
 from pipeline.stats.reduce import AsOfError
 from pipeline.store import Store
 
@@ -149,3 +151,24 @@ def test_cached_reductions_as_of_a_date_and_of_the_whole_log_count_each_unit_onc
     for _ in range(2):  # each order of the two, so that each finds the other's sum
         assert as_counts(reduce_store(store, "battles", {"pairwise"}, use_cache=True), names) == whole
         assert as_counts(reduce_store(store, "battles", {"pairwise"}, as_of=day, use_cache=True), names) == as_of
+
+
+def test_half_powers_are_within_a_few_ulps_of_the_exact_power():
+    # Planted: a Taylor series cut after y^2, or the table built with 2^(+j/STEPS): off by far more than 1e-15.
+    getcontext().prec = 50
+    rng = np.random.default_rng(11)
+    exponents = np.r_[rng.random(300) * 60, np.arange(0.0, 5.0), np.nextafter(np.arange(1.0, 5.0), 0.0), 1e-9, 4095 / 4096]
+    for x, got in zip(exponents, half_powers(exponents)):
+        exact = Decimal(2) ** -Decimal(float(x))  # the float's own value, in 50 digits
+        assert abs(Decimal(float(got)) - exact) <= exact * Decimal("1e-15"), x
+
+
+def test_decay_factors_do_not_depend_on_the_machines_exp2(monkeypatch, rows):
+    # Another CPU's or library's exp2 may differ in the last bit, and a factor's last bit can move a weighed
+    # battle across a weight unit. Planted: the factors from np.exp2: a libm one ulp lower changes them.
+    decay = Decay(max(t for *_, t in rows).astype(np.int64), 7.0)
+    timestamps = pa.array(np.array([t for *_, t in rows], dtype="datetime64[us]"))
+    here = decay.factors(timestamps)
+    exp2 = np.exp2
+    monkeypatch.setattr(np, "exp2", lambda x, *args, **kwargs: np.nextafter(exp2(x, *args, **kwargs), 0.0))
+    assert decay.factors(timestamps).tobytes() == here.tobytes()
