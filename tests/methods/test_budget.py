@@ -22,7 +22,7 @@ def test_deviation_fits_one_livebench_release_and_is_refused_on_a_larger_game_wi
 
 
 def test_affinity_ne_fits_one_livebench_release_and_is_refused_on_the_helm_leaderboards():
-    # LiveBench's 127 models x 23 tasks took 78 CPU s (the model: 94 s); HELM's 216 models x 70 scenarios ran past
+    # LiveBench's 127 models x 23 tasks took 78 CPU s (the model: 95 s); HELM's 216 models x 70 scenarios ran past
     # the matrix's 300 s before the model refused it. Planted: no cost model, or one of cells without the steps.
     assert over_budget("affinity-ne", Size(127, 8001, 23)) is None
     line = over_budget("affinity-ne", Size(216, 8991, 70))
@@ -30,6 +30,26 @@ def test_affinity_ne_fits_one_livebench_release_and_is_refused_on_the_helm_leade
                         r"over a game of 216 x 216 x 70 strategies\), over the budget of 120 s and 4 GiB; rate with affinity-cce .*",
                         line)
     assert over_budget("affinity-ne:game=agent-task", Size(216, 8991, 70)) is None  # the 2-player game it proposes fits
+
+
+def test_affinity_ne_pays_its_steps_on_a_small_game_and_is_refused_with_twenty_rounds_on_arena_hard():
+    # Arena-Hard's 15 models x 100 questions: 10,127 steps in 2.8 CPU s once (the model: 7.1 s), and with bootstrap=20
+    # the matrix ran it 361 s. A 3-model game still takes about 0.5 s of steps: a model of cells alone put it at a
+    # millisecond, and the matrix's 4x check failed it. Planted: the per-step cost dropped.
+    assert estimate("affinity-ne", Size(3, 3, 23)).seconds > 1.0
+    assert over_budget("affinity-ne", Size(15, 105, 100)) is None
+    assert over_budget("affinity-ne:bootstrap=20", Size(15, 105, 100)).startswith("affinity-ne: expected ")
+
+
+def test_affinity_cce_fits_helm_once_and_is_refused_with_twenty_bootstrap_rounds():
+    # HELM's 216 models x 70 scenarios took 24 CPU s once (the model: 26 s); with bootstrap=20 the matrix ran it
+    # past 300 s. Planted: no cost model (the bootstrap variant is then never refused).
+    helm = Size(216, 8991, 70)
+    assert over_budget("affinity-cce", helm) is None
+    line = over_budget("affinity-cce:bootstrap=20", helm)
+    assert re.fullmatch(r"affinity-cce: expected [\d,]+ s and [\d.]+ GiB on 216 agents, 8,991 pairs, 70 tasks \(a dual of 98,212 "
+                        r"deviations over a game of 216 x 216 x 70 strategies\), over the budget of 120 s and 4 GiB; rate with "
+                        r"nash-averaging, .*", line)
 
 
 def test_rate_refuses_an_over_budget_spec_before_running_it_and_rates_the_others():

@@ -216,7 +216,20 @@ def _finish(game: Game, sigma: np.ndarray, tol: float, targets, info: dict[str, 
                         info=info | {"tie_tolerance": tie}, tie_tolerance=tie)
 
 
-@method("affinity-cce", needs=("game_data",), rules=GAME_RULES | {"kernel_variance": POSITIVE, "tol": POSITIVE})
+def affinity_cce_cost(size: Size, params: Mapping[str, object]) -> Cost:
+    """Projected Newton on the dual, each step conjugate gradients over the gains applied to the payoff tensors:
+    8e-6 CPU s per cell of the game (LiveBench's first 80 models x 23 tasks, 147,200 cells, 0.56 s; HELM's first
+    120 and all 216 models x 70 scenarios, 1.0M and 3.3M cells, 7.9 and 24 s). The payoffs and the gains' few
+    tensors of 8-byte cells per player."""
+    shape = game_shape(size, str(params["game"]))
+    cells = math.prod(shape)
+    return Cost(8e-6 * cells, 4 * 8.0 * len(shape) * cells,
+                "rate with nash-averaging, a 2-player game (game=agent-agent or agent-task), or fewer agents (--where)",
+                f"a dual of {sum(n * n for n in shape):,} deviations over a game of {' x '.join(f'{n:,}' for n in shape)} strategies")
+
+
+@method("affinity-cce", needs=("game_data",), cost=affinity_cce_cost,
+        rules=GAME_RULES | {"kernel_variance": POSITIVE, "tol": POSITIVE})
 def affinity_cce(data: GameData, *, game: str = "auto", norm: str = "minmax", kernel_variance: float = 1e-6,
                  tol: float = 1e-7) -> Ratings:
     """Regrets under the maximum relative entropy CCE to the affinity-entropy target [GTLLM]."""
@@ -230,14 +243,15 @@ TYPICAL_STEPS = 12_000  # damped steps of a trace from tau=1 to 0.01 (LiveBench:
 
 
 def affinity_ne_cost(size: Size, params: Mapping[str, object]) -> Cost:
-    """Each damped step evaluates every player's payoff gradient and the loss over the whole payoff tensor: 7e-9 CPU
-    s per player x cell (LiveBench's agent-agent-task game: 20 models, 9,803 steps in 1.9 s; 127 models, 371,887
-    cells, 78 s), times the steps a trace typically takes (or `max_iter`, if fewer). The payoffs, their copy
-    scaled to unit range and a step's products: a few tensors of 8-byte cells per player."""
+    """Each damped step costs 1.2e-4 CPU s in Python around numpy (LiveBench's first 3 and 8 models: 110-120 us a
+    step) and evaluates every player's payoff gradient and the loss over the whole payoff tensor, up to 7e-9 s per
+    player x cell (127 models x 23 tasks, 371,887 cells: 7.8 ms a step, 78 s in all; 2.5-3 ns at 10^4-10^5 cells),
+    times the steps a trace typically takes (or `max_iter`, if fewer). The payoffs, their copy scaled to unit
+    range and a step's products: a few tensors of 8-byte cells per player."""
     shape = game_shape(size, str(params["game"]))
     cells = math.prod(shape)
     steps = min(int(params["max_iter"]), TYPICAL_STEPS)
-    return Cost(7e-9 * len(shape) * cells * steps, 4 * 8.0 * len(shape) * cells,
+    return Cost((1.2e-4 + 7e-9 * len(shape) * cells) * steps, 4 * 8.0 * len(shape) * cells,
                 "rate with affinity-cce or nash-averaging, a 2-player game (game=agent-agent or agent-task), or fewer agents "
                 "(--where)", f"{steps:,} damped steps over a game of {' x '.join(f'{n:,}' for n in shape)} strategies")
 
