@@ -21,6 +21,13 @@ def test_deviation_fits_one_livebench_release_and_is_refused_on_a_larger_game_wi
     assert estimate("kemeny", Size(337)).bytes > BUDGET_BYTES  # football's 337 teams took 5.3 GB in Kemeny's MIP
 
 
+def test_a_bootstrap_of_deviation_on_a_small_game_pays_each_fit():
+    # The matrix: Arena-Hard's 2-model game with bootstrap=20 took 0.59 CPU s against an estimate of 0.02 s, LLMFAO's
+    # 1.2 s against 0.29 s (past 4x). Planted: no per-fit cost: both estimates fall back under a quarter of them.
+    assert estimate("deviation:bootstrap=20", Size(2, 1, 23)).seconds >= 0.59 / 4
+    assert estimate("deviation:bootstrap=20", Size(25, 24, 1)).seconds >= 1.2 / 4
+
+
 def test_affinity_ne_fits_one_livebench_release_and_is_refused_on_the_helm_leaderboards():
     # LiveBench's 127 models x 23 tasks took 78 CPU s (the model: 95 s); HELM's 216 models x 70 scenarios ran past
     # the matrix's 300 s before the model refused it. Planted: no cost model, or one of cells without the steps.

@@ -182,6 +182,10 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
     return ratings, sigma.reshape(game.shape), info
 
 
+PER_FIT_S = 0.03  # a fit's own cost on the smallest games (the symmetries, the first LP's set-up): a bootstrap pays it
+# every round (Arena-Hard's 2-model game, 21 fits, 0.59 CPU s, and LLMFAO's 1.2 s, past 4x a model without it)
+
+
 def deviation_cost(size: Size, params: Mapping[str, object]) -> Cost:
     """A dense (rows x joints) constraint matrix, a few copies; LPs as many as rows, each over columns that grow
     with the joints: 4.3e-7 CPU s per row x joint, the median of the matrix's cells (`benchmarks/bench_matrix.py
@@ -190,7 +194,7 @@ def deviation_cost(size: Size, params: Mapping[str, object]) -> Cost:
     51 CPU s, 1.6x it)."""
     shape = game_shape(size, str(params["game"]))
     rows, joints = sum(shape), math.prod(shape)
-    return Cost(4.3e-7 * rows * joints, 4 * 8.0 * rows * joints,
+    return Cost(PER_FIT_S + 4.3e-7 * rows * joints, 4 * 8.0 * rows * joints,
                 "rate with nash-averaging or alpha-rank, a 2-player game (game=agent-agent or agent-task), or fewer "
                 "agents (--where)", f"LPs over a {rows:,} x {joints:,} constraint matrix")
 
