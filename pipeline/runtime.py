@@ -95,8 +95,16 @@ def connect(address: str, origin: str, security: object = None) -> object:
     """A `distributed.Client` of the scheduler at `address`; an address that is malformed, refuses
     or does not answer, or a tls:// one without certificates, raises `SchedulerError`."""
     from distributed import Client
+    from distributed.comm.addressing import parse_address, parse_host_port
+    from distributed.comm.registry import get_backend
 
     try:
+        # a malformed address is refused here, before the Client starts its event loop's thread (whose start
+        # alone, under load, can outlast distributed's 10 s wait and fail with a bare AssertionError)
+        scheme, location = parse_address(address)
+        get_backend(scheme)
+        if scheme in ("tcp", "tls", "ws", "wss"):
+            parse_host_port(location)
         return Client(address, security=security)
     except (OSError, ValueError, TypeError) as exc:  # TypeError: Dask's complaint of a missing TLS context
         hint = " (a tls:// address takes its certificates from Dask's configuration, distributed.comm.tls.*)" \

@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -76,9 +77,16 @@ class Server:
         wait_until(final, timeout, "flow runs")
         return runs
 
-    def logs(self, flow_run: dict) -> str:
-        records = self.api("/logs/filter", {"logs": {"flow_run_id": {"any_": [flow_run["id"]]}}, "limit": 200})
-        return "\n".join(r["message"] for r in records)
+    def logs(self, flow_run: dict, containing: str = "", timeout: float = 60.0) -> str:
+        """The run's log messages, joined; given `containing`, polled until one holds it or `timeout` s pass
+        (a run's logs reach the server in batches, and may land after its state is final)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            records = self.api("/logs/filter", {"logs": {"flow_run_id": {"any_": [flow_run["id"]]}}, "limit": 200})
+            text = "\n".join(r["message"] for r in records)
+            if containing in text or time.monotonic() > deadline:
+                return text
+            time.sleep(1.0)
 
 
 @contextmanager

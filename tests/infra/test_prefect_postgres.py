@@ -137,7 +137,7 @@ def test_cron_schedule_produces_upcoming_runs(server, worker):
 def test_git_variant_clones_the_code_and_runs_it(server, runs, git_repository):
     _, commit = git_repository
     run, out = runs["git"]
-    assert "git_clone" in server.logs(run)
+    assert "git_clone" in server.logs(run, containing="git_clone")
     version = json.loads((out / "latest" / "f1" / "run.json").read_text())["version"]
     assert commit.startswith(version.split("+")[1]), (version, commit)  # the cloned commit's code ran, not the checkout's
     assert pq.read_table(out / "latest" / "f1" / "ratings.parquet").num_rows > 0
