@@ -34,6 +34,22 @@ def _prefect_home(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
+def _log_levels_restored():
+    """Every CLI command sets Dask's and Prefect's log levels in the environment (`runtime.quiet_logs`); a test
+    leaves them as it found them, or a Prefect worker a later test starts inherits WARNING, and its flow runs'
+    INFO lines (a deployment's pull steps) are never logged."""
+    from pipeline.runtime import DASK_LOG_ENV, PREFECT_LOG_ENV
+
+    saved = {name: os.environ.get(name) for name in (DASK_LOG_ENV, PREFECT_LOG_ENV)}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture(autouse=True)
 def _not_stopped():
     """A test that sends itself SIGTERM sets the process-wide stop (pipeline.cancellation.STOP), which stays
     set in a command that is leaving; the next test starts unstopped."""
