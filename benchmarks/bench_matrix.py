@@ -131,7 +131,7 @@ def judge(data: DataSet, specs: list[str], size: Size, out: Path, code: int | No
           last: str, timeout: float) -> list[Cell]:
     run = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else None
     cells = []
-    shape = asdict(size)
+    shape = {field: n for field, n in asdict(size).items() if field != "kind"}  # the cell has its kind
     for text in specs:
         spec = Spec.parse(text)
         cost = estimate(spec, size)

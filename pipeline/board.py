@@ -385,7 +385,7 @@ def stored_size(store: Store, kind: str) -> Size | None:
     file, a lower bound for several; None for a kind rated directly or a store without footprints."""
     footprint = store.footprint(kind) if log_kind(kind).stored else None
     return None if footprint is None else Size(footprint.agents, footprint.pairs, footprint.tasks, footprint.ballots,
-                                               footprint.members)
+                                               footprint.members, kind)
 
 
 def refuse_before_reading(store: Store, board: Board) -> Rated:
@@ -408,7 +408,8 @@ def input_size(stats: Statistics) -> Size:
     data = stats.extra.get("game_data")
     tasks = next((len(v) for v in (getattr(data, "tasks", None), getattr(data, "prompts", None)) if v is not None), 0)
     ballots = () if stats.histogram is None else stats.histogram.ballots
-    return Size(len(stats.agents), compared, tasks, len(ballots), sum(len(group) for ballot in ballots for group in ballot))
+    return Size(len(stats.agents), compared, tasks, len(ballots), sum(len(group) for ballot in ballots for group in ballot),
+                stats.kind)
 
 
 def rate(stats: Statistics, specs: Iterable[str | Spec], client=None, standing: Standing | None = None,

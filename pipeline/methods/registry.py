@@ -104,14 +104,20 @@ BUDGET_BYTES = 4 * 2**30  # and so is one expected to need more memory (2 cores,
 
 @dataclass(frozen=True)
 class Size:
-    """What a cost model reads: agents, pairs of agents compared, tasks (or prompts), ballots (distinct), and the
-    members of those ballots (their lengths summed: a count scans them once a round)."""
+    """What a cost model reads: agents, pairs of agents compared, tasks (or prompts), ballots (distinct), the
+    members of those ballots (their lengths summed: a count scans them once a round), and the log kind (a game
+    method's `game=auto` picks its game by it)."""
 
     agents: int
     pairs: int = 0
     tasks: int = 0
     ballots: int = 0
     members: int = 0
+    kind: str = ""
+
+    def counts(self) -> str:
+        """The nonzero counts, as a refusal names them ("127 agents, 8,001 pairs, 23 tasks")."""
+        return ", ".join(f"{n:,} {what}" for what, n in dataclasses.asdict(self).items() if what != "kind" and n)
 
 
 @dataclass(frozen=True)
@@ -321,10 +327,20 @@ def over_budget(spec: str | Spec, size: Size) -> str | None:
     cost = estimate(spec, size)
     if cost is None or (cost.seconds <= BUDGET_SECONDS and cost.bytes <= BUDGET_BYTES):
         return None
-    shape = ", ".join(f"{n:,} {what}" for what, n in dataclasses.asdict(size).items() if n)
     solver = f" ({cost.solver})" if cost.solver else ""
-    return (f"{spec.name}: expected {cost.seconds:,.0f} s and {cost.bytes / 2**30:,.1f} GiB on {shape}{solver}, over the budget of "
-            f"{BUDGET_SECONDS:.0f} s and {BUDGET_BYTES / 2**30:.0f} GiB; {cost.alternative}")
+    return (f"{spec.name}: expected {cost.seconds:,.0f} s and {cost.bytes / 2**30:,.1f} GiB on {size.counts()}{solver}, over the "
+            f"budget of {BUDGET_SECONDS:.0f} s and {BUDGET_BYTES / 2**30:.0f} GiB; {fewer_rounds(spec, size)}{cost.alternative}")
+
+
+def fewer_rounds(spec: Spec, size: Size) -> str:
+    """"bootstrap=R fits, or " with the most rounds that fit the budget when a spec's bootstrap rounds are what
+    put it past the budget (one fit and a round fit); else ""."""
+    if not spec.bootstrap_rounds:
+        return ""
+    once = spec.method.cost(size, spec.effective_params)
+    if once.bytes > BUDGET_BYTES or not 0 < once.seconds * 2 <= BUDGET_SECONDS:
+        return ""
+    return f"{BOOTSTRAP}={int(BUDGET_SECONDS // once.seconds) - 1} fits, or "
 
 
 def unique_specs(specs: Iterable[str | Spec], key: Callable[[Spec], str] = str) -> tuple[tuple[Spec, ...], dict[str, list[str]]]:

@@ -55,14 +55,33 @@ def test_affinity_cce_fits_helm_once_and_is_refused_with_twenty_bootstrap_rounds
     assert over_budget("affinity-cce", helm) is None
     line = over_budget("affinity-cce:bootstrap=20", helm)
     assert re.fullmatch(r"affinity-cce: expected [\d,]+ s and [\d.]+ GiB on 216 agents, 8,991 pairs, 70 tasks \(a dual of 98,212 "
-                        r"deviations over a game of 216 x 216 x 70 strategies\), over the budget of 120 s and 4 GiB; rate with "
-                        r"nash-averaging, .*", line)
+                        r"deviations over a game of 216 x 216 x 70 strategies\), over the budget of 120 s and 4 GiB; bootstrap=3 "
+                        r"fits, or rate with nash-averaging, .*", line)
+
+
+def test_alpha_rank_on_arena_hard_scores_fits_once_and_its_bootstrap_is_refused_with_the_rounds_that_fit():
+    # Arena-Hard's 15 models x 100 questions as an agent-task game: 1,500 states, 11.2 CPU s once; bootstrap=20 ran
+    # 285 s in the matrix. The same 15 agents as battles are a one-population chain of 15 states. Planted: states
+    # counted as agents whatever the game (the bootstrap then fits), or cubed agents x tasks for battles too.
+    scores, battles = Size(15, 105, 100, kind="scores"), Size(15, 105, 100, kind="battles")
+    assert 11.2 / 4 < estimate("alpha-rank", scores).seconds < 11.2 * 4
+    assert over_budget("alpha-rank", scores) is None
+    assert estimate("alpha-rank:bootstrap=20", battles).seconds < 1
+    line = over_budget("alpha-rank:bootstrap=20", scores)
+    once = estimate("alpha-rank", scores).seconds
+    fits = int(120 // once) - 1
+    assert re.fullmatch(rf"alpha-rank: expected [\d,]+ s and [\d.]+ GiB on 15 agents, 105 pairs, 100 tasks \(a chain of 1,500 "
+                        rf"states over a game of 15 x 100 strategies\), over the budget of 120 s and 4 GiB; bootstrap={fits} fits, "
+                        rf"or rate with nash-averaging, .*", line)
+    assert estimate(f"alpha-rank:bootstrap={fits}", scores).seconds <= 120 < estimate(f"alpha-rank:bootstrap={fits + 1}", scores).seconds
+    # a chain past the method's own limit is refused by the method itself, in its own line, at no cost
+    assert over_budget("alpha-rank:bootstrap=20", Size(127, 8001, 23, kind="scores")) is None
 
 
 def test_rate_refuses_an_over_budget_spec_before_running_it_and_rates_the_others():
     names = [f"a{i:03d}" for i in range(340)]
     stats, _ = profile([">".join(names), ">".join(reversed(names[:10]))])
-    assert input_size(stats) == Size(340, 340 * 339 // 2, 0, 2, 340 + 10)
+    assert input_size(stats) == Size(340, 340 * 339 // 2, 0, 2, 340 + 10, "ballots")
     rated = rate(stats, ["kemeny", "borda"])
     assert [r.name for r in rated.ratings] == ["borda"]
     [(spec, error)] = rated.refused.items()

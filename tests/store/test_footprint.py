@@ -38,7 +38,7 @@ def test_a_store_written_before_footprints_has_none(tmp_path):
     path.write_text("task,agent,score\nt1,a,1\nt1,b,2\n")
     store = Store(tmp_path / "store")
     store.ingest([path], "scores")
-    assert stored_size(store, "scores") == Size(2, 1, 1, 1, 2)
+    assert stored_size(store, "scores") == Size(2, 1, 1, 1, 2, "scores")
     manifest = store.manifest
     for report in manifest.files.values():
         object.__setattr__(report, "footprint", None)

@@ -51,7 +51,7 @@ from scipy.special import log_softmax, softmax
 
 from pipeline.games import Game, deviation_payoff, marginals, product
 from pipeline.methods.convergence import ConvergenceError
-from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, game_shape, payoff_range
+from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, game_shape, payoff_range, shape_text
 from pipeline.methods.numerics import max_entropy
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import POSITIVE, Cost, Size, at_least, between, method
@@ -221,11 +221,11 @@ def affinity_cce_cost(size: Size, params: Mapping[str, object]) -> Cost:
     8e-6 CPU s per cell of the game (LiveBench's first 80 models x 23 tasks, 147,200 cells, 0.56 s; HELM's first
     120 and all 216 models x 70 scenarios, 1.0M and 3.3M cells, 7.9 and 24 s). The payoffs and the gains' few
     tensors of 8-byte cells per player."""
-    shape = game_shape(size, str(params["game"]))
+    shape = game_shape(size, str(params["game"]), DEFAULT_GAMES)
     cells = math.prod(shape)
     return Cost(8e-6 * cells, 4 * 8.0 * len(shape) * cells,
                 "rate with nash-averaging, a 2-player game (game=agent-agent or agent-task), or fewer agents (--where)",
-                f"a dual of {sum(n * n for n in shape):,} deviations over a game of {' x '.join(f'{n:,}' for n in shape)} strategies")
+                f"a dual of {sum(n * n for n in shape):,} deviations over a game of {shape_text(shape)} strategies")
 
 
 @method("affinity-cce", needs=("game_data",), cost=affinity_cce_cost,
@@ -248,12 +248,12 @@ def affinity_ne_cost(size: Size, params: Mapping[str, object]) -> Cost:
     player x cell (127 models x 23 tasks, 371,887 cells: 7.8 ms a step, 78 s in all; 2.5-3 ns at 10^4-10^5 cells),
     times the steps a trace typically takes (or `max_iter`, if fewer). The payoffs, their copy scaled to unit
     range and a step's products: a few tensors of 8-byte cells per player."""
-    shape = game_shape(size, str(params["game"]))
+    shape = game_shape(size, str(params["game"]), DEFAULT_GAMES)
     cells = math.prod(shape)
     steps = min(int(params["max_iter"]), TYPICAL_STEPS)
     return Cost((1.2e-4 + 7e-9 * len(shape) * cells) * steps, 4 * 8.0 * len(shape) * cells,
                 "rate with affinity-cce or nash-averaging, a 2-player game (game=agent-agent or agent-task), or fewer agents "
-                "(--where)", f"{steps:,} damped steps over a game of {' x '.join(f'{n:,}' for n in shape)} strategies")
+                "(--where)", f"{steps:,} damped steps over a game of {shape_text(shape)} strategies")
 
 
 @method("affinity-ne", needs=("game_data",), cost=affinity_ne_cost,

@@ -46,6 +46,8 @@ game, every `player:strategy` in it), and per other player `sink_<player>` (name
 from __future__ import annotations
 
 import dataclasses
+import math
+from collections.abc import Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -54,9 +56,10 @@ from scipy.special import logsumexp
 
 from pipeline.games import Game
 from pipeline.methods.convergence import RatingError
-from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings
+from pipeline.methods.game_theory.equilibria import (GAME_RULES, GameData, choose_game, game_ratings, game_shape, resolved_game,
+                                                   shape_text)
 from pipeline.methods.ratings import Ratings
-from pipeline.methods.registry import Rule, at_least, between, method, one_of
+from pipeline.methods.registry import Cost, Rule, Size, at_least, between, method, one_of
 
 DEFAULT_GAMES = {"scores": "agent-task", "battles": "agent-agent"}
 SELECTIONS = ("local", "population")
@@ -237,8 +240,26 @@ def _sink_info(game: Game, components: list[np.ndarray], single: bool) -> dict[s
 ALPHA = Rule(lambda value: value >= 0, "non-negative, or inf for the infinite-α chain", infinite=True)
 
 
-@method("alpha-rank", needs=("game_data",), rules=GAME_RULES | {"alpha": ALPHA, "m": at_least(2), "selection": one_of(*SELECTIONS),
-                                                               "epsilon": between(0, 0.5, high_open=True)})
+PER_FIT_S = 0.01  # a fit's own cost on the smallest games (building the game, the sink components): WTA's 107 players
+
+
+def alpha_rank_cost(size: Size, params: Mapping[str, object]) -> Cost:
+    """GTH elimination over the chain's states is cubic in them: 3.6e-9 to 3.9e-9 CPU s per state^3 from 1,000 to
+    2,048 states (random agent-task and symmetric agent-agent games, one thread, 2026-11-28; Arena-Hard's 15 models
+    x 100 prompts, 1,500 states, 11.2 s: 3.3e-9), a dense state x state rate matrix and about five of its copies. A
+    game past `MAX_PROFILES` states is priced at nothing: the method refuses it in one line before any work."""
+    shape = game_shape(size, str(params["game"]), DEFAULT_GAMES)
+    single = resolved_game(size, str(params["game"]), DEFAULT_GAMES) == "agent-agent"  # one population
+    states = size.agents if single else math.prod(shape)
+    if states > MAX_PROFILES:
+        return Cost(0.0, 0.0, "")
+    return Cost(PER_FIT_S + 4e-9 * states**3, 6 * 8.0 * states**2,
+                "rate with nash-averaging, or fewer agents or tasks (--where)",
+                f"a chain of {states:,} states over a game of {shape_text(shape)} strategies")
+
+
+@method("alpha-rank", needs=("game_data",), cost=alpha_rank_cost,
+        rules=GAME_RULES | {"alpha": ALPHA, "m": at_least(2), "selection": one_of(*SELECTIONS), "epsilon": between(0, 0.5, high_open=True)})
 def alpha_rank(data: GameData, *, game: str = "auto", norm: str = "minmax", alpha: float = 100.0, m: int = 50,
                selection: str = "local", epsilon: float = 0.0) -> Ratings:
     """α-Rank: stationary mass of the evolutionary chain over strategies or profiles [Omi19]."""
@@ -246,7 +267,7 @@ def alpha_rank(data: GameData, *, game: str = "auto", norm: str = "minmax", alph
     single = chosen.n_players == 2 and chosen.shape[0] == chosen.shape[1] and np.array_equal(chosen.payoffs[1], chosen.payoffs[0].T)
     n = chosen.shape[0] if single else int(np.prod(chosen.shape))
     if n > MAX_PROFILES:
-        raise RatingError(f"alpha-rank: {n} profiles (strategies {' x '.join(map(str, chosen.shape))}) exceed the "
+        raise RatingError(f"alpha-rank: {n} profiles (strategies {shape_text(chosen.shape)}) exceed the "
                           f"limit of {MAX_PROFILES}; rate fewer agents or tasks")
     if n == 1:
         order, log_pi = np.zeros(1), np.zeros(1)

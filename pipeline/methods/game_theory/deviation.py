@@ -47,7 +47,7 @@ import scipy.sparse as sp
 
 from pipeline.games import Game
 from pipeline.methods.convergence import ConvergenceError, RatingError
-from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, game_shape, payoff_range
+from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, game_shape, payoff_range, shape_text
 from pipeline.methods.numerics import highs
 from pipeline.methods.ratings import Ratings
 from pipeline.methods.registry import Cost, Size, between, method
@@ -124,7 +124,7 @@ def deviation_ratings(game: Game, *, decimals: int = 14, dual_tol: float = 1e-9,
     start = time.perf_counter()
     entries = sum(game.shape) * int(np.prod(game.shape, dtype=np.int64))
     if entries > MAX_CONSTRAINT_ENTRIES:
-        raise RatingError(f"deviation: the game ({' x '.join(map(str, game.shape))} strategies) needs {entries:,} constraint "
+        raise RatingError(f"deviation: the game ({shape_text(game.shape)} strategies) needs {entries:,} constraint "
                           f"entries, above the limit of {MAX_CONSTRAINT_ENTRIES:,}; rate fewer agents or tasks, or a "
                           f"2-player game (game=agent-task or agent-agent)")
     scale = payoff_range(game)
@@ -192,7 +192,7 @@ def deviation_cost(size: Size, params: Mapping[str, object]) -> Cost:
     --fit`: football's first 2,000 to 12,000 matches, 83 to 218 teams, Arena-Hard's and LLMFAO's games at 0.96 to
     1.07x it; LiveBench's 127 x 127 x 23 game and WTA's 107 players at 0.4-0.5x; every football match, 337 teams,
     51 CPU s, 1.6x it)."""
-    shape = game_shape(size, str(params["game"]))
+    shape = game_shape(size, str(params["game"]), DEFAULT_GAMES)
     rows, joints = sum(shape), math.prod(shape)
     return Cost(PER_FIT_S + 4.3e-7 * rows * joints, 4 * 8.0 * rows * joints,
                 "rate with nash-averaging or alpha-rank, a 2-player game (game=agent-agent or agent-task), or fewer "

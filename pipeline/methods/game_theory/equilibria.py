@@ -76,10 +76,21 @@ def game_ratings(game: Game, ratings: list[np.ndarray],
     return Ratings.from_scores(game.ids[0], ratings[0] + 0.0, extras=extras, info=info, tie_tolerance=tie_tolerance)
 
 
-def game_shape(size: Size, game: str) -> tuple[int, ...]:
-    """The strategies per player of the game a spec asks for, from the input's size (`auto`: 3 players when
-    there are tasks or prompts, else agent-agent)."""
+def resolved_game(size: Size, game: str, defaults: dict[str, str]) -> str:
+    """The game a spec's `game` names, `auto` resolved from the input's size as `choose_game` resolves it from
+    the data (by the log kind; agent-agent for battles without prompts)."""
+    if game != "auto":
+        return game
+    game = defaults["scores" if size.kind == "scores" else "battles"]
+    return "agent-agent" if game in PROMPT_GAMES and not size.tasks else game
+
+
+def game_shape(size: Size, game: str, defaults: dict[str, str]) -> tuple[int, ...]:
+    """The strategies per player of the game a spec asks for (`resolved_game`), from the input's size."""
     k, t = size.agents, max(size.tasks, 1)
-    if game == "agent-agent" or (game == "auto" and not size.tasks):
-        return (k, k)
-    return (k, t) if game == "agent-task" else (k, k, t)
+    return {"agent-agent": (k, k), "agent-task": (k, t)}.get(resolved_game(size, game, defaults), (k, k, t))
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    """A game's strategies per player as a refusal names them ("127 x 127 x 23")."""
+    return " x ".join(f"{n:,}" for n in shape)

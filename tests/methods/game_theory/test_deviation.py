@@ -127,7 +127,7 @@ def test_a_game_too_large_for_its_constraint_matrix_is_refused_before_it_is_buil
     shape = (2000, 2000, 20)
     payoff = np.broadcast_to(np.float64(0.0), shape)
     game = Game((payoff,) * 3, ("agent_a", "agent_b", "task"), tuple(tuple(map(str, range(k))) for k in shape))
-    with pytest.raises(RatingError, match=r"^deviation: the game \(2000 x 2000 x 20 strategies\) needs 321,600,000,000 "
+    with pytest.raises(RatingError, match=r"^deviation: the game \(2,000 x 2,000 x 20 strategies\) needs 321,600,000,000 "
                                           r"constraint entries, above the limit of 134,217,728; rate fewer agents or tasks, "
                                           r"or a 2-player game \(game=agent-task or agent-agent\)$"):
         deviation_ratings(game)
