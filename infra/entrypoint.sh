@@ -1,11 +1,12 @@
 #!/bin/sh
-# The image's entrypoint: for every variable NAME_FILE=/path in the environment, export NAME with
-# the contents of /path and drop NAME_FILE, then run the command. Secrets reach the containers as
-# files (compose secrets, Kubernetes Secret volumes), so no compose file, manifest or image holds
-# them, and `docker inspect` shows only their paths. Then it refuses, in one line, a PostgreSQL
-# database for Prefect beyond this host without TLS (below).
+# The image's entrypoint: for every Prefect setting PREFECT_NAME_FILE=/path in the environment,
+# export PREFECT_NAME with the contents of /path and drop PREFECT_NAME_FILE, then run the command.
+# Secrets reach the containers as files (compose secrets, Kubernetes Secret volumes), so no compose
+# file, manifest or image holds them, and `docker inspect` shows only their paths. Other *_FILE
+# variables are other tools' own (SSL_CERT_FILE names a CA bundle): they are left as they are.
+# Then it refuses, in one line, a PostgreSQL database for Prefect beyond this host without TLS (below).
 set -eu
-for name in $(env | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)_FILE=.*/\1/p'); do
+for name in $(env | sed -n 's/^\(PREFECT_[A-Za-z0-9_]*\)_FILE=.*/\1/p'); do
     eval "path=\${${name}_FILE}"
     if [ ! -r "$path" ]; then
         echo "entrypoint: ${name}_FILE names $path, which cannot be read" >&2

@@ -191,6 +191,18 @@ def test_entrypoint_turns_secret_files_into_variables(tmp_path):
     assert "PREFECT_API_AUTH_STRING_FILE" not in variables
 
 
+def test_entrypoint_leaves_other_tools_file_variables_as_they_are(tmp_path):
+    # SSL_CERT_FILE names a CA bundle (this machine's is 200 kB): read into a variable, it was dropped and, with
+    # another bundle, made the environment too large to start any command. Planted: every *_FILE variable read.
+    bundle = tmp_path / "ca-bundle.crt"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n" + "A" * 64 * 4000 + "\n-----END CERTIFICATE-----\n")
+    done = entrypoint({"SSL_CERT_FILE": str(bundle), "REQUESTS_CA_BUNDLE_FILE": str(bundle)}, "env")
+    assert done.returncode == 0, done.stderr
+    variables = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    assert variables["SSL_CERT_FILE"] == str(bundle) and variables["REQUESTS_CA_BUNDLE_FILE"] == str(bundle)
+    assert "SSL_CERT" not in variables and "REQUESTS_CA_BUNDLE" not in variables
+
+
 def test_entrypoint_stops_on_a_secret_file_it_cannot_read(tmp_path):
     done = entrypoint({"PREFECT_SERVER_DATABASE_PASSWORD_FILE": str(tmp_path / "missing")}, "echo", "started")
     assert done.returncode == 1 and "started" not in done.stdout
