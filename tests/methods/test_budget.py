@@ -28,6 +28,13 @@ def test_a_bootstrap_of_deviation_on_a_small_game_pays_each_fit():
     assert estimate("deviation:bootstrap=20", Size(25, 24, 1)).seconds >= 1.2 / 4
 
 
+def test_a_bootstrap_of_affinity_cce_on_a_small_game_pays_each_fit():
+    # The matrix at load 8: football's 6-team game with bootstrap=20 took 0.99 CPU s against an estimate of 0.01 s,
+    # LLMFAO's 25 models 0.52 s against 0.10 s (past 4x). Planted: no per-fit cost.
+    assert estimate("affinity-cce:bootstrap=20", Size(6, 8, 0)).seconds >= 0.99 / 4
+    assert estimate("affinity-cce:bootstrap=20", Size(25, 24, 1)).seconds >= 0.52 / 4
+
+
 def test_affinity_ne_fits_one_livebench_release_and_is_refused_on_the_helm_leaderboards():
     # LiveBench's 127 models x 23 tasks took 78 CPU s (the model: 95 s); HELM's 216 models x 70 scenarios ran past
     # the matrix's 300 s before the model refused it. Planted: no cost model, or one of cells without the steps.

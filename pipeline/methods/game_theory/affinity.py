@@ -216,14 +216,18 @@ def _finish(game: Game, sigma: np.ndarray, tol: float, targets, info: dict[str, 
                         info=info | {"tie_tolerance": tie}, tie_tolerance=tie)
 
 
+CCE_PER_FIT_S = 0.03  # a fit's own cost on the smallest games (the targets, the first Newton steps), paid every
+# bootstrap round: football's 6-team and Arena-Hard's 2-model games, 21 fits, 0.48-0.99 CPU s at load 8
+
+
 def affinity_cce_cost(size: Size, params: Mapping[str, object]) -> Cost:
     """Projected Newton on the dual, each step conjugate gradients over the gains applied to the payoff tensors:
     8e-6 CPU s per cell of the game (LiveBench's first 80 models x 23 tasks, 147,200 cells, 0.56 s; HELM's first
-    120 and all 216 models x 70 scenarios, 1.0M and 3.3M cells, 7.9 and 24 s). The payoffs and the gains' few
-    tensors of 8-byte cells per player."""
+    120 and all 216 models x 70 scenarios, 1.0M and 3.3M cells, 7.9 and 24 s), and a fit's own `CCE_PER_FIT_S`.
+    The payoffs and the gains' few tensors of 8-byte cells per player."""
     shape = game_shape(size, str(params["game"]), DEFAULT_GAMES)
     cells = math.prod(shape)
-    return Cost(8e-6 * cells, 4 * 8.0 * len(shape) * cells,
+    return Cost(CCE_PER_FIT_S + 8e-6 * cells, 4 * 8.0 * len(shape) * cells,
                 "rate with nash-averaging, a 2-player game (game=agent-agent or agent-task), or fewer agents (--where)",
                 f"a dual of {sum(n * n for n in shape):,} deviations over a game of {shape_text(shape)} strategies")
 
