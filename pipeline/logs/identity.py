@@ -390,28 +390,35 @@ class ContentIds:
         first, codes = distinct_texts(texts, texts.hash(SEEDS[0]).to_numpy())  # each distinct text hashed once: a log repeats records
         digests = content_digests(texts.gather(first).to_arrow())
         keys = np.frombuffer(digests, np.uint64)[::2][codes]  # each digest's first 8 bytes
-        hexes = pl.from_arrow(binary_of_width(digests, DIGEST_BYTES)).bin.encode("hex")
-        ids = pl.DataFrame({"hex": hexes.gather(codes), "k": self._occurrences(keys)}).select(
-            pl.concat_str(pl.lit(CONTENT_PREFIX), pl.col("hex"),
-                          pl.when(pl.col("k") > 1).then(pl.lit("#") + pl.col("k").cast(pl.String)).otherwise(pl.lit("")))
-        ).to_series().to_arrow()
+        ids = (CONTENT_PREFIX + pl.from_arrow(binary_of_width(digests, DIGEST_BYTES)).bin.encode("hex")).gather(codes)
+        occurrence = self._occurrences(keys)
+        if len(again := np.flatnonzero(occurrence > 1)):  # only repeats get `#k`: most rows are first occurrences
+            ids = ids.scatter(again, ids.gather(again) + "#" + pl.Series(occurrence[again]).cast(pl.String))
+        ids = ids.to_arrow()
         column = columns[0]
         table = table.set_column(table.schema.get_field_index(column), column, ids.cast(table.schema.field(column).type))
         return dataclasses.replace(result, table=table, keyed=True)
 
     def _occurrences(self, keys: np.ndarray) -> np.ndarray:
         """Each key's occurrence among the keys seen so far (1 for the first), by sorting: the
-        rank within its run of equal keys in this batch, plus its count in earlier batches."""
+        rank within its run of equal keys in this batch, plus its count in earlier batches. The
+        earlier counts are looked up and updated per distinct key of the batch, and the keys kept
+        sorted by merging the new ones in (a stable sort of two sorted runs is one merge pass)."""
         order = np.argsort(keys, kind="stable")
         ordered = keys[order]
-        starts = np.r_[True, ordered[1:] != ordered[:-1]]
-        run_start = np.maximum.accumulate(np.where(starts, np.arange(len(keys)), 0))
-        rank = np.empty(len(keys), np.int64)
-        rank[order] = np.arange(len(keys)) - run_start
-        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        before = np.where(self.keys[at] == keys, self.seen[at], 0) if len(self.keys) else np.zeros(len(keys), np.int64)
-        distinct, counts = ordered[starts], np.diff(np.r_[np.flatnonzero(starts), len(keys)])
-        merged, inverse = np.unique(np.r_[self.keys, distinct], return_inverse=True)
-        self.seen = np.bincount(inverse, weights=np.r_[self.seen, counts], minlength=len(merged)).astype(np.int64)
-        self.keys = merged
-        return rank + before + 1
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        distinct, counts = ordered[starts], np.diff(np.r_[starts, len(keys)])
+        run = np.repeat(np.arange(len(starts)), counts)  # each sorted row's run of equal keys
+        at = np.searchsorted(self.keys, distinct)
+        known = at < len(self.keys)
+        known[known] = self.keys[at[known]] == distinct[known]
+        before = np.zeros(len(distinct), np.int64)
+        before[known] = self.seen[at[known]]
+        occurrence = np.empty(len(keys), np.int64)
+        occurrence[order] = np.arange(len(keys)) - starts[run] + before[run] + 1
+        seen = self.seen.copy()
+        seen[at[known]] += counts[known]
+        merged, seen = np.r_[self.keys, distinct[~known]], np.r_[seen, counts[~known]]
+        merge = np.argsort(merged, kind="stable")
+        self.keys, self.seen = merged[merge], seen[merge]
+        return occurrence

@@ -315,3 +315,16 @@ def test_distinct_texts_are_exact_even_when_distinct_texts_share_a_hash():
     assert texts.gather(first).to_list() == ["a", "b", "c"] and codes.tolist() == [0, 1, 0, 2, 1, 0]
     first, codes = identity.distinct_texts(texts, np.array([7, 7, 7, 9, 7, 7], np.uint64))  # "a" and "b" collide
     assert (texts.gather(first[codes]) == texts).all()
+
+
+def test_ids_of_content_count_a_record_repeated_over_many_batches_as_the_per_row_path():
+    # The counts of earlier batches are updated batch after batch (a record in every batch), and the
+    # keys first seen in a batch are merged into them in order.
+    rng = np.random.default_rng(7)
+    whole = hostile_table(rng, 200)
+    batches = [pa.concat_tables([whole.slice(start, 37), whole.slice(0, 5)]) for start in range(0, 200, 37)]
+    contents = identity.ContentIds()
+    ids = [i for table in batches for i in contents.assign(
+        ReadResult("battles", "f.csv", table, empty_quarantine(), table.num_rows, keyed=False), ("battle_id",)).table.column("battle_id").to_pylist()]
+    assert ids == per_row_content_ids(batches)
+    assert max(int(i.partition("#")[2] or 1) for i in ids) > len(batches)  # a record in every batch, and more
