@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -100,36 +101,45 @@ def library_seconds(source: Path, out: Path) -> tuple[float, float]:
     return time.perf_counter() - start, float(done.stdout.split()[-1])
 
 
+def timed(argv: list[str], root: Path = ROOT) -> tuple[float, float, str]:
+    """`timed_command`, with the CPU seconds (user + system) the process used: on a shared machine
+    they move far less with the load than its wall seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    seconds, failure = timed_command(argv, root)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return seconds, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, failure
+
+
 def large(scratch: Path, n: int, rows: int, baseline: Path | None = None) -> dict[str, object]:
     """CLI (the baseline's first, if given), library script and evalica's script on one CSV of `rows`
     battles among `n` models."""
     source = scratch / f"battles-{n}.csv"
     battle_frame(n, *battles(n, rows, SEED)).to_csv(source, index=False)
-    before = {}
-    if baseline is not None:
-        seconds, failure = timed_command(rate_command(source, SPEC, scratch / f"baseline-{n}"), baseline)
+    found: dict[str, object] = {"models": n, "battles": rows}
+    sides = ({"baseline": baseline} if baseline else {}) | {"cli": ROOT}
+    for side, root in sides.items():
+        found[f"{side}_s"], found[f"{side}_cpu_s"], failure = timed(rate_command(source, SPEC, scratch / f"{side}-{n}"), root)
         if failure:
-            raise RuntimeError(f"the baseline's vase rate failed: {failure}")
-        before = {"baseline_s": seconds}
-    cli, failure = timed_command(rate_command(source, SPEC, scratch / f"cli-{n}"))
-    if failure:
-        raise RuntimeError(f"vase rate failed: {failure}")
-    if baseline is not None:
-        before["baseline_same_ratings"] = (scratch / f"baseline-{n}" / "ratings.parquet").read_bytes() == \
-            (scratch / f"cli-{n}" / "ratings.parquet").read_bytes()
-        before["cli_over_baseline"] = cli / before["baseline_s"]
-    library, inside = library_seconds(source, scratch / f"library-{n}")
+            raise RuntimeError(f"{side}: vase rate failed: {failure}")
+    found["library_s"], found["library_run_board_s"] = library_seconds(source, scratch / f"library-{n}")
     written = scratch / f"evalica-{n}.csv"
-    evalica, failure = timed_command([sys.executable, "-m", "benchmarks.peers.rate_file", "evalica", str(source), str(written)])
+    evalica, evalica_cpu, failure = timed([sys.executable, "-m", "benchmarks.peers.rate_file", "evalica", str(source), str(written)])
     ours = pl.read_parquet(scratch / f"cli-{n}" / "ratings.parquet").sort("agent")["score"].to_numpy()
     library_scores = pl.read_parquet(scratch / f"library-{n}" / "ratings.parquet").sort("agent")["score"].to_numpy()
     theirs = None if failure else pd.read_csv(written).set_index("agent")["score"].reindex(np.sort(names(n))).to_numpy()
     verdict = scores_agree(ours, theirs, TOL_ELO, " Elo")
-    return {"models": n, "battles": rows, "cli_s": cli, "library_s": library, "library_run_board_s": inside,
-            "evalica_s": None if failure else evalica, "evalica_agrees": verdict.agrees, "evalica_detail": verdict.detail,
-            "library_same_ratings": bool(np.array_equal(ours, library_scores)),
-            "cli_over_library": cli / library, "cli_over_evalica": cli / evalica if verdict.agrees else None} | before | (
-        {"baseline_over_evalica": before["baseline_s"] / evalica if verdict.agrees else None} if before else {})
+    found |= {"evalica_s": None if failure else evalica, "evalica_cpu_s": None if failure else evalica_cpu,
+              "evalica_agrees": verdict.agrees, "evalica_detail": verdict.detail,
+              "library_same_ratings": bool(np.array_equal(ours, library_scores)), "cli_over_library": found["cli_s"] / found["library_s"]}
+    for side in sides:
+        found[f"{side}_over_evalica"] = found[f"{side}_s"] / evalica if verdict.agrees else None
+        found[f"{side}_cpu_over_evalica"] = found[f"{side}_cpu_s"] / evalica_cpu if verdict.agrees else None
+    if baseline:
+        found["baseline_same_ratings"] = (scratch / f"baseline-{n}" / "ratings.parquet").read_bytes() == \
+            (scratch / f"cli-{n}" / "ratings.parquet").read_bytes()
+        found["cli_over_baseline"] = found["cli_s"] / found["baseline_s"]
+        found["cli_cpu_over_baseline"] = found["cli_cpu_s"] / found["baseline_cpu_s"]
+    return found
 
 
 def verdict(ratio: float | None, target: float) -> str:
@@ -158,11 +168,12 @@ def main() -> None:
         for n in args.models:
             found = large(scratch, n, args.battles, baseline)
             sizes.append(found)
-            print(f"{args.battles:,} battles x {n:,} models: vase rate {found['cli_s']:.2f} s"
-                  + (f" (baseline's {found['baseline_s']:.2f} s, same ratings: {found['baseline_same_ratings']})" if baseline else "")
+            print(f"{args.battles:,} battles x {n:,} models: vase rate {found['cli_s']:.2f} s (CPU {found['cli_cpu_s']:.2f} s)"
+                  + (f" (baseline's {found['baseline_s']:.2f} s, CPU {found['baseline_cpu_s']:.2f} s, same ratings: "
+                     f"{found['baseline_same_ratings']})" if baseline else "")
                   + f", library script {found['library_s']:.2f} s (run_board {found['library_run_board_s']:.2f} s), evalica's script "
-                  f"{found['evalica_s'] if found['evalica_s'] is None else round(found['evalica_s'], 2)} s; "
-                  f"evalica's answer: {found['evalica_detail']}", flush=True)
+                  + ("failed" if found["evalica_s"] is None else f"{found['evalica_s']:.2f} s (CPU {found['evalica_cpu_s']:.2f} s)")
+                  + f"; evalica's answer: {found['evalica_detail']}", flush=True)
     print("ratios (issue 34):")
     for name in ("borda", "m-elo") if times else ():
         ratio = times[f"vase rate (10 rows, {name})"] / floor
@@ -170,8 +181,11 @@ def main() -> None:
     for found in sizes:
         print(f"  {found['models']:,} models: CLI / library script: {verdict(found['cli_over_library'], TARGETS['cli_over_library'])}; "
               f"CLI / evalica's script: {verdict(found['cli_over_evalica'], TARGETS['cli_over_evalica'])}")
+        if found["cli_cpu_over_evalica"] is not None:
+            print(f"    in CPU seconds: CLI / evalica's script {found['cli_cpu_over_evalica']:.2f}x")
         if baseline:
-            print(f"    baseline ({baseline}): CLI after / before {found['cli_over_baseline']:.2f}x; baseline / evalica's script: "
+            print(f"    baseline ({baseline}): CLI after / before {found['cli_over_baseline']:.2f}x (CPU "
+                  f"{found['cli_cpu_over_baseline']:.2f}x); baseline / evalica's script: "
                   f"{verdict(found['baseline_over_evalica'], TARGETS['cli_over_evalica'])}")
     print(f"machine: {machine()}")
     path = save("cli_fixed_costs", {"repeat": args.repeat, "seconds": times,
