@@ -250,11 +250,12 @@ def bootstrap_comparison(n: int, a: np.ndarray, b: np.ndarray, outcome: np.ndarr
                       "FastChat fit_bt per round (verbatim copy)", t_vase / rounds, t_fc / rounds, verdict)
 
 
-def timed_command(args: list[str]) -> tuple[float, str]:
-    """Wall seconds of a fresh process, and the last line of its stderr if it failed ("" if not)."""
-    env = os.environ | {"PYTHONPATH": str(ROOT)}
+def timed_command(args: list[str], root: Path = ROOT) -> tuple[float, str]:
+    """Wall seconds of a fresh process running the checkout at `root`, and the last line of its stderr
+    if it failed ("" if not)."""
+    env = os.environ | {"PYTHONPATH": str(root)}
     start = time.perf_counter()
-    done = subprocess.run(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    done = subprocess.run(args, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
     failure = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1] if done.returncode else ""
     return time.perf_counter() - start, failure
 

@@ -21,7 +21,9 @@ random hashes touches every page of every run, so the check of a whole file woul
 O(rows^2 / batch); with it a batch costs O(batch) probes of one cache line each, plus the search
 of the duplicates and the filter's few false positives. The filter is not stored: it is built from
 the runs on the first lookup and rebuilt twice as big when it fills, so that it costs O(ids) in
-all. The store keeps the runs on disk (`pipeline.store.index`); `read_log` uses them in memory.
+all. With fewer than `SMALL_BATCH` ids in all (a file of a million rows into a small store) the
+same sorts, merges and searches run in numpy, with no filter: importing numba and its first
+compiled call cost about 1 s a process, more than the compiled passes save at that size. The store keeps the runs on disk (`pipeline.store.index`); `read_log` uses them in memory.
 
 The same `where` of each stored row is its ingest position (`INGEST_POSITION`): the store writes
 it beside the rows of every kind with record ids, so that the order in which rows were ingested
@@ -56,7 +58,7 @@ INGEST_POSITION = "ingest_position"  # the stored column of `where` (int64): fil
 MAX_RUN = 1 << 22  # ids: 25 runs for 1e8 ids
 FILTER_BITS_PER_ID = 10  # at least: 1.3% of new ids pass the filter (measured; 0.04% at 20 bits, just after a rebuild)
 MIN_FILTER_IDS = 1 << 16
-SMALL_BATCH = 1 << 16  # ids numpy sorts in a few milliseconds
+SMALL_BATCH = 1 << 21  # ids below which the index's passes run in numpy: importing numba and its first call cost about 1 s
 KEY_SEPARATOR = "\x1f"
 
 
@@ -172,10 +174,28 @@ class Run:
         return SeenIds([self]).search(high, low)
 
 
+def search_run(run: np.ndarray, high: np.ndarray, low: np.ndarray, found: np.ndarray) -> None:
+    """`pipeline.sorted_merge.find_sorted` by numpy's binary search, for needles in any order: for
+    each (high, low) still NOT_FOUND, `where` of the first id of `run` with that high and low hash."""
+    pending = np.flatnonzero(found == NOT_FOUND)
+    first = np.searchsorted(run[0], high[pending], "left")
+    count = np.searchsorted(run[0], high[pending], "right") - first
+    one = np.flatnonzero(count == 1)
+    hit = one[run[1][first[one]] == low[pending[one]]]
+    found[pending[hit]] = run[2][first[hit]]
+    for i in np.flatnonzero(count > 1).tolist():  # ids sharing a high hash: rare
+        same = np.flatnonzero(run[1][first[i]:first[i] + count[i]] == low[pending[i]])
+        if len(same):
+            found[pending[i]] = run[2][first[i] + same[0]]
+
+
 def merge(older: Run, newer: Run, out: np.ndarray | None = None) -> Run:
     """One run of the ids of two, ordered as a stable sort of their concatenation would order
     them, into `out` (shape (3, n): a memory-mapped file keeps a big merge out of memory) or a new
-    array: one compiled pass, no memory beyond the output (`pipeline.sorted_merge`)."""
+    array: one compiled pass, no memory beyond the output (`pipeline.sorted_merge`); for fewer than
+    `SMALL_BATCH` ids in memory, numpy's stable sort of the concatenation (the same order)."""
+    if len(older) + len(newer) < SMALL_BATCH and out is None:
+        return Run.of(*np.concatenate([older.data, newer.data], axis=1))  # C order, as `np.save` must write it
     from pipeline.sorted_merge import merge_sorted  # numba is imported on first use only
 
     data = np.empty((3, len(older) + len(newer)), np.uint64) if out is None else out
@@ -232,10 +252,13 @@ class SeenIds:
 
     def find(self, high: np.ndarray, low: np.ndarray) -> np.ndarray:
         """`where` of each (high, low) among the runs, NOT_FOUND if absent: the needles that the
-        filter does not rule out are searched in the runs (`search`)."""
+        filter does not rule out are searched in the runs (`search`). Runs of fewer than
+        `SMALL_BATCH` ids in all are searched without a filter (no numba: about 1 s a process)."""
         found = np.full(len(high), NOT_FOUND, np.uint64)
         if not len(high) or not self.runs:
             return found
+        if self.id_filter is None and sum(map(len, self.runs)) < SMALL_BATCH:
+            return self.search(high, low)
         if self.id_filter is None:
             self.id_filter = IdFilter.of(self.runs)
         candidates = np.flatnonzero(self.id_filter.may_hold(high))
@@ -246,10 +269,15 @@ class SeenIds:
     def search(self, high: np.ndarray, low: np.ndarray) -> np.ndarray:
         """`where` of each (high, low) among the runs, NOT_FOUND if absent, by the runs alone. The
         needles are searched in sorted order (a walk through each run, compiled:
-        `pipeline.sorted_merge`)."""
+        `pipeline.sorted_merge`), or by numpy's binary search (`search_run`) in runs of fewer than
+        `SMALL_BATCH` ids in all."""
+        found = np.full(len(high), NOT_FOUND, np.uint64)
+        if sum(map(len, self.runs)) < SMALL_BATCH:
+            for run in self.runs:
+                search_run(run.data, high, low, found)
+            return found
         from pipeline.sorted_merge import find_sorted  # numba is imported on first use only
 
-        found = np.full(len(high), NOT_FOUND, np.uint64)
         order = sort_order(high)
         sorted_high, sorted_low = (high, low) if order is None else (high[order], low[order])
         sorted_high, sorted_low = np.ascontiguousarray(sorted_high, np.uint64), np.ascontiguousarray(sorted_low, np.uint64)
@@ -390,28 +418,35 @@ class ContentIds:
         first, codes = distinct_texts(texts, texts.hash(SEEDS[0]).to_numpy())  # each distinct text hashed once: a log repeats records
         digests = content_digests(texts.gather(first).to_arrow())
         keys = np.frombuffer(digests, np.uint64)[::2][codes]  # each digest's first 8 bytes
-        hexes = pl.from_arrow(binary_of_width(digests, DIGEST_BYTES)).bin.encode("hex")
-        ids = pl.DataFrame({"hex": hexes.gather(codes), "k": self._occurrences(keys)}).select(
-            pl.concat_str(pl.lit(CONTENT_PREFIX), pl.col("hex"),
-                          pl.when(pl.col("k") > 1).then(pl.lit("#") + pl.col("k").cast(pl.String)).otherwise(pl.lit("")))
-        ).to_series().to_arrow()
+        ids = (CONTENT_PREFIX + pl.from_arrow(binary_of_width(digests, DIGEST_BYTES)).bin.encode("hex")).gather(codes)
+        occurrence = self._occurrences(keys)
+        if len(again := np.flatnonzero(occurrence > 1)):  # only repeats get `#k`: most rows are first occurrences
+            ids = ids.scatter(again, ids.gather(again) + "#" + pl.Series(occurrence[again]).cast(pl.String))
+        ids = ids.to_arrow()
         column = columns[0]
         table = table.set_column(table.schema.get_field_index(column), column, ids.cast(table.schema.field(column).type))
         return dataclasses.replace(result, table=table, keyed=True)
 
     def _occurrences(self, keys: np.ndarray) -> np.ndarray:
         """Each key's occurrence among the keys seen so far (1 for the first), by sorting: the
-        rank within its run of equal keys in this batch, plus its count in earlier batches."""
+        rank within its run of equal keys in this batch, plus its count in earlier batches. The
+        earlier counts are looked up and updated per distinct key of the batch, and the keys kept
+        sorted by merging the new ones in (a stable sort of two sorted runs is one merge pass)."""
         order = np.argsort(keys, kind="stable")
         ordered = keys[order]
-        starts = np.r_[True, ordered[1:] != ordered[:-1]]
-        run_start = np.maximum.accumulate(np.where(starts, np.arange(len(keys)), 0))
-        rank = np.empty(len(keys), np.int64)
-        rank[order] = np.arange(len(keys)) - run_start
-        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        before = np.where(self.keys[at] == keys, self.seen[at], 0) if len(self.keys) else np.zeros(len(keys), np.int64)
-        distinct, counts = ordered[starts], np.diff(np.r_[np.flatnonzero(starts), len(keys)])
-        merged, inverse = np.unique(np.r_[self.keys, distinct], return_inverse=True)
-        self.seen = np.bincount(inverse, weights=np.r_[self.seen, counts], minlength=len(merged)).astype(np.int64)
-        self.keys = merged
-        return rank + before + 1
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        distinct, counts = ordered[starts], np.diff(np.r_[starts, len(keys)])
+        run = np.repeat(np.arange(len(starts)), counts)  # each sorted row's run of equal keys
+        at = np.searchsorted(self.keys, distinct)
+        known = at < len(self.keys)
+        known[known] = self.keys[at[known]] == distinct[known]
+        before = np.zeros(len(distinct), np.int64)
+        before[known] = self.seen[at[known]]
+        occurrence = np.empty(len(keys), np.int64)
+        occurrence[order] = np.arange(len(keys)) - starts[run] + before[run] + 1
+        seen = self.seen.copy()
+        seen[at[known]] += counts[known]
+        merged, seen = np.r_[self.keys, distinct[~known]], np.r_[seen, counts[~known]]
+        merge = np.argsort(merged, kind="stable")
+        self.keys, self.seen = merged[merge], seen[merge]
+        return occurrence

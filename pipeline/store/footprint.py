@@ -62,8 +62,15 @@ def pair_keys(orders: WeakOrders) -> np.ndarray:
         for first in range(0, len(starts), step):
             members = orders.agents[starts[first:first + step, None] + np.arange(length)]
             a, b = members[:, low].ravel(), members[:, high].ravel()
-            found.append(np.unique(np.minimum(a, b) << 32 | np.maximum(a, b)))
-    return np.unique(np.concatenate(found))
+            found.append(distinct(np.minimum(a, b) << 32 | np.maximum(a, b)))
+    return distinct(*found)
+
+
+def distinct(*arrays: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of integer `arrays` together, by a sort: numpy 2.3's `unique` and
+    `union1d` hash instead, 10x slower on a million pair keys (2.5 s of a 1e6-battle ingest)."""
+    values = np.sort(np.concatenate(arrays))
+    return values[np.r_[True, values[1:] != values[:-1]]] if len(values) else values
 
 
 FINGERPRINT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F], np.uint64)  # odd multipliers of two polynomial hashes
@@ -124,14 +131,14 @@ class FootprintCounter:
             low, high = np.minimum(battles.a, battles.b), np.maximum(battles.a, battles.b)
             pairs = low << 32 | high
             outcome = np.where(battles.outcome == TIE, 2, (battles.outcome == A_WINS) != (battles.a == low))
-            self.agents = np.union1d(self.agents, np.r_[low, high])
-            self.battles = [np.union1d(seen, pairs[outcome == code]) for code, seen in enumerate(self.battles)]
+            self.agents = distinct(self.agents, low, high)
+            self.battles = [distinct(seen, pairs[outcome == code]) for code, seen in enumerate(self.battles)]
         else:
             orders = self.kind.weak_orders(table)
-            self.agents = np.union1d(self.agents, orders.agents)
+            self.agents = distinct(self.agents, orders.agents)
             pairs = pair_keys(orders)
             self.ballots = np.unique(np.concatenate([self.ballots, ballot_fingerprints(orders)]), axis=0)
-        self.pairs = np.union1d(self.pairs, pairs)
+        self.pairs = distinct(self.pairs, pairs)
         if (task := TASKS.get(self.kind.name)) in table.column_names:
             self.tasks |= set(table.column(task).drop_null().unique().to_pylist())
 

@@ -394,6 +394,8 @@ def test_the_filter_changes_no_stored_row_quarantine_reason_or_index_entry(tmp_p
     monkeypatch.setattr(delimited, "CHUNK_BYTES", 300)  # many batches
     monkeypatch.setattr(index, "SPILL", 16)  # runs on disk, memory-mapped
     monkeypatch.setattr(identity, "MIN_FILTER_IDS", 8)  # the filters fill and are rebuilt
+    small = ingest_three_overlapping_files(tmp_path / "small", tmp_path)  # few ids: numpy's passes, no filter
+    monkeypatch.setattr(identity, "SMALL_BATCH", 0)  # the compiled passes and the filter, as a big store runs them
     passed = []
     check = identity.IdFilter.may_hold
     monkeypatch.setattr(identity.IdFilter, "may_hold", lambda self, high: passed.append(check(self, high).mean()) or check(self, high))
@@ -402,7 +404,7 @@ def test_the_filter_changes_no_stored_row_quarantine_reason_or_index_entry(tmp_p
     monkeypatch.setattr(identity.IdFilter, "may_hold", lambda self, high: np.ones(len(high), bool))  # every id searched
     unfiltered = ingest_three_overlapping_files(tmp_path / "unfiltered", tmp_path)
     assert filtered[0] == unfiltered[0] == [(89, 80, 9), (80, 60, 20), (84, 60, 24)]
-    assert filtered == unfiltered
+    assert filtered == unfiltered == small
     reasons = {q["reason"] for q in filtered[2][2]}  # b5 of the first file, b130 of the second, b148 of this one
     assert {"duplicate battle_id (first in first.csv, line 7)", "duplicate battle_id (first in second.csv, line 72)",
             "duplicate battle_id (first at line 20)"} <= reasons
