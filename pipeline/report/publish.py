@@ -191,13 +191,14 @@ def pairwise_table(pairs: PairwiseCounts, names: list[str]) -> pa.Table:
     x, y = x[kept], y[kept]
     n_xy, n_yx, t_xy = (np.asarray(m[i, j], dtype=np.float64).ravel() for m, i, j in
                         ((pairs.wins, x, y), (pairs.wins, y, x), (pairs.ties, x, y)))
-    label = np.array([names[a] for a in pairs.agents.tolist()], dtype=object)
+    label = [names[a] for a in pairs.agents.tolist()]
     by_name = np.empty(len(label), dtype=np.int64)
     by_name[sorted(range(len(label)), key=label.__getitem__)] = np.arange(len(label))
     order = np.lexsort((by_name[y], by_name[x]))
+    labels = pa.array(label, pa.string())  # each name once; the pairs take theirs by index (millions at 2,000 agents)
     return pa.table({
-        "agent": pa.array(label[x[order]].tolist(), pa.string()),
-        "opponent": pa.array(label[y[order]].tolist(), pa.string()),
+        "agent": labels.take(x[order]),
+        "opponent": labels.take(y[order]),
         "wins": pa.array(n_xy[order], pa.float64()),
         "losses": pa.array(n_yx[order], pa.float64()),
         "ties": pa.array(t_xy[order], pa.float64()),
