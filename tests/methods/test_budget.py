@@ -35,6 +35,15 @@ def test_a_bootstrap_of_affinity_cce_on_a_small_game_pays_each_fit():
     assert estimate("affinity-cce:bootstrap=20", Size(25, 24, 1)).seconds >= 0.52 / 4
 
 
+def test_affinity_cce_on_footballs_zero_sum_game_fits_once_and_its_bootstrap_is_refused():
+    # Football's 337 teams as battles (a zero-sum agent-agent game): 1.9 CPU s once, and with bootstrap=20 the matrix ran
+    # 139 s (load 8) against an estimate of 20 s. Planted: the general games' 8e-6 s a cell for zero-sum ones.
+    football = Size(337, 2000, 0, kind="battles")
+    assert over_budget("affinity-cce", football) is None
+    assert estimate("affinity-cce:bootstrap=20", football).seconds >= 139 / 4
+    assert re.search(r"over the budget of 120 s and 4 GiB; bootstrap=\d+ fits, or rate with", over_budget("affinity-cce:bootstrap=20", football))
+
+
 def test_affinity_ne_fits_one_livebench_release_and_is_refused_on_the_helm_leaderboards():
     # LiveBench's 127 models x 23 tasks took 78 CPU s (the model: 95 s); HELM's 216 models x 70 scenarios ran past
     # the matrix's 300 s before the model refused it. Planted: no cost model, or one of cells without the steps.

@@ -58,7 +58,8 @@ from scipy.special import log_softmax, softmax
 
 from pipeline.games import Game, deviation_payoff, marginals, product
 from pipeline.methods.convergence import ConvergenceError
-from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, game_shape, payoff_range, shape_text
+from pipeline.methods.game_theory.equilibria import (GAME_RULES, GameData, choose_game, game_ratings, game_shape, payoff_range,
+                                                   resolved_game, shape_text)
 from pipeline.methods.game_theory.nash_averaging import exact_supports
 from pipeline.methods.numerics import max_entropy
 from pipeline.methods.ratings import Ratings
@@ -284,6 +285,11 @@ CCE_PER_FIT_S = 0.03  # a fit's own cost on the smallest games (the targets, the
 # bootstrap round: football's 6-team and Arena-Hard's 2-model games, 21 fits, 0.48-0.99 CPU s at load 8
 
 
+ZERO_SUM_GAMES = ("agent-agent", "agent-task")  # the 2-player games the logs make: their search is `cce_support`'s
+ZERO_SUM_CELL_S = 6e-5  # per cell of such a game: football's 337 teams (113,569 cells), 1.9 CPU s once and 6.6 s a
+# bootstrap round (139 s for 21 fits, load 8); more Newton steps per cell than the general games below
+
+
 def affinity_cce_cost(size: Size, params: Mapping[str, object]) -> Cost:
     """Projected Newton on the dual, each step conjugate gradients over the gains applied to the payoff tensors:
     8e-6 CPU s per cell of the game (LiveBench's first 80 models x 23 tasks, 147,200 cells, 0.56 s; HELM's first
@@ -291,7 +297,8 @@ def affinity_cce_cost(size: Size, params: Mapping[str, object]) -> Cost:
     The payoffs and the gains' few tensors of 8-byte cells per player."""
     shape = game_shape(size, str(params["game"]), DEFAULT_GAMES)
     cells = math.prod(shape)
-    return Cost(CCE_PER_FIT_S + 8e-6 * cells, 4 * 8.0 * len(shape) * cells,
+    zero_sum = resolved_game(size, str(params["game"]), DEFAULT_GAMES) in ZERO_SUM_GAMES
+    return Cost(CCE_PER_FIT_S + (ZERO_SUM_CELL_S if zero_sum else 8e-6) * cells, 4 * 8.0 * len(shape) * cells,
                 "rate with nash-averaging, a 2-player game (game=agent-agent or agent-task), or fewer agents (--where)",
                 f"a dual of {sum(n * n for n in shape):,} deviations over a game of {shape_text(shape)} strategies")
 
