@@ -300,7 +300,7 @@ def affinity_cce_cost(size: Size, params: Mapping[str, object]) -> Cost:
     zero_sum = resolved_game(size, str(params["game"]), DEFAULT_GAMES) in ZERO_SUM_GAMES
     return Cost(CCE_PER_FIT_S + (ZERO_SUM_CELL_S if zero_sum else 8e-6) * cells, 4 * 8.0 * len(shape) * cells,
                 "rate with nash-averaging, a 2-player game (game=agent-agent or agent-task), or fewer agents (--where)",
-                f"a dual of {sum(n * n for n in shape):,} deviations over a game of {shape_text(shape)} strategies")
+                f"a dual of {sum(shape):,} deviations over a game of {shape_text(shape)} strategies")
 
 
 @method("affinity-cce", needs=("game_data",), cost=affinity_cce_cost,
