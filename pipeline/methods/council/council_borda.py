@@ -97,7 +97,7 @@ class QueryResults:
     def __init__(self, reviews: CouncilReviews, exclude_self_votes: bool, reading: str):
         self.reviews = reviews
         self.query = np.repeat(np.arange(reviews.n_queries), np.diff(reviews.candidate_offsets))
-        self.agent = reviews.candidates
+        self.agent = reviews.candidates.astype(np.int64)  # the tables and ratings give store ids as int64
         universe = np.unique(self.agent)
         width = np.int64(len(universe))
         keys = self.query * width + np.searchsorted(universe, self.agent)  # sorted: queries, then ids
