@@ -114,6 +114,8 @@ def digest(value, hasher=None) -> str:
     elif isinstance(value, pa.Table):
         for column in value.columns:
             hasher.update(repr(column.to_pylist()).encode())
+    elif isinstance(value, (pa.Array, pa.ChunkedArray)):
+        hasher.update(f"{value.type}".encode() + repr(value.to_pylist()).encode())
     else:
         hasher.update(repr(value).encode())
     return hasher.hexdigest()

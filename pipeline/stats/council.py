@@ -51,7 +51,8 @@ ROW_SCHEMA = pa.schema([("query_id", pa.string()), ("reviewer", pa.int64()), ("d
 class CouncilReviews:
     """Reviews (one per query and reviewer) in (query, reviewer) order; queries sorted by id.
 
-    Per query q: `query_ids[q]`, `category[q]` (the smallest category its reviews give, None if
+    Per query q: `query_ids[q]` (an Arrow array: no Python string per query, 2e6 of them for 1e7
+    reviews), `category[q]` (the smallest category its reviews give, None if
     none does), `timestamp[q]` (the latest review time, UTC microseconds; `dated[q]` false if no
     review has one) and its answering models `candidates[candidate_offsets[q]:candidate_offsets[q+1]]`
     (store ids). Per review r: `query[r]`, `reviewer[r]`, `abstained[r]`, `size[r]` (N, the number
@@ -64,7 +65,7 @@ class CouncilReviews:
     code-point order: the record's alphabetical tie-break, without the names.
     """
 
-    query_ids: tuple[str, ...]
+    query_ids: pa.LargeStringArray
     category: tuple[str | None, ...]
     timestamp: np.ndarray
     dated: np.ndarray
@@ -415,7 +416,7 @@ class Held:
         seen[self.candidates.values] = seen[self.reviewer] = True
         ids = np.flatnonzero(seen)  # the agents of these reviews, sorted
         return CouncilReviews(
-            tuple(self.query_ids.strings().to_pylist()),
+            self.query_ids.strings(),
             tuple(self.category.strings(self.categorised).to_pylist()) if self.categorised.any() else (None,) * queries,
             self.micros.astype(np.int64, copy=False), self.dated.astype(bool, copy=False), self.candidates.offsets, candidates, query,
             reviewer, self.flags & ABSTAINED != 0, size, self.flags & FROM_SCORES != 0, self.order.offsets, narrowed(self.order.values),

@@ -133,7 +133,7 @@ class QueryResults:
         o, rv = self.order, self.reviews
         stamps = [int(rv.timestamp[q]) if rv.dated[q] else None for q in self.query[o]]
         return pa.table({
-            "query_id": pa.array([rv.query_ids[q] for q in self.query[o]], pa.string()),
+            "query_id": rv.query_ids.take(pa.array(self.query[o])).cast(pa.string()),
             "category": pa.array([rv.category[q] for q in self.query[o]], pa.string()),
             "timestamp": pa.array(stamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
             "final_rank": self.rank[o], "agent": self.agent[o], "borda_score": self.score[o], "vote_count": self.votes[o],
