@@ -22,7 +22,10 @@ by the new units' rows rather than merging every unit's partial again (`pipeline
 A snapshot of row columns that only grow at their end (`Extra.kept.columns`: the sequence) is, on
 a local store, that `.npz` as an index beside one raw file per row column: a nightly maps the
 files (copy on write) without reading them and appends the new rows in place (`append_snapshot`),
-under a lock per snapshot, then replaces the index atomically. A column file is trusted without a
+under a lock per snapshot, then replaces the index atomically. A snapshot whose arrays change
+anywhere (`Extra.kept.files`: the council reviews, spliced by position) keeps them in column files
+too, written whole as a new generation with each new snapshot: the next reduction maps them rather
+than reading, decompressing and checksumming the whole `.npz`. A column file is trusted without a
 read while its size and mtime are as the index recorded; one changed since is read and checked
 against the SHA-256 of each appended segment (and cut back to its rows: a crashed append) or
 refused (truncated, edited), and the statistic recomputed. In object storage it is one object.
@@ -297,7 +300,7 @@ def _column_files(arrays: Arrays) -> tuple[dict[str, ColumnFile], str] | None:
                                  tuple(arrays.pop(f"{COLUMNS}.{name}.segments").tolist()),
                                  tuple(arrays.pop(f"{COLUMNS}.{name}.sha256").astype(str).tolist()),
                                  tuple(arrays.pop(f"{COLUMNS}.{name}.written").tolist()))
-    if not generation.isalnum() or any(not name.isidentifier() for name in files):
+    if not generation.isalnum() or any(not all(part.isidentifier() for part in name.split(".")) for name in files):
         raise ValueError("it names column files outside its own")
     if any(file.dtype.kind not in "biuf" or len(file.segments) != len(file.digests) or np.any(np.diff((0, *file.segments)) < 0)
            for file in files.values()):
@@ -359,7 +362,7 @@ def _store_index(place: SnapshotPlace, units: frozenset[str], arrays: Arrays, fi
 
 
 def store_snapshot(place: SnapshotPlace, snapshot: Snapshot, rows: frozenset[str] = frozenset()) -> None:
-    """The snapshot written whole: on a local store its row columns (`rows`: `Columns`) in column
+    """The snapshot written whole: on a local store its row columns (`rows`: `Kept.column_files`) in column
     files of a new generation, then the index naming them; the other generations' files removed after."""
     path = place.path
     if is_url(place.root) or not rows:

@@ -51,17 +51,21 @@ ROW_SCHEMA = pa.schema([("query_id", pa.string()), ("reviewer", pa.int64()), ("d
 class CouncilReviews:
     """Reviews (one per query and reviewer) in (query, reviewer) order; queries sorted by id.
 
-    Per query q: `query_ids[q]`, `category[q]` (the smallest category its reviews give, None if
+    Per query q: `query_ids[q]` (an Arrow array: no Python string per query, 2e6 of them for 1e7
+    reviews), `category[q]` (the smallest category its reviews give, None if
     none does), `timestamp[q]` (the latest review time, UTC microseconds; `dated[q]` false if no
     review has one) and its answering models `candidates[candidate_offsets[q]:candidate_offsets[q+1]]`
     (store ids). Per review r: `query[r]`, `reviewer[r]`, `abstained[r]`, `size[r]` (N, the number
     of answers it saw), `from_scores[r]` (ranking derived from scores) and the models in ranking
     order `ranked[order_offsets[r]:order_offsets[r+1]]` (position = index in that slice).
+    The store ids (`candidates`, `reviewer`, `ranked`) are in the smallest unsigned type that holds
+    them, as the kept reviews hold them (`Held`): widened to int64 they were most of the bytes a
+    nightly wrote in memory (5 ranked models a review: 40 bytes against 5), and most of its time.
     `name_order` maps each store id of these reviews to the position of its name among theirs in
     code-point order: the record's alphabetical tie-break, without the names.
     """
 
-    query_ids: tuple[str, ...]
+    query_ids: pa.LargeStringArray
     category: tuple[str | None, ...]
     timestamp: np.ndarray
     dated: np.ndarray
@@ -100,11 +104,17 @@ class CouncilReviews:
         """The core statistics of these reviews, exactly as the store reduction computes them."""
         lists = [self.ranked[a:b].tolist() for a, b in zip(self.order_offsets[:-1], self.order_offsets[1:])]
         table = pa.table({"reviewer": pa.array(self.reviewer, pa.int64()), "order": pa.array(lists, pa.list_(pa.int64()))})
-        n = int(max(self.candidates.max(initial=-1), self.reviewer.max(initial=-1))) + 1
+        n = id_space(self.candidates, self.reviewer)
         partial = reduce_table(table, "reviews", n, statistics, n <= DENSE_MAX_AGENTS)
         name_order = np.zeros(n, np.int64)
         name_order[list(self.name_order)] = list(self.name_order.values())
         return finalize("reviews", partial, statistics, {"agents": name_order})
+
+
+def id_space(*ids: np.ndarray) -> int:
+    """One past the largest store id among `ids` (0 without any): the size of an id space holding them
+    (whatever their integer type: `max(initial=-1)` fails on unsigned ones)."""
+    return max((int(values.max()) + 1 for values in ids if len(values)), default=0)
 
 
 def _partial(table: pa.Table, kind: str, n: int) -> tuple[Row, ...]:
@@ -164,10 +174,10 @@ HELD_FORMAT = 1  # the layout of `Held` in a snapshot (a snapshot without it, or
 
 
 def narrowed(values: np.ndarray) -> np.ndarray:
-    """`values` (integers >= 0) in the smallest unsigned type that holds them: a snapshot is read,
-    checked and written whole every night, and its bytes are most of what that costs."""
-    kind = np.min_scalar_type(int(values.max(initial=0)))
-    return values if values.dtype.itemsize <= kind.itemsize else values.astype(kind)
+    """`values` (integers >= 0) in the smallest unsigned type that holds them, whatever their type
+    (so that arrays of the same values have the same bytes however they were built): a snapshot is
+    read, checked and written whole every night, and its bytes are most of what that costs."""
+    return values.astype(np.min_scalar_type(int(values.max(initial=0))), copy=False)
 
 
 @dataclass(frozen=True)
@@ -238,7 +248,12 @@ def spliced(values: np.ndarray, drop: np.ndarray, at: np.ndarray, new: np.ndarra
     """`values` without the positions `drop` (sorted), with `new[j]` put before position `at[j]`
     (positions before the removal, nondecreasing): two passes over the values, whatever their number.
     The type is the narrowest holding both (a new model id may not fit the kept one's)."""
-    fitting = np.min_scalar_type(int(new.max())) if new.dtype.kind in "iu" and len(new) and new.min() >= 0 else new.dtype
+    if not len(new):
+        fitting = values.dtype  # nothing inserted: the kept type (an empty array of int64 would widen it)
+    elif new.dtype.kind in "iu" and new.min() >= 0:
+        fitting = np.min_scalar_type(int(new.max()))
+    else:
+        fitting = new.dtype
     kind = np.promote_types(values.dtype, fitting)
     kept = np.delete(values, drop) if len(drop) else values
     return np.insert(kept.astype(kind, copy=False), at - np.searchsorted(drop, at), new.astype(kind, copy=False))
@@ -312,6 +327,11 @@ class Held:
                    Ragged.of_strings(smallest), np.asarray(table.column("reviewer").to_numpy(), np.int64), flags,
                    Ragged.of_list(table.column("order").combine_chunks()), own_models, micros[dated].astype(np.int64),
                    Ragged.of_strings(table.column("category").filter(pa.array(categorised))))
+
+    @classmethod
+    def files(cls) -> frozenset[str]:
+        """The names of the arrays of `arrays()` as large as the reviews (`Kept.files`)."""
+        return frozenset(name for f in fields(cls) for name in ([f"{f.name}.lengths", f"{f.name}.values"] if f.name in cls.RAGGED else [f.name]))
 
     def arrays(self) -> Arrays:
         ragged = {name: getattr(self, name) for name in self.RAGGED}
@@ -391,16 +411,15 @@ class Held:
         own = self.flags & OWN_MODELS != 0
         size = np.repeat(self.candidates.lengths.astype(np.int64), self.reviews)
         size[own] = self.models.lengths
-        candidates = self.candidates.values.astype(np.int64)
-        reviewer = self.reviewer.astype(np.int64)
-        seen = np.zeros(int(max(candidates.max(initial=-1), reviewer.max(initial=-1))) + 1, bool)
+        candidates, reviewer = narrowed(self.candidates.values), narrowed(self.reviewer)
+        seen = np.zeros(id_space(candidates, reviewer), bool)
         seen[self.candidates.values] = seen[self.reviewer] = True
         ids = np.flatnonzero(seen)  # the agents of these reviews, sorted
         return CouncilReviews(
-            tuple(self.query_ids.strings().to_pylist()),
+            self.query_ids.strings(),
             tuple(self.category.strings(self.categorised).to_pylist()) if self.categorised.any() else (None,) * queries,
-            self.micros.astype(np.int64), self.dated.astype(bool), self.candidates.offsets, candidates, query, reviewer,
-            self.flags & ABSTAINED != 0, size, self.flags & FROM_SCORES != 0, self.order.offsets, self.order.values.astype(np.int64),
+            self.micros.astype(np.int64, copy=False), self.dated.astype(bool, copy=False), self.candidates.offsets, candidates, query,
+            reviewer, self.flags & ABSTAINED != 0, size, self.flags & FROM_SCORES != 0, self.order.offsets, narrowed(self.order.values),
             dict(zip(ids.tolist(), sort_positions(name_order[ids]).tolist())), duplicates,
         )
 
@@ -451,7 +470,7 @@ def _extend(kept: Arrays, tail: tuple[Row, ...] | None, present: np.ndarray,
 
 
 COUNCIL_REVIEWS = register_extra(Extra("council_reviews", {"reviews": COLUMNS}, _partial, _merge, _finalize, _encode, _decode,
-                                        resize=same_ids, kept=Kept(_finalize_kept, _extend)))
+                                        resize=same_ids, kept=Kept(_finalize_kept, _extend, unit_partials=False, files=Held.files())))
 
 
 def council_profile(records: Sequence[dict]) -> tuple[Statistics, list[str]]:

@@ -66,6 +66,15 @@ class Kept:
     finalize: Callable[[Any, np.ndarray, Mapping[str, np.ndarray]], tuple[Any, Arrays]]
     extend: Callable[[Arrays, Any, np.ndarray, Mapping[str, np.ndarray]], tuple[Any, Arrays] | None]
     columns: Columns | None = None  # a snapshot of columns that only grow at their end: appended in place on a local store
+    unit_partials: bool = True  # each unit's partial cached too, for `extend`'s refusal (late data) to merge from the cache;
+    # False where `extend` never refuses new rows: a unit is then read for it only while no snapshot holds it
+    files: frozenset[str] = frozenset()  # arrays of the snapshot kept as column files on a local store, written whole
+    # with each new snapshot and mapped, neither read nor checked, by the next reduction (`pipeline.stats.cache`)
+
+    @property
+    def column_files(self) -> frozenset[str]:
+        """The arrays of the snapshot kept in column files on a local store: `Columns` appended in place, or `files`."""
+        return self.columns.rows if self.columns is not None else self.files
 
 
 @dataclass(frozen=True)

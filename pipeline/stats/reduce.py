@@ -189,11 +189,13 @@ def cached_reduce_unit(root: str, unit: Unit, kind: str, n: int, statistics: fro
                        kept: frozenset[str] = frozenset(), skip: frozenset[str] = frozenset()) -> Partial:
     """`reduce_unit`, through the store's cache of partials. Each extra of `kept` (kept finalized
     between reductions, `Extra.kept`) is cached in a file of its own, so that a unit whose rows
-    their snapshot holds already is read without those in `skip` (its partial then lacks them)."""
-    parts = [statistics - kept, *(frozenset({name}) for name in sorted(kept - skip))]
+    their snapshot holds already is read without those in `skip` (its partial then lacks them);
+    or not cached at all (`Kept.unit_partials`: the snapshot is all the next reduction reads of it)."""
+    uncached = frozenset(name for name in kept - skip if not EXTRAS[name].kept.unit_partials)
+    parts = [statistics - kept, *(frozenset({name}) for name in sorted(kept - skip - uncached))]
     places = [(cache.cache_path(root, kind, key), key) for key in (cache.cache_key(root, kind, part, dense, unit) for part in parts)]
     loaded = [cache.load(path, key, n) for path, key in places]
-    if all(partial is not None for partial in loaded):
+    if not uncached and all(partial is not None for partial in loaded):
         partial = loaded[0]
         partial.extra |= {name: value for other in loaded[1:] for name, value in other.extra.items()}
         return partial
@@ -329,10 +331,10 @@ def keep_extra(place: cache.SnapshotPlace, snapshot: cache.Snapshot | None, unit
     the merged partial of the units it lacks (`tail`), or, without a snapshot, `tail` (then of every
     unit) finalized; where the tail's rows cannot extend it (late data), `every_unit(name)` finalized.
     A snapshot in column files (`Columns`, on a local store) is appended to in place: its rows are
-    neither read nor written again."""
+    neither read nor written again; one of `Kept.files` is mapped, extended in memory and written whole."""
     kept = EXTRAS[place.name].kept
     built = None
-    if snapshot is not None and snapshot.files is not None:
+    if snapshot is not None and snapshot.files is not None and kept.columns is not None:
         appendix = kept.columns.appendix(snapshot.arrays, tail, present, names)
         if appendix is not None:
             arrays = snapshot.arrays if snapshot.units == units else cache.append_snapshot(place, snapshot, appendix, units, kept.columns.rows)
@@ -341,11 +343,12 @@ def keep_extra(place: cache.SnapshotPlace, snapshot: cache.Snapshot | None, unit
         built = kept.extend(snapshot.arrays, tail, present, names)
     else:
         built = kept.finalize(tail, present, names)
-    if built is None:
+    rebuilt = built is None
+    if rebuilt:
         built = kept.finalize(every_unit(place.name), present, names)
     statistic, arrays = built
-    if snapshot is None or snapshot.files is not None or snapshot.units != units:
-        cache.store_snapshot(place, cache.Snapshot(units, arrays), kept.columns.rows if kept.columns else frozenset())
+    if snapshot is None or rebuilt or snapshot.units != units:
+        cache.store_snapshot(place, cache.Snapshot(units, arrays), kept.column_files)
     return statistic
 
 

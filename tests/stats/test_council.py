@@ -43,7 +43,7 @@ def test_store_reduction_matches_the_in_memory_profile(tmp_path):
     # The canonical name order is the same, whatever ids the store gave.
     assert [names[a] for a in stats.agents[np.argsort(stats.agent_keys)]] == sorted(names[a] for a in stats.agents)
     reviews = stats.extra["council_reviews"]
-    assert reviews.query_ids == ("q1", "q2") and reviews.abstained.tolist() == [False, False, True, False]  # by (query, reviewer id): m3 (2) before judge (3)
+    assert reviews.query_ids.to_pylist() == ["q1", "q2"] and reviews.abstained.tolist() == [False, False, True, False]  # by (query, reviewer id): m3 (2) before judge (3)
 
 
 def test_duplicate_review_across_files_keeps_the_latest(tmp_path):

@@ -3,10 +3,13 @@ the reviews and the snapshot that every review finalized from scratch gives, bit
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
 from pipeline.stats.council import COUNCIL_REVIEWS, Held, Ragged, Row, ranges
+from pipeline.stats.reduce import plan_units
 from tests.stats.test_cache import assert_identical
 from tests.store.test_object_store import aws, s3  # noqa: F401 (the fixtures)
 
@@ -44,7 +47,7 @@ def test_new_queries_land_between_the_kept_ones_and_at_both_ends():
     new = [review("q0", 2, (1, 3, 2)), review("q2", 3, (2, 3)), review("q4", 1, (3, 2, 1)), review("q40", 1, (1,)),
            review("q9", 2, (2, 1, 3), micros=-7)]
     reviews = assert_as_from_scratch(OLD, new)
-    assert reviews.query_ids == ("q0", "q1", "q2", "q3", "q4", "q40", "q5", "q9")
+    assert reviews.query_ids.to_pylist() == ["q0", "q1", "q2", "q3", "q4", "q40", "q5", "q9"]
 
 
 def test_a_reviewer_who_reviews_a_kept_query_again_replaces_the_kept_review():
@@ -88,6 +91,14 @@ def test_random_nightlies_equal_a_reduction_from_scratch(seed):
     assert_as_from_scratch(rows[:cut], rows[cut:] or rows[:1])
 
 
+def test_a_replaced_review_that_held_the_only_wide_id_narrows_the_ids_as_from_scratch():
+    # q3's only review saw model 300 (the kept ids take 16 bits); its reviewer's later review of q3 does
+    # not: no id left needs 16 bits, and from scratch they take 8, in the snapshot and in the statistic.
+    old = [review("q1", 1, (1, 2, 3)), review("q3", 4, (300, 1), models=(1, 2, 300))]
+    reviews = assert_as_from_scratch(old, [review("q3", 4, (2, 1), models=(1, 2), micros=10)])
+    assert reviews.candidates.dtype == reviews.ranked.dtype == np.uint8 and reviews.duplicates == 1
+
+
 def test_a_snapshot_of_another_layout_is_built_again():
     _, snapshot = COUNCIL_REVIEWS.kept.finalize(tuple(sorted(OLD)), PRESENT, NAME_ORDERS)
     assert COUNCIL_REVIEWS.kept.extend(snapshot | {"held.format": np.asarray(0)}, None, PRESENT, NAME_ORDERS) is None
@@ -116,7 +127,7 @@ def test_a_nightly_over_a_file_ingested_again_under_another_name_equals_a_reduct
     store.ingest([write(tmp_path / "again.jsonl", [*RECORDS, extra])], "reviews")
     nightly = reduce_store(store, "reviews", {"council_reviews"}, use_cache=True)
     fresh = reduce_store(store, "reviews", {"council_reviews"})
-    assert fresh.extra["council_reviews"].query_ids == ("q0", "q1", "q2")
+    assert fresh.extra["council_reviews"].query_ids.to_pylist() == ["q0", "q1", "q2"]
     assert_identical(fresh, nightly)
 
 
@@ -140,3 +151,27 @@ def test_a_nightly_on_s3_splices_the_new_reviews_into_the_kept_ones_as_a_reducti
     after = {key: etag for key, etag in s3.objects(aws).items() if key.startswith("store/cache/")}
     assert len([key for key in after.keys() & before.keys() if after[key] != before[key]]) == 2  # the snapshot, extended, and the units' sum
     assert_identical(reduce_store(Store(url), "reviews", {"council_reviews"}), nightly)
+
+
+def test_the_kept_reviews_live_in_column_files_and_no_unit_caches_its_reviews(tmp_path, caplog):
+    from pipeline.stats import reduce_store
+    from pipeline.store import Store
+    from tests.stats.test_council import RECORDS, write
+
+    store = Store(tmp_path / "store")
+    store.ingest([write(tmp_path / "a.jsonl", RECORDS[:2])], "reviews")
+    reduce_store(store, "reviews", {"council_reviews"}, use_cache=True)
+    store.ingest([write(tmp_path / "b.jsonl", RECORDS[2:])], "reviews")
+    nightly = reduce_store(store, "reviews", {"council_reviews"}, use_cache=True)
+    assert_identical(reduce_store(store, "reviews", {"council_reviews"}), nightly)
+    cache = store.root / "cache" / "reviews"
+    columns = sorted(cache.glob("*.col"))
+    assert {path.name.split(".", 2)[2].removesuffix(".col") for path in columns} == Held.files()  # one generation: the new one
+    units = len(plan_units(store, "reviews"))
+    assert len(list(cache.glob("*.npz"))) == units + 2  # each unit's core partial, their sum and the snapshot's index
+    order = next(path for path in columns if ".order.values." in path.name)
+    order.write_bytes(bytes(order.stat().st_size))  # the same size, other bytes: edited by hand
+    with caplog.at_level(logging.WARNING):
+        again = reduce_store(store, "reviews", {"council_reviews"}, use_cache=True)
+    assert "cached snapshot refused" in caplog.text  # and the units read again, as no partial holds their reviews
+    assert_identical(nightly, again)

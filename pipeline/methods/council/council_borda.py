@@ -97,7 +97,7 @@ class QueryResults:
     def __init__(self, reviews: CouncilReviews, exclude_self_votes: bool, reading: str):
         self.reviews = reviews
         self.query = np.repeat(np.arange(reviews.n_queries), np.diff(reviews.candidate_offsets))
-        self.agent = reviews.candidates
+        self.agent = reviews.candidates.astype(np.int64)  # the tables and ratings give store ids as int64
         universe = np.unique(self.agent)
         width = np.int64(len(universe))
         keys = self.query * width + np.searchsorted(universe, self.agent)  # sorted: queries, then ids
@@ -133,7 +133,7 @@ class QueryResults:
         o, rv = self.order, self.reviews
         stamps = [int(rv.timestamp[q]) if rv.dated[q] else None for q in self.query[o]]
         return pa.table({
-            "query_id": pa.array([rv.query_ids[q] for q in self.query[o]], pa.string()),
+            "query_id": rv.query_ids.take(pa.array(self.query[o])).cast(pa.string()),
             "category": pa.array([rv.category[q] for q in self.query[o]], pa.string()),
             "timestamp": pa.array(stamps, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
             "final_rank": self.rank[o], "agent": self.agent[o], "borda_score": self.score[o], "vote_count": self.votes[o],
