@@ -14,9 +14,11 @@ from pipeline.backtest.evaluate import RESULT_SCHEMA
 from pipeline.backtest.summary import summarise, write_backtest
 from pipeline.board import Board, run_board
 from pipeline.cli import app
+from pipeline.methods.standing import PROVISIONAL
 from pipeline.report import RunRecord, write_report
 from pipeline.report.diagnostics import Context, describe
-from pipeline.report.folders import read_run
+from pipeline.report.folders import BoardFolder, read_run
+from pipeline.report.site import anchor, leader, method_stems, run_label, split_provisional
 from pipeline.store import Store
 
 from tests.report.conftest import HOSTILE_AGENTS, HOSTILE_CATEGORIES, HOSTILE_FILE, HOSTILE_TITLE, RUNS
@@ -201,3 +203,39 @@ def test_backtest_report(tmp_path):
     summary = page.tables[0]
     assert [r[summary.column("method")][0] for r in summary.rows] == list(errors)
     assert dict((r[summary.column("method")][0], r[summary.column("verdict")][0]) for r in summary.rows)["copeland"] == "better"
+
+
+def test_anchors_are_lowercase_slugs_made_unique_by_a_counter():
+    taken: set[str] = set()
+    assert [anchor(text, taken) for text in ("Elo (shuffles=100)", "-ELO · wet-", "elo", "elo", "!!!", "?")] == \
+        ["elo-shuffles-100", "elo-wet", "elo", "elo-2", "method", "method-2"]
+    assert taken == {"elo-shuffles-100", "elo-wet", "elo", "elo-2", "method", "method-2"}
+    assert anchor("elo", taken) == "elo-3"
+
+
+def test_a_methods_second_spec_has_the_stem_its_tables_were_published_under():
+    specs = ["elo", "m-elo:bootstrap=100", "elo:k=8", "elo:k=16", "borda:normalise=true"]
+    assert method_stems(specs) == {"elo": "elo", "m-elo:bootstrap=100": "m-elo", "elo:k=8": "elo-2", "elo:k=16": "elo-3",
+                                   "borda:normalise=true": "borda"}
+
+
+def test_provisional_agents_are_those_flagged_and_a_table_without_the_flag_has_none():
+    rows = pl.DataFrame({"agent": ["a", "b", "c"], "rank": [1, 2, 3], PROVISIONAL: [False, True, None]})
+    established, provisional = split_provisional(rows)
+    assert established.get_column("agent").to_list() == ["a", "c"] and provisional.get_column("agent").to_list() == ["b"]
+    established, provisional = split_provisional(rows.drop(PROVISIONAL))
+    assert established.equals(rows.drop(PROVISIONAL)) and provisional.height == 0 and provisional.columns == ["agent", "rank"]
+
+
+def test_run_ids_read_as_utc_minutes_and_other_names_stay_as_they_are():
+    assert run_label(RUNS[0]) == "2024-06-01 03:00"
+    assert run_label("2024-06-02T031544.000000Z") == "2024-06-02 03:15"
+    assert run_label("manual") == "manual"
+
+
+def test_a_boards_leader_is_who_ranks_first_under_its_first_method(tmp_path):
+    ratings = pl.DataFrame({"method": ["elo"] * 6 + ["copeland"] * 2, "agent": ["e", "d", "c", "b", "a", "f", "z", "a"],
+                            "rank": [1, 1, 1, 1, 1, 2, 1, 2]})
+    assert leader(BoardFolder(tmp_path, "b", {}, ratings)) == "a, b, c and 2 more"  # names() shows three
+    assert leader(BoardFolder(tmp_path, "b", {}, ratings.filter(pl.col("method") == "copeland"))) == "z"
+    assert leader(BoardFolder(tmp_path, "b", {}, pl.DataFrame({"agent": ["a"]}))) == ""  # every method refused
