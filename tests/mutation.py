@@ -23,6 +23,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,12 +89,15 @@ def scratch_copy(name: str, target: Target) -> Path:
     return folder
 
 
-def statuses(folder: Path) -> dict[str, str]:
-    """Each mutant's status, from the results mutmut keeps beside its mutants."""
+def statuses(folder: Path, target: Target) -> dict[str, str]:
+    """Each mutant's status, from the results mutmut keeps beside its mutants (of the target's modules only:
+    the results of a module the target once named stay in the scratch copy)."""
     from mutmut.stats import status_by_exit_code
 
     found = {}
     for meta in sorted((folder / "mutants").rglob("*.meta")):
+        if not any(fnmatch(str(meta.relative_to(folder / "mutants").with_suffix("")), g) for g in target.mutate):
+            continue
         for mutant, code in json.loads(meta.read_text())["exit_code_by_key"].items():
             found[mutant] = status_by_exit_code[code]
     return found
@@ -120,13 +124,13 @@ def main() -> None:
         folder = scratch_copy(name, TARGETS[name]) if not args.survivors else SCRATCH / name
         mutmut = [sys.executable, "-m", "mutmut"]
         if args.survivors:
-            for mutant, status in statuses(folder).items():
+            for mutant, status in statuses(folder, TARGETS[name]).items():
                 if status not in ("killed", "timeout"):
                     subprocess.run([*mutmut, "show", mutant], cwd=folder, env=env, check=False)
             continue
         start = time.perf_counter()
         subprocess.run([*mutmut, "run", "--max-children", str(args.children)], cwd=folder, env=env, check=False)
-        ratio, counts = score(statuses(folder))
+        ratio, counts = score(statuses(folder, TARGETS[name]))
         lines.append(f"{name}: {ratio:.1%} killed ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}) "
                      f"in {time.perf_counter() - start:.0f} s")
     print("\n".join(lines))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import re
 import time
 
 import pytest
@@ -105,11 +106,26 @@ def test_the_command_issues_a_ca_and_a_certificate_per_role_holding_exactly_thei
         }, role
 
 
-def test_certificates_last_a_year_by_default(tmp_path):
-    write_credentials(tmp_path)
+def test_by_default_certificates_last_a_year_and_name_the_shipped_hosts(tmp_path):
+    main([str(tmp_path)])
     for path in [tmp_path / "tls" / f"{role}.pem" for role in ROLES]:
         cert = certificate(path)
         assert cert.not_valid_after_utc - cert.not_valid_before_utc == dt.timedelta(days=365, minutes=5)
+        assert len(cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value) == len(HOSTS)
+
+
+def test_the_command_says_what_it_writes_and_what_each_option_means(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "300")  # one line per option
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("usage: python -m infra.credentials [-h] [--host HOST] [--days DAYS] folder\n")
+    assert "\nThe secrets a team deployment needs, generated into one private folder:\n" in shown
+    for option, meaning in [("folder", "where the secrets go (kept private: 0700)"),
+                            ("--host HOST", "a further name of the scheduler (repeatable)"),
+                            ("--days DAYS", "validity of the scheduler, worker and client certificates")]:
+        assert re.search(rf"^  {re.escape(option)} +{re.escape(meaning)}$", shown, re.MULTILINE), option
 
 
 def test_running_again_keeps_every_file_and_issues_a_missing_certificate_from_the_existing_ca(tmp_path):

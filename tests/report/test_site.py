@@ -16,9 +16,9 @@ from pipeline.board import Board, run_board
 from pipeline.cli import app
 from pipeline.methods.standing import PROVISIONAL
 from pipeline.report import RunRecord, write_report
-from pipeline.report.diagnostics import Context, describe
+from pipeline.report.diagnostics import Context, Note, describe
 from pipeline.report.folders import BoardFolder, read_run
-from pipeline.report.site import anchor, leader, method_stems, run_label, split_provisional
+from pipeline.report.site import anchor, leader, method_stems, run_label, split_provisional, sub_boards
 from pipeline.store import Store
 
 from tests.report.conftest import HOSTILE_AGENTS, HOSTILE_CATEGORIES, HOSTILE_FILE, HOSTILE_TITLE, RUNS
@@ -239,3 +239,13 @@ def test_a_boards_leader_is_who_ranks_first_under_its_first_method(tmp_path):
     assert leader(BoardFolder(tmp_path, "b", {}, ratings)) == "a, b, c and 2 more"  # names() shows three
     assert leader(BoardFolder(tmp_path, "b", {}, ratings.filter(pl.col("method") == "copeland"))) == "z"
     assert leader(BoardFolder(tmp_path, "b", {}, pl.DataFrame({"agent": ["a"]}))) == ""  # every method refused
+
+
+def test_sub_boards_are_named_by_their_category_linked_by_their_folder_and_a_failed_one_is_a_warning(tmp_path):
+    ratings = pl.DataFrame({"method": ["elo"] * 2, "agent": ["b", "a"], "rank": [1, 2]})
+    wet = BoardFolder(tmp_path / "category=wet races", "b/wet", {"parameters": {"category": "Wet races"}}, ratings)
+    dry = BoardFolder(tmp_path / "category=dry", "b/dry", {"parameters": {}}, ratings.with_columns(rank=pl.lit(1)))
+    run = {"categories": {"boards": [{"category": "Wet races"}, {"category": "snow", "failed": "no rows"}, "not a mapping"]}}
+    children, failed = sub_boards(BoardFolder(tmp_path, "b", run, ratings, children=[wet, dry]))
+    assert children == [("Wet races", "category=wet%20races/index.html", "b"), ("dry", "category=dry/index.html", "a, b")]
+    assert failed == [Note("Category 'snow' failed and was not published: no rows", "warn")]
