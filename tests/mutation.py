@@ -42,6 +42,9 @@ TARGETS = {
     "scoring": Target(("pipeline/methods/voting/scoring.py",), ("tests/methods/voting",)),
     # without the toy kind's backtest (3 s, it reaches triage only through the readers the other tests run)
     "triage": Target(("pipeline/logs/triage.py",), ("tests/logs", "-k", "not backtested_by_unit")),
+    # the delimited reader (CSV, TSV): its own tests and the readers' whole-format ones
+    "delimited": Target(("pipeline/logs/delimited.py",),
+                        ("tests/logs/test_delimited.py", "tests/logs/test_readers.py", "tests/logs/test_total_readers.py")),
     "resample": Target(("pipeline/methods/numerics/resample.py",), ("tests/methods/numerics/test_resample.py",)),
     # without the Arena-hard test on a Dask cluster (18 s a run at load ~15)
     "uncertainty": Target(("pipeline/methods/uncertainty.py",),
