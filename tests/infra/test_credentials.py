@@ -155,6 +155,8 @@ def test_a_folder_without_a_ca_gets_new_certificates_for_every_role(tmp_path):
     assert write_tls(folder) == [folder / "ca-key.pem", folder / "tls" / "ca.pem"] + \
         [folder / "tls" / f"{role}{end}" for role in ROLES for end in ("-key.pem", ".pem")]
     assert mode(folder / "tls") == 0o700
+    cert = certificate(folder / "tls" / "worker.pem")
+    assert cert.not_valid_after_utc - cert.not_valid_before_utc == dt.timedelta(days=365, minutes=5)  # a year by default
 
 
 def test_the_dask_configuration_is_infra_dask_with_the_certificates_moved(tmp_path):
