@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import shutil
+from importlib import resources
 
 import numpy as np
 import polars as pl
@@ -18,7 +21,7 @@ from pipeline.methods.standing import PROVISIONAL
 from pipeline.report import RunRecord, write_report
 from pipeline.report.diagnostics import Context, Note, describe
 from pipeline.report.folders import BoardFolder, read_run
-from pipeline.report.site import anchor, leader, method_stems, run_label, split_provisional, sub_boards
+from pipeline.report.site import anchor, image, leader, method_stems, render, run_label, split_provisional, sub_boards
 from pipeline.store import Store
 
 from tests.report.conftest import HOSTILE_AGENTS, HOSTILE_CATEGORIES, HOSTILE_FILE, HOSTILE_TITLE, RUNS
@@ -249,3 +252,33 @@ def test_sub_boards_are_named_by_their_category_linked_by_their_folder_and_a_fai
     children, failed = sub_boards(BoardFolder(tmp_path, "b", run, ratings, children=[wet, dry]))
     assert children == [("Wet races", "category=wet%20races/index.html", "b"), ("dry", "category=dry/index.html", "a, b")]
     assert failed == [Note("Category 'snow' failed and was not published: no rows", "warn")]
+
+
+def test_an_image_is_its_svg_inline_as_a_base64_data_uri():
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><text>Ω</text></svg>'
+    shown = image(svg, "scores", "a caption", "ratings-plot")
+    prefix = "data:image/svg+xml;base64,"
+    assert shown.uri.startswith(prefix) and base64.b64decode(shown.uri.removeprefix(prefix)).decode() == svg
+    assert (shown.alt, shown.caption, shown.css) == ("scores", "a caption", "ratings-plot")
+
+
+def test_pages_inline_the_packages_style_sheet_and_script_as_they_are():
+    html = render("index.html.j2", cards=[], failed=[], up=None, previous=None, title="a run")
+    for asset in ("report.css", "report.js"):
+        text = resources.files("pipeline.report").joinpath("templates", asset).read_text(encoding="utf-8")
+        assert text.strip() and text in html, asset  # unescaped: `>` in a selector stays `>`
+
+
+def test_a_boards_category_pages_link_up_to_it_and_every_page_names_the_run(tmp_path):
+    pairs = [("a", "b"), ("b", "c"), ("a", "c")] * 4
+    source = tmp_path / "battles.csv"
+    pl.DataFrame({"model_a": [a for a, _ in pairs], "model_b": [b for _, b in pairs], "winner": ["model_a"] * len(pairs),
+                  "category": ["x", "y"] * 6}).write_csv(source)
+    out = tmp_path / "out"
+    run_board(Board("c", "battles", (str(source),), ("copeland",), by="category", min_records=0), Store(tmp_path / "store"), out)
+    write_report(out, run_id=RUNS[0])
+    pages = {str(p.parent.relative_to(out)): p.read_text(encoding="utf-8") for p in out.rglob("index.html")}
+    assert sorted(pages) == [".", "category=x", "category=y"]
+    for where, html in pages.items():
+        assert f"{run_label(RUNS[0])} UTC" in Page(html).all_text, where
+        assert re.findall(r'<a class="up" href="([^"]*)"', html) == ([] if where == "." else ["../index.html"]), where
