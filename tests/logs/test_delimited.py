@@ -88,3 +88,12 @@ def test_a_tsv_with_a_stray_quote_is_read_record_by_record_each_bad_line_quarant
         assert got == [("1", "a", 2), ("4", "a,b", 6), ("", "x", 7), ("5", "c", 8)], chunk_bytes
         assert [(line, text) for line, _, text in unparsable] == [(3, '2\t"a"x\tb\ttie'), (5, "3\ta\tb")]
         assert unparsable[0][1].startswith("unparsable line (") and unparsable[1][1] == "expected 4 fields, found 3"
+
+
+def test_records_that_open_with_a_quoted_field_of_two_lines_are_cut_whole_at_every_chunk_size(tmp_path, monkeypatch):
+    # every chunk starts with a quote: a cut that missed it would land inside a quoted field
+    path = tmp_path / "b.csv"
+    path.write_text("battle_id,model_a,model_b,winner\n" + "".join(f'"b{i}\nc",a{i},b,tie\n' for i in range(30)))
+    expected = ([(f"b{i}\nc", f"a{i}", 2 + 2 * i) for i in range(30)], [])
+    for chunk_bytes in range(64, 200, 7):
+        assert read(path, chunk_bytes, monkeypatch) == expected, chunk_bytes
