@@ -71,23 +71,31 @@ def test_a_bare_carriage_return_never_stands_in_for_a_blank_line(tmp_path, monke
 
 
 def test_a_tsv_with_a_stray_quote_is_read_record_by_record_each_bad_line_quarantined_as_it_stands(tmp_path, monkeypatch):
-    # The stray quote sends the chunk to the record-by-record path; commas are text in a TSV; a
-    # record whose first field is empty is no blank line; the quarantined text keeps no CR; the last
-    # record has no newline.
+    # Stray quotes send the chunk to the record-by-record path; commas are text in a TSV; a record
+    # whose first field is empty is no blank line, nor is a line of spaces or of one field; the
+    # quarantined text keeps its spaces and letters but no CR; the last record, after a blank line,
+    # has no newline.
     path = tmp_path / "b.tsv"
     path.write_text("battle_id\tmodel_a\tmodel_b\twinner\r\n"
                     "1\ta\tb\ttie\r\n"
-                    '2\t"a"x\tb\ttie\r\n'  # line 3
+                    '2\t"a"x\tb\ttieX\r\n'  # line 3
                     "\r\n"
                     "3\ta\tb\r\n"  # line 5
                     "4\ta,b\tc\ttie\r\n"
                     "\tx\ty\ttie\r\n"
+                    "X\r\n"  # line 8
+                    "\tz\r\n"
+                    "  \r\n"
+                    '6\t"a"y\tb\ttie \r\n'  # line 11
+                    "\n"
                     "5\tc\td\ttie", newline="")
     for chunk_bytes in (64, 8 << 20):
         got, unparsable = read(path, chunk_bytes, monkeypatch)
-        assert got == [("1", "a", 2), ("4", "a,b", 6), ("", "x", 7), ("5", "c", 8)], chunk_bytes
-        assert [(line, text) for line, _, text in unparsable] == [(3, '2\t"a"x\tb\ttie'), (5, "3\ta\tb")]
-        assert unparsable[0][1].startswith("unparsable line (") and unparsable[1][1] == "expected 4 fields, found 3"
+        assert got == [("1", "a", 2), ("4", "a,b", 6), ("", "x", 7), ("5", "c", 13)], chunk_bytes
+        assert [(line, text) for line, _, text in unparsable] == \
+            [(3, '2\t"a"x\tb\ttieX'), (5, "3\ta\tb"), (8, "X"), (9, "\tz"), (10, "  "), (11, '6\t"a"y\tb\ttie ')], chunk_bytes
+        assert [reason.startswith("unparsable line (") for _, reason, _ in unparsable] == [True] + [False] * 4 + [True]
+        assert [reason for _, reason, _ in unparsable[1:5]] == [f"expected 4 fields, found {n}" for n in (3, 1, 2, 1)]
 
 
 def test_records_that_open_with_a_quoted_field_of_two_lines_are_cut_whole_at_every_chunk_size(tmp_path, monkeypatch):
