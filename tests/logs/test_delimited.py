@@ -105,3 +105,26 @@ def test_records_that_open_with_a_quoted_field_of_two_lines_are_cut_whole_at_eve
     expected = ([(f"b{i}\nc", f"a{i}", 2 + 2 * i) for i in range(30)], [])
     for chunk_bytes in range(64, 200, 7):
         assert read(path, chunk_bytes, monkeypatch) == expected, chunk_bytes
+
+
+def test_text_that_pyarrow_would_take_for_null_stays_text_and_a_chunk_of_bad_records_reads_none(tmp_path, monkeypatch):
+    path = tmp_path / "b.csv"
+    path.write_text('battle_id,model_a,model_b,winner\n,NULL,"N/A",tie\n')
+    assert read(path, 8 << 20, monkeypatch) == ([("", "NULL", 2)], [])
+    path.write_text("battle_id,model_a,model_b,winner\n1,a\n2,b,c\n")
+    got, unparsable = read(path, 8 << 20, monkeypatch)
+    assert got == [] and [(line, reason) for line, reason, _ in unparsable] == \
+        [(2, "expected 4 fields, found 2"), (3, "expected 4 fields, found 3")]
+
+
+@pytest.mark.parametrize(("before", "kept", "bare"), [
+    ("\n", [], 3),  # the chunk opens with a blank line
+    ("\r\n", [], 3),  # with a CRLF one
+    ("0,z,y,tie\n\r\n", [("0", "z", 2)], 4),  # a CRLF blank line inside it
+])
+def test_a_bare_carriage_return_beside_any_blank_line_is_no_line_break(tmp_path, monkeypatch, before, kept, bare):
+    path = tmp_path / "b.csv"
+    path.write_text("battle_id,model_a,model_b,winner\n" + before + "1,a,b,tie\r2,a,b,tie\n3,a,b,tie\n", newline="")
+    got, unparsable = read(path, 8 << 20, monkeypatch)
+    assert got == [*kept, ("3", "a", bare + 1)]
+    assert [(line, reason) for line, reason, _ in unparsable] == [(bare, "expected 4 fields, found 7")]
