@@ -57,9 +57,9 @@ TARGETS = {
     # without the tests over the session's nightly runs (demo_nightly, hostile_nightly: eight boards and a
     # backtest rated again for every mutant, a minute at load 3); the fixture-free tests build small boards
     "site": Target(("pipeline/report/site.py",),
-                   ("tests/report/test_site.py", "-m", "not slow", "-k", "not (every_board_page or intervals_records or "
+                   ("tests/report/test_site.py", "-m", "not slow", "-k", ("not (every_board_page or intervals_records or "
                     "diagnostics_of_every or unknown_keys or every_page_shows_hostile or same_run_same_bytes or "
-                    "a_board_whose_outputs)")),
+                    "a_board_whose_outputs)"))),
     # the secrets generator (infra/postgres.py's tests start PostgreSQL: not a target yet)
     "infra": Target(("infra/credentials.py",),
                     ("tests/infra/test_manifests.py", "tests/infra/test_credentials.py",
