@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import shutil
+from importlib import resources
 
 import numpy as np
 import polars as pl
@@ -14,9 +17,11 @@ from pipeline.backtest.evaluate import RESULT_SCHEMA
 from pipeline.backtest.summary import summarise, write_backtest
 from pipeline.board import Board, run_board
 from pipeline.cli import app
+from pipeline.methods.standing import PROVISIONAL
 from pipeline.report import RunRecord, write_report
-from pipeline.report.diagnostics import Context, describe
-from pipeline.report.folders import read_run
+from pipeline.report.diagnostics import Context, Note, describe
+from pipeline.report.folders import BoardFolder, read_run
+from pipeline.report.site import anchor, image, leader, method_stems, render, run_label, split_provisional, sub_boards
 from pipeline.store import Store
 
 from tests.report.conftest import HOSTILE_AGENTS, HOSTILE_CATEGORIES, HOSTILE_FILE, HOSTILE_TITLE, RUNS
@@ -201,3 +206,79 @@ def test_backtest_report(tmp_path):
     summary = page.tables[0]
     assert [r[summary.column("method")][0] for r in summary.rows] == list(errors)
     assert dict((r[summary.column("method")][0], r[summary.column("verdict")][0]) for r in summary.rows)["copeland"] == "better"
+
+
+def test_anchors_are_lowercase_slugs_made_unique_by_a_counter():
+    taken: set[str] = set()
+    assert [anchor(text, taken) for text in ("Elo (shuffles=100)", "-ELO · wet-", "elo", "elo", "!!!", "?")] == \
+        ["elo-shuffles-100", "elo-wet", "elo", "elo-2", "method", "method-2"]
+    assert taken == {"elo-shuffles-100", "elo-wet", "elo", "elo-2", "method", "method-2"}
+    assert anchor("elo", taken) == "elo-3"
+
+
+def test_a_methods_second_spec_has_the_stem_its_tables_were_published_under():
+    specs = ["elo", "m-elo:bootstrap=100", "elo:k=8", "elo:k=16", "borda:normalise=true"]
+    assert method_stems(specs) == {"elo": "elo", "m-elo:bootstrap=100": "m-elo", "elo:k=8": "elo-2", "elo:k=16": "elo-3",
+                                   "borda:normalise=true": "borda"}
+
+
+def test_provisional_agents_are_those_flagged_and_a_table_without_the_flag_has_none():
+    rows = pl.DataFrame({"agent": ["a", "b", "c"], "rank": [1, 2, 3], PROVISIONAL: [False, True, None]})
+    established, provisional = split_provisional(rows)
+    assert established.get_column("agent").to_list() == ["a", "c"] and provisional.get_column("agent").to_list() == ["b"]
+    established, provisional = split_provisional(rows.drop(PROVISIONAL))
+    assert established.equals(rows.drop(PROVISIONAL)) and provisional.height == 0 and provisional.columns == ["agent", "rank"]
+
+
+def test_run_ids_read_as_utc_minutes_and_other_names_stay_as_they_are():
+    assert run_label(RUNS[0]) == "2024-06-01 03:00"
+    assert run_label("2024-06-02T031544.000000Z") == "2024-06-02 03:15"
+    assert run_label("manual") == "manual"
+
+
+def test_a_boards_leader_is_who_ranks_first_under_its_first_method(tmp_path):
+    ratings = pl.DataFrame({"method": ["elo"] * 6 + ["copeland"] * 2, "agent": ["e", "d", "c", "b", "a", "f", "z", "a"],
+                            "rank": [1, 1, 1, 1, 1, 2, 1, 2]})
+    assert leader(BoardFolder(tmp_path, "b", {}, ratings)) == "a, b, c and 2 more"  # names() shows three
+    assert leader(BoardFolder(tmp_path, "b", {}, ratings.filter(pl.col("method") == "copeland"))) == "z"
+    assert leader(BoardFolder(tmp_path, "b", {}, pl.DataFrame({"agent": ["a"]}))) == ""  # every method refused
+
+
+def test_sub_boards_are_named_by_their_category_linked_by_their_folder_and_a_failed_one_is_a_warning(tmp_path):
+    ratings = pl.DataFrame({"method": ["elo"] * 2, "agent": ["b", "a"], "rank": [1, 2]})
+    wet = BoardFolder(tmp_path / "category=wet races", "b/wet", {"parameters": {"category": "Wet races"}}, ratings)
+    dry = BoardFolder(tmp_path / "category=dry", "b/dry", {"parameters": {}}, ratings.with_columns(rank=pl.lit(1)))
+    run = {"categories": {"boards": [{"category": "Wet races"}, {"category": "snow", "failed": "no rows"}, "not a mapping"]}}
+    children, failed = sub_boards(BoardFolder(tmp_path, "b", run, ratings, children=[wet, dry]))
+    assert children == [("Wet races", "category=wet%20races/index.html", "b"), ("dry", "category=dry/index.html", "a, b")]
+    assert failed == [Note("Category 'snow' failed and was not published: no rows", "warn")]
+
+
+def test_an_image_is_its_svg_inline_as_a_base64_data_uri():
+    svg = '<svg xmlns="http://www.w3.org/2000/svg"><text>Ω</text></svg>'
+    shown = image(svg, "scores", "a caption", "ratings-plot")
+    prefix = "data:image/svg+xml;base64,"
+    assert shown.uri.startswith(prefix) and base64.b64decode(shown.uri.removeprefix(prefix)).decode() == svg
+    assert (shown.alt, shown.caption, shown.css) == ("scores", "a caption", "ratings-plot")
+
+
+def test_pages_inline_the_packages_style_sheet_and_script_as_they_are():
+    html = render("index.html.j2", cards=[], failed=[], up=None, previous=None, title="a run")
+    for asset in ("report.css", "report.js"):
+        text = resources.files("pipeline.report").joinpath("templates", asset).read_text(encoding="utf-8")
+        assert text.strip() and text in html, asset  # unescaped: `>` in a selector stays `>`
+
+
+def test_a_boards_category_pages_link_up_to_it_and_every_page_names_the_run(tmp_path):
+    pairs = [("a", "b"), ("b", "c"), ("a", "c")] * 4
+    source = tmp_path / "battles.csv"
+    pl.DataFrame({"model_a": [a for a, _ in pairs], "model_b": [b for _, b in pairs], "winner": ["model_a"] * len(pairs),
+                  "category": ["x", "y"] * 6}).write_csv(source)
+    out = tmp_path / "out"
+    run_board(Board("c", "battles", (str(source),), ("copeland",), by="category", min_records=0), Store(tmp_path / "store"), out)
+    write_report(out, run_id=RUNS[0])
+    pages = {str(p.parent.relative_to(out)): p.read_text(encoding="utf-8") for p in out.rglob("index.html")}
+    assert sorted(pages) == [".", "category=x", "category=y"]
+    for where, html in pages.items():
+        assert f"{run_label(RUNS[0])} UTC" in Page(html).all_text, where
+        assert re.findall(r'<a class="up" href="([^"]*)"', html) == ([] if where == "." else ["../index.html"]), where
