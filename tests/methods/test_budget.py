@@ -104,6 +104,20 @@ def test_nash_averaging_fits_football_and_is_refused_on_every_wta_player():
     assert estimate("nash-averaging", Size(2692, 40920, 0, kind="battles")).seconds >= 448 / 4
 
 
+def test_schulze_and_ranked_pairs_fit_wta_and_are_refused_past_it():
+    # WTA's 2,692 players (40,920 pairs) in the full matrix: Schulze 94 CPU s, ranked pairs 47 s, both under the budget
+    # and within 4x of their models. Planted: no model (a larger set is then never refused), or the plain algorithms
+    # priced as the fast ones.
+    wta = Size(2692, 40920, 0, kind="battles")
+    assert over_budget("schulze", wta) is None and over_budget("ranked-pairs", wta) is None
+    assert 94 / 4 <= estimate("schulze", wta).seconds <= 94 * 4 and 47 / 4 <= estimate("ranked-pairs", wta).seconds <= 47 * 4
+    larger = Size(4000, 400_000, 0, kind="battles")
+    assert over_budget("schulze", larger).startswith("schulze: expected ")
+    assert over_budget("ranked-pairs", larger).startswith("ranked-pairs: expected ")
+    assert over_budget("schulze:algorithm=plain", wta).endswith("rate with schulze:algorithm=fast")
+    assert over_budget("ranked-pairs:algorithm=plain", larger).endswith("rate with ranked-pairs:algorithm=fast")
+
+
 def test_rate_refuses_an_over_budget_spec_before_running_it_and_rates_the_others():
     names = [f"a{i:03d}" for i in range(340)]
     stats, _ = profile([">".join(names), ">".join(reversed(names[:10]))])
