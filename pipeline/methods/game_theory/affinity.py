@@ -152,7 +152,10 @@ def gain_matrix(game: Game, cells: np.ndarray) -> np.ndarray:
 
 
 def restricted(operator: spla.LinearOperator, rows: np.ndarray, columns: np.ndarray) -> spla.LinearOperator:
-    """The block of `operator` on the rows and columns the masks select, as an operator of its own."""
+    """The block of `operator` on the rows and columns the masks select, as an operator of its own (`operator`
+    itself when they select everything: no copies around each product of a game nothing is known of)."""
+    if rows.all() and columns.all():
+        return operator
     picked, kept = np.flatnonzero(rows), np.flatnonzero(columns)
 
     def apply(x: np.ndarray) -> np.ndarray:
