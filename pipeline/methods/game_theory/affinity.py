@@ -58,8 +58,8 @@ from scipy.special import log_softmax, softmax
 
 from pipeline.games import Game, deviation_payoff, marginals, product
 from pipeline.methods.convergence import ConvergenceError
-from pipeline.methods.game_theory.equilibria import (GAME_RULES, GameData, choose_game, game_ratings, game_shape, payoff_range,
-                                                   resolved_game, shape_text)
+from pipeline.methods.game_theory.equilibria import (GAME_RULES, GameData, choose_game, constant_sum, game_ratings, game_shape,
+                                                   payoff_range, resolved_game, shape_text)
 from pipeline.methods.game_theory.nash_averaging import exact_supports
 from pipeline.methods.numerics import max_entropy
 from pipeline.methods.ratings import Ratings
@@ -137,7 +137,7 @@ def cce_support(game: Game) -> Support:
     """In a 2-player zero-sum game every CCE's marginals are optimal strategies (see the module doc): its mass is
     on the essential strategies' joint cells, and deviations to essential strategies gain 0
     (`nash_averaging.exact_supports`, one LP). Nothing is known of other games."""
-    if game.n_players != 2 or np.ptp(game.payoffs[0] + game.payoffs[1]) > 1e-12 * payoff_range(game):
+    if not constant_sum(game):
         return Support(np.zeros(sum(game.shape), dtype=bool), np.ones(math.prod(game.shape), dtype=bool))
     rows, cols = exact_supports(game.payoffs[0])
     return Support(np.concatenate([rows, cols]), np.outer(rows, cols).ravel())

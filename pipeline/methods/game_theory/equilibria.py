@@ -33,6 +33,15 @@ def payoff_range(game: Game) -> float:
     return max(float(np.ptp(g)) for g in game.payoffs) or 1.0
 
 
+CONSTANT_SUM_RTOL = 1e-9  # a game built from counts is zero-sum up to rounding of a few payoff ranges' 1e-16
+
+
+def constant_sum(game: Game) -> bool:
+    """A 2-player game whose payoffs sum to one constant in every cell, up to `CONSTANT_SUM_RTOL` of its
+    `payoff_range`: what Nash averaging needs and what lets the CCE search keep to the essential cells."""
+    return game.n_players == 2 and np.ptp(game.payoffs[0] + game.payoffs[1]) <= CONSTANT_SUM_RTOL * payoff_range(game)
+
+
 # The rules of the parameters every method on games takes (`choose_game`'s), checked where a spec is parsed.
 GAME_RULES = {"game": one_of("auto", *GAMES), "norm": one_of(*NORMALISATIONS)}
 

@@ -49,7 +49,8 @@ import numpy as np
 
 from pipeline.games import Game
 from pipeline.methods.convergence import ConvergenceError, RatingError
-from pipeline.methods.game_theory.equilibria import GAME_RULES, GameData, choose_game, game_ratings, game_shape, shape_text
+from pipeline.methods.game_theory.equilibria import (GAME_RULES, GameData, choose_game, constant_sum, game_ratings, game_shape,
+                                                   shape_text)
 from pipeline.methods.numerics import highs, max_entropy
 from pipeline.methods.numerics.zero_sum import essential_set
 from pipeline.methods.ratings import Ratings
@@ -206,8 +207,7 @@ def nash_equilibrium(a: np.ndarray, *, tol: float = 1e-7,
 def zero_sum_matrix(game: Game) -> np.ndarray:
     if game.n_players != 2:
         raise ValueError(f"Nash averaging rates 2-player zero-sum games, not {game.n_players}-player ones")
-    total = game.payoffs[0] + game.payoffs[1]
-    if np.ptp(total) > 1e-9 * max(1.0, float(np.abs(total).max())):
+    if not constant_sum(game):
         raise ValueError("Nash averaging needs a zero-sum (or constant-sum) game")
     return game.payoffs[0]
 

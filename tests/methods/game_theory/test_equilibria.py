@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pipeline.games import Game
-from pipeline.methods.game_theory.equilibria import choose_game
+from pipeline.methods.game_theory.equilibria import CONSTANT_SUM_RTOL, choose_game, constant_sum
 from pipeline.methods.registry import Spec, apply
 from pipeline.stats.game_data import PromptCounts, ScoreTable
 
@@ -77,3 +77,18 @@ def test_explicit_prompt_games_still_need_prompts():
     counts = _battles([(-1, 0, 1, 3.0, 0.0)], 2)
     with pytest.raises(ValueError, match="needs prompts"):
         _rate("deviation:game=model-model-prompt", counts)
+
+
+def test_one_constant_sum_test_for_every_game_method():
+    # Payoffs summing to 1 (win rates) up to rounding are constant-sum; a perturbation a thousand times the
+    # tolerance of the payoff range is not, at any payoff scale; a 3-player game never is.
+    rng = np.random.default_rng(2)
+    for scale in (1e-6, 1.0, 1e6):
+        a = rng.uniform(size=(5, 4)) * scale
+        win_rates = Game((a, scale - a), ("x", "y"), (tuple("abcde"), tuple("vwxy")))
+        assert constant_sum(win_rates)
+        off = (scale - a).copy()
+        off[2, 1] += 1e3 * CONSTANT_SUM_RTOL * float(np.ptp(a))
+        assert not constant_sum(Game((a, off), ("x", "y"), (tuple("abcde"), tuple("vwxy"))))
+    three = Game((np.zeros((2, 2, 2)),) * 3, ("x", "y", "z"), (("a", "b"),) * 3)
+    assert not constant_sum(three)
