@@ -317,28 +317,32 @@ def estimate(spec: str | Spec, size: Size) -> Cost | None:
     spec = Spec.parse(spec)
     if spec.method.cost is None:
         return None
-    once = spec.method.cost(size, spec.effective_params)
-    return dataclasses.replace(once, seconds=once.seconds * (1 + spec.bootstrap_rounds))
+    return with_rounds(spec.method.cost(size, spec.effective_params), spec.bootstrap_rounds)
+
+
+def with_rounds(once: Cost, rounds: int) -> Cost:
+    """The cost of one fit and `rounds` bootstrap fits."""
+    return dataclasses.replace(once, seconds=once.seconds * (1 + rounds))
 
 
 def over_budget(spec: str | Spec, size: Size) -> str | None:
     """The one-line refusal of a spec expected past the budget (`BUDGET_SECONDS`, `BUDGET_BYTES`), else None."""
     spec = Spec.parse(spec)
-    cost = estimate(spec, size)
-    if cost is None or (cost.seconds <= BUDGET_SECONDS and cost.bytes <= BUDGET_BYTES):
+    if spec.method.cost is None:
+        return None
+    once = spec.method.cost(size, spec.effective_params)
+    cost = with_rounds(once, spec.bootstrap_rounds)
+    if cost.seconds <= BUDGET_SECONDS and cost.bytes <= BUDGET_BYTES:
         return None
     solver = f" ({cost.solver})" if cost.solver else ""
     return (f"{spec.name}: expected {cost.seconds:,.0f} s and {cost.bytes / 2**30:,.1f} GiB on {size.counts()}{solver}, over the "
-            f"budget of {BUDGET_SECONDS:.0f} s and {BUDGET_BYTES / 2**30:.0f} GiB; {fewer_rounds(spec, size)}{cost.alternative}")
+            f"budget of {BUDGET_SECONDS:.0f} s and {BUDGET_BYTES / 2**30:.0f} GiB; {fewer_rounds(spec, once)}{cost.alternative}")
 
 
-def fewer_rounds(spec: Spec, size: Size) -> str:
+def fewer_rounds(spec: Spec, once: Cost) -> str:
     """"bootstrap=R fits, or " with the most rounds that fit the budget when a spec's bootstrap rounds are what
-    put it past the budget (one fit and a round fit); else ""."""
-    if not spec.bootstrap_rounds:
-        return ""
-    once = spec.method.cost(size, spec.effective_params)
-    if once.bytes > BUDGET_BYTES or not 0 < once.seconds * 2 <= BUDGET_SECONDS:
+    put it past the budget (`once`, one fit's cost, and a round fit); else ""."""
+    if not spec.bootstrap_rounds or once.bytes > BUDGET_BYTES or not 0 < once.seconds * 2 <= BUDGET_SECONDS:
         return ""
     return f"{BOOTSTRAP}={int(BUDGET_SECONDS // once.seconds) - 1} fits, or "
 

@@ -298,9 +298,10 @@ def affinity_cce_cost(size: Size, params: Mapping[str, object]) -> Cost:
     8e-6 CPU s per cell of the game (LiveBench's first 80 models x 23 tasks, 147,200 cells, 0.56 s; HELM's first
     120 and all 216 models x 70 scenarios, 1.0M and 3.3M cells, 7.9 and 24 s), and a fit's own `CCE_PER_FIT_S`.
     The payoffs and the gains' few tensors of 8-byte cells per player."""
-    shape = game_shape(size, str(params["game"]), DEFAULT_GAMES)
+    game = resolved_game(size, str(params["game"]), DEFAULT_GAMES)
+    shape = game_shape(size, game, DEFAULT_GAMES)
     cells = math.prod(shape)
-    zero_sum = resolved_game(size, str(params["game"]), DEFAULT_GAMES) in ZERO_SUM_GAMES
+    zero_sum = game in ZERO_SUM_GAMES
     return Cost(CCE_PER_FIT_S + (ZERO_SUM_CELL_S if zero_sum else 8e-6) * cells, 4 * 8.0 * len(shape) * cells,
                 "rate with nash-averaging, a 2-player game (game=agent-agent or agent-task), or fewer agents (--where)",
                 f"a dual of {sum(shape):,} deviations over a game of {shape_text(shape)} strategies")

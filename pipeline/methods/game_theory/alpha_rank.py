@@ -248,8 +248,9 @@ def alpha_rank_cost(size: Size, params: Mapping[str, object]) -> Cost:
     2,048 states (random agent-task and symmetric agent-agent games, one thread, 2026-11-28; Arena-Hard's 15 models
     x 100 prompts, 1,500 states, 11.2 s: 3.3e-9), a dense state x state rate matrix and about five of its copies. A
     game past `MAX_PROFILES` states is priced at nothing: the method refuses it in one line before any work."""
-    shape = game_shape(size, str(params["game"]), DEFAULT_GAMES)
-    single = resolved_game(size, str(params["game"]), DEFAULT_GAMES) == "agent-agent"  # one population
+    game = resolved_game(size, str(params["game"]), DEFAULT_GAMES)
+    shape = game_shape(size, game, DEFAULT_GAMES)
+    single = game == "agent-agent"  # one population
     states = size.agents if single else math.prod(shape)
     if states > MAX_PROFILES:
         return Cost(0.0, 0.0, "")
