@@ -16,7 +16,8 @@ from pipeline.methods.ratings import Ratings, competition_ranks
 from pipeline.methods.registry import REGISTRY, Method, Spec, apply, method, needed_statistics, run
 
 # numba's compiled loops register no method; importing them imports numba (~0.5 s), so they load on first use
-COMPILED_ON_FIRST_USE = {f"{__name__}.{name}" for name in ("bradley_terry.elo_update", "bradley_terry.newton", "numerics.guide_table")}
+COMPILED_ON_FIRST_USE = {f"{__name__}.{name}" for name in ("bradley_terry.elo_update", "bradley_terry.newton", "numerics.guide_table",
+                                                             "voting.widest_paths")}
 
 for _module in sorted({m.name for m in pkgutil.walk_packages(__path__, prefix=f"{__name__}.")} - COMPILED_ON_FIRST_USE):
     importlib.import_module(_module)
