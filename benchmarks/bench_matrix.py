@@ -23,6 +23,7 @@ A run's CPU time and peak RSS (of the process and its children: `os.wait4`) go w
 cells. Writes `docs/matrix.md` (date, machine, load) and `docs/matrix.parquet`.
 
     python -m benchmarks.bench_matrix [--limit N] [--rounds R] [--timeout S] [--only NAME] [--methods a,b]
+    python -m benchmarks.bench_matrix --update --only NAME --methods a,b   # those cells again, the others kept
     python -m benchmarks.bench_matrix --fit        # the models' calibration from docs/matrix.parquet
 """
 
@@ -195,7 +196,22 @@ def matrix(limit: int | None, rounds: int, timeout: float, only: str | None = No
     return cells
 
 
-def write(cells: list[Cell], limit: int | None, rounds: int, started: float, folder: Path = DOCS) -> None:
+def merged(earlier: list[Cell], fresh: list[Cell]) -> list[Cell]:
+    """`earlier` with each cell of `fresh` in the place of the one of its data set, kind and spec; fresh cells of no
+    earlier one at the end."""
+    def key(cell: Cell) -> tuple[str, str, str]:
+        return cell.dataset, cell.kind, cell.spec
+
+    placed = {key(c): c for c in fresh}
+    kept = [placed.pop(key(c), c) for c in earlier]
+    return kept + [c for c in fresh if key(c) in placed]
+
+
+def read_cells(folder: Path) -> list[Cell]:
+    return [Cell(**row) for row in pl.read_parquet(folder / "matrix.parquet").iter_rows(named=True)]
+
+
+def write(cells: list[Cell], limit: int | None, rounds: int, started: float, folder: Path = DOCS, rerun: int = 0) -> None:
     table = pl.DataFrame([asdict(c) for c in cells])
     table.write_parquet(folder / "matrix.parquet")
     counts = table.group_by("outcome").len().sort("outcome")
@@ -209,7 +225,8 @@ def write(cells: list[Cell], limit: int | None, rounds: int, started: float, fol
         + (f"bootstrap variant with {rounds} rounds." if rounds else "no bootstrap variant (--rounds 0).") + f" Wall and CPU s are each spec's (run.json's `rate <spec>` and "
         "`cpu <spec>`; the estimate is of the CPU s, `--fit` compares them); run CPU and peak RSS are the whole `vase rate` run's "
         "(every method of the data set), not one cell's. Outcomes: "
-        + ", ".join(f"{row['outcome']} {row['len']}" for row in counts.iter_rows(named=True)) + ".",
+        + ", ".join(f"{row['outcome']} {row['len']}" for row in counts.iter_rows(named=True)) + "."
+        + (f" Of these, {rerun} cells were re-run at that date (`--update`), the others kept from the run before." if rerun else ""),
         "",
         "| data set | kind | agents | spec | outcome | wall s | CPU s | estimate s | run CPU s | run peak RSS MB | line |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -229,6 +246,8 @@ def main() -> None:
     parser.add_argument("--only", default=None, help="data sets whose name contains this")
     parser.add_argument("--methods", default=None, help="only these methods (names, comma-separated)")
     parser.add_argument("--out", type=Path, default=DOCS, help="the folder of matrix.md and matrix.parquet")
+    parser.add_argument("--update", action="store_true", help="re-run the cells selected (--only, --methods) in place of theirs "
+                        "in OUT/matrix.parquet, keeping the others (same --limit and --rounds as that run)")
     parser.add_argument("--fit", action="store_true", help="print the cost models' calibration from OUT/matrix.parquet, run nothing")
     args = parser.parse_args()
     if args.fit:
@@ -237,8 +256,9 @@ def main() -> None:
         return
     started = time.perf_counter()
     methods = None if args.methods is None else frozenset(args.methods.split(","))
-    matrix(args.limit, args.rounds, args.timeout, args.only, done=lambda cells: write(cells, args.limit, args.rounds, started, args.out),
-           methods=methods)
+    earlier = read_cells(args.out) if args.update else []
+    matrix(args.limit, args.rounds, args.timeout, args.only, methods=methods,
+           done=lambda cells: write(merged(earlier, cells), args.limit, args.rounds, started, args.out, len(cells) if earlier else 0))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ the budget or past 4x its own cost model's estimate (its CPU time against the es
 
 import pytest
 
-from benchmarks.bench_matrix import matrix
+from benchmarks.bench_matrix import Cell, matrix, merged
 from benchmarks.datasets import ROOT
 
 pytestmark = pytest.mark.skipif(not (ROOT / "arena_hard_auto").exists(), reason="the shared data sets are absent")
@@ -28,3 +28,13 @@ def test_deviation_runs_within_4x_of_its_estimate_where_it_takes_time():
     [cell] = matrix(limit=100, rounds=0, timeout=600, only="wta_matches", methods=frozenset({"deviation"}))
     assert cell.agents == 107 and cell.cpu_s > 0.2
     assert not bad_cells([cell]), bad_cells([cell])
+
+
+def test_an_update_puts_each_cell_run_again_in_place_of_its_own():
+    def cell(dataset, spec, outcome):
+        return Cell(dataset, "battles", spec, outcome, 1.0, 1.0, 1.0, 3, 3, 0, 0, 0, 1.0, 100.0, "")
+
+    earlier = [cell("a", "borda", "rated"), cell("b", "schulze", "over budget"), cell("b", "borda", "rated")]
+    fresh = [cell("b", "schulze", "rated"), cell("c", "borda", "rated")]
+    assert [(c.dataset, c.spec, c.outcome) for c in merged(earlier, fresh)] == [
+        ("a", "borda", "rated"), ("b", "schulze", "rated"), ("b", "borda", "rated"), ("c", "borda", "rated")]
