@@ -23,7 +23,7 @@ A run's CPU time and peak RSS (of the process and its children: `os.wait4`) go w
 cells. Writes `docs/matrix.md` (date, machine, load) and `docs/matrix.parquet`.
 
     python -m benchmarks.bench_matrix [--limit N] [--rounds R] [--timeout S] [--only NAME] [--methods a,b]
-    python -m benchmarks.bench_matrix --update --only NAME --methods a,b   # those cells again, the others kept
+    python -m benchmarks.bench_matrix --update --only NAME --methods a,b   # those cells again, the others judged again
     python -m benchmarks.bench_matrix --fit        # the models' calibration from docs/matrix.parquet
 """
 
@@ -42,7 +42,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -50,7 +50,7 @@ import polars as pl
 from benchmarks.datasets import DATASETS, DataSet
 from pipeline.board import input_size, rates
 from pipeline.methods import REGISTRY, Spec
-from pipeline.methods.registry import BUDGET_SECONDS, Size, estimate, needed_statistics
+from pipeline.methods.registry import BUDGET_SECONDS, Cost, Size, estimate, needed_statistics
 from pipeline.stats.extras import kind_statistics
 from pipeline.stats.in_memory import statistics_of_records
 
@@ -128,6 +128,22 @@ def outcome_of_error(line: str) -> str:
     return "failed" if "over the budget" not in line and any(word in line for word in FAILURE_WORDS) else "refused"
 
 
+def past_budget(wall: float | None, used: float | None, cost: Cost | None) -> bool:
+    """A rated spec past the budget, or whose CPU time is past `OVERRUN` times its model's estimate."""
+    return wall is not None and (wall > BUDGET_SECONDS or (cost is not None and used > OVERRUN * max(cost.seconds, FLOOR_S)))
+
+
+def rejudged(cell: Cell) -> Cell:
+    """A recorded cell that ran judged again against the cost models as they are now (its estimate and whether it
+    is over budget): the measurement is the same, a changed model is judged on it. Refusals and failures stand."""
+    if cell.outcome not in ("rated", "over budget"):
+        return cell
+    size = Size(**{field: getattr(cell, field) for field in Size.__dataclass_fields__ if field != "kind"}, kind=cell.kind)
+    cost = estimate(cell.spec, size)
+    return replace(cell, estimate_s=None if cost is None else round(cost.seconds, 3),
+                   outcome="over budget" if past_budget(cell.wall_s, cell.cpu_s, cost) else "rated")
+
+
 def judge(data: DataSet, specs: list[str], size: Size, out: Path, code: int | None, cpu: float, rss: float,
           last: str, timeout: float) -> list[Cell]:
     run = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else None
@@ -146,7 +162,7 @@ def judge(data: DataSet, specs: list[str], size: Size, out: Path, code: int | No
         wall, used = (run["timings_s"].get(f"{what} {spec.canonical}") for what in ("rate", "cpu"))
         if error is not None:
             outcome = outcome_of_error(error)
-        elif wall is not None and (wall > BUDGET_SECONDS or (cost is not None and used > OVERRUN * max(cost.seconds, FLOOR_S))):
+        elif past_budget(wall, used, cost):
             outcome = "over budget"
         else:
             outcome = "rated"
@@ -197,13 +213,13 @@ def matrix(limit: int | None, rounds: int, timeout: float, only: str | None = No
 
 
 def merged(earlier: list[Cell], fresh: list[Cell]) -> list[Cell]:
-    """`earlier` with each cell of `fresh` in the place of the one of its data set, kind and spec; fresh cells of no
-    earlier one at the end."""
+    """`earlier` with each cell of `fresh` in the place of the one of its data set, kind and spec, the others
+    `rejudged`; fresh cells of no earlier one at the end."""
     def key(cell: Cell) -> tuple[str, str, str]:
         return cell.dataset, cell.kind, cell.spec
 
     placed = {key(c): c for c in fresh}
-    kept = [placed.pop(key(c), c) for c in earlier]
+    kept = [placed.pop(key(c), None) or rejudged(c) for c in earlier]
     return kept + [c for c in fresh if key(c) in placed]
 
 
