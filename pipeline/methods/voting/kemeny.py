@@ -308,9 +308,9 @@ def _canonical(units: np.ndarray, keys: np.ndarray, optimal: list[int], deadline
             if ruled_out[index]:
                 continue
             rest_relaxation = None
-            if len(rest) > 2:  # the LP of R - a (exact for most candidates on LLMFAO)
-                if (rest_relaxation := _Relaxation.solve(units, rest, deadline, at_least=value - head)) is None:
-                    continue
+            # the LP of R - a (exact for most candidates on LLMFAO)
+            if len(rest) > 2 and (rest_relaxation := _Relaxation.solve(units, rest, deadline, at_least=value - head)) is None:
+                continue
             if (better := _optimum_at_least(units, rest, value - head, deadline)) is not None:
                 rest, relaxation = better, rest_relaxation or relaxation  # R - a is R at the next position
                 break

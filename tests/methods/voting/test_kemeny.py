@@ -9,8 +9,8 @@ import scipy.sparse as sp
 from pipeline import methods
 from pipeline.methods.convergence import RatingError
 from pipeline.methods.numerics import highs
-from pipeline.methods.voting.kemeny import ENUMERATE_MAX, components
 from pipeline.methods.voting import kemeny as kemeny_module
+from pipeline.methods.voting.kemeny import ENUMERATE_MAX, components
 from pipeline.stats.counts import PairwiseCounts, Statistics
 from pipeline.stats.in_memory import profile
 from tests.voting_profiles import mixed_profiles, random_wins, strict_ballots
