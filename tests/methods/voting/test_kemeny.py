@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
 import scipy.sparse as sp
 
@@ -12,7 +13,8 @@ from pipeline.methods.numerics import highs
 from pipeline.methods.voting import kemeny as kemeny_module
 from pipeline.methods.voting.kemeny import ENUMERATE_MAX, components
 from pipeline.stats.counts import PairwiseCounts, Statistics
-from pipeline.stats.in_memory import profile
+from pipeline.stats.in_memory import profile, statistics_of_records
+from tests.conftest import SAMPLES
 from tests.voting_profiles import mixed_profiles, random_wins, strict_ballots
 
 
@@ -273,3 +275,16 @@ def test_canonical_order_equals_a_mip_per_position_beyond_enumeration():
         assert order.tolist() == canonical_by_a_mip_per_position(margins, keys)
         several += not unique
     assert several >= 5
+
+
+def test_canonical_order_on_llmfao_models_equals_a_mip_per_position():
+    # Real data, bounded: the battles among the first 22 LLMFAO models by name (238 of 462 ordered pairs with margin
+    # 0, the optimum not unique); the full 59 took the former MIPs past their 60 s time_limit.
+    # Planted, each failed here: candidates in reverse key order; the multipliers' bound 2 units too strict.
+    battles = pl.read_csv(SAMPLES / "llmfao" / "crowd_battles.csv", infer_schema_length=0)
+    first = sorted(set(battles["model_a"]) | set(battles["model_b"]))[:22]
+    records = battles.filter(pl.col("model_a").is_in(first) & pl.col("model_b").is_in(first)).to_dicts()
+    stats = statistics_of_records(records, "battles", {"pairwise"})[0]
+    margins = stats.pairwise.margins
+    order, unique = kemeny_module._mip(margins, stats.agent_keys)
+    assert not unique and order.tolist() == canonical_by_a_mip_per_position(margins, stats.agent_keys)
