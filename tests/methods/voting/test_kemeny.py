@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
+import polars as pl
 import pytest
+import scipy.sparse as sp
 
 from pipeline import methods
 from pipeline.methods.convergence import RatingError
-from pipeline.methods.voting.kemeny import ENUMERATE_MAX, components
+from pipeline.methods.numerics import highs
 from pipeline.methods.voting import kemeny as kemeny_module
+from pipeline.methods.voting.kemeny import ENUMERATE_MAX, components
 from pipeline.stats.counts import PairwiseCounts, Statistics
-from pipeline.stats.in_memory import profile
-from tests.voting_profiles import mixed_profiles, strict_ballots
+from pipeline.stats.in_memory import profile, statistics_of_records
+from tests.conftest import SAMPLES
+from tests.voting_profiles import mixed_profiles, random_wins, strict_ballots
 
 
 def test_mip_equals_enumeration():
@@ -173,3 +177,114 @@ def test_a_mip_past_its_time_limit_is_refused_in_one_line(monkeypatch):
                                           r"schulze or ranked-pairs, rate fewer agents \(--where\), or set "
                                           r"kemeny:time_limit=<seconds>$"):
         methods.run("kemeny:time_limit=0.001", stats)
+
+
+def tied_margins(rng: np.random.Generator, m: int) -> np.ndarray:
+    """Margins of one to four partial or weak ballots over m agents: most pairs unranked or split evenly (margin 0)."""
+    wins = random_wins(rng, str(rng.choice(["partial", "weak", "weighted"])), m, int(rng.integers(1, 5)))
+    return wins - wins.T
+
+
+@pytest.mark.parametrize("bounds", [True, False])
+def test_canonical_order_equals_enumeration_on_profiles_with_many_zero_margins(monkeypatch, bounds):
+    # m <= 6 (enumerating 7 or 8 agents takes a tenth of a second to a second). Without the LP bounds every candidate left goes to a MIP on R - a.
+    # Planted, each failed here: candidates in reverse key order; a + (o - a) accepted two units short of the optimum
+    # (one cannot happen: the values of orders share a parity); with bounds=False, a MIP's order accepted below the
+    # value asked, or two agents' order whatever their value.
+    rng = np.random.default_rng(33)
+    ruled_out_by_mip = []
+    optimum_at_least = kemeny_module._optimum_at_least
+
+    def spied(*args):
+        order = optimum_at_least(*args)
+        ruled_out_by_mip.append(order is None)
+        return order
+
+    monkeypatch.setattr(kemeny_module, "_optimum_at_least", spied)
+    if not bounds:
+        solve = kemeny_module._Relaxation.solve
+        monkeypatch.setattr(kemeny_module._Relaxation, "solve", lambda units, agents, deadline, at_least=None: solve(units, agents, deadline))
+        monkeypatch.setattr(kemeny_module._Relaxation, "cannot_top", lambda self, agents, value: np.zeros(len(agents), bool))
+        # and HiGHS returning its optimum past the objective bound asked (as it did on LLMFAO): the value decides
+        unbounded = kemeny_module._solve
+        monkeypatch.setattr(kemeny_module, "_solve", lambda *a, bound=None: unbounded(*a))
+    several = 0
+    profiles = 80 if bounds else 40
+    for _ in range(profiles):
+        m = int(rng.integers(3, 7))
+        margins, keys = tied_margins(rng, m), rng.permutation(m)
+        mip, unique = kemeny_module._mip(margins, keys)
+        enumerated, enumerated_unique = kemeny_module._enumerate(margins, keys)
+        assert mip.tolist() == enumerated.tolist() and unique == enumerated_unique
+        several += not unique
+    assert several >= profiles // 3 and (bounds or any(ruled_out_by_mip))  # without bounds, MIPs rule candidates out
+
+
+def canonical_by_a_mip_per_position(margins: np.ndarray, keys: np.ndarray) -> list[int]:
+    """The former canonical choice, kept here as an independent reference: position by position, one MIP over
+    the optimal orders (cost <= best) with the places above fixed, binaries z_a (a sits at this position: above
+    every agent left, z_a <= x(a above b)), sum z = 1, maximising the preference of the agents by key."""
+    units = kemeny_module._integer_objective(margins)
+    cost, pairs, _, rows = kemeny_module._model(units)
+    m, n, t = len(keys), len(cost), rows.shape[0]
+    var = np.full((m, m), -1, dtype=np.int64)
+    var[pairs[:, 0], pairs[:, 1]] = np.arange(n)
+    optimum = highs.solve("reference order", cost, rows, np.zeros(t), np.ones(t), np.zeros(n), np.ones(n),
+                          integer=np.ones(n, bool), options={"mip_rel_gap": 0.0, "mip_abs_gap": 0.5})
+    best = float(cost @ np.rint(optimum.x))
+    fixed: dict[int, int] = {}
+    order: list[int] = []
+    preference = (m - np.argsort(np.argsort(keys, kind="stable"), kind="stable")).astype(np.float64)
+    for _ in range(m - 1):
+        left = [a for a in range(m) if a not in order]
+        z = {a: n + i for i, a in enumerate(left)}
+        pairs_left = [(a, b) for a in left for b in left if a != b]
+        k = len(pairs_left)
+        entries = [(i, int(var[min(a, b), max(a, b)]), 1.0 if a < b else -1.0) for i, (a, b) in enumerate(pairs_left)]
+        entries += [(i, z[a], -1.0) for i, (a, _) in enumerate(pairs_left)]
+        r, c, v = zip(*entries)
+        above = sp.csc_array((v, (r, c)), shape=(k, n + len(left)))
+        one = np.zeros(n + len(left))
+        one[list(z.values())] = 1.0
+        matrix = sp.vstack([sp.hstack([rows, sp.csc_array((t, len(left)))]), above,
+                            sp.csc_array(one[None, :]), sp.csc_array(np.r_[cost, np.zeros(len(left))][None, :])], format="csc")
+        col_lower, col_upper = np.zeros(n + len(left)), np.ones(n + len(left))
+        for index, value in fixed.items():
+            col_lower[index] = col_upper[index] = value
+        x = highs.solve("reference canonical order", np.r_[np.zeros(n), -preference[left]], matrix,
+                        np.r_[np.zeros(t), [0.0 if a < b else -1.0 for a, b in pairs_left], 1.0, -np.inf],
+                        np.r_[np.ones(t), np.full(k, np.inf), 1.0, best + 0.5], col_lower, col_upper,
+                        integer=np.ones(n + len(left), bool), options={"mip_rel_gap": 0.0, "mip_abs_gap": 0.5}).x
+        top = next(a for a in left if np.rint(x[z[a]]) == 1)
+        order.append(top)
+        for b in left:
+            if b != top:
+                fixed[int(var[min(top, b), max(top, b)])] = 1 if top < b else 0
+    return order + [a for a in range(m) if a not in order]
+
+
+def test_canonical_order_equals_a_mip_per_position_beyond_enumeration():
+    # 10 to 14 agents with many zero margins, past enumeration: the same order as the former MIP per position.
+    # Planted, each failed here: candidates in reverse key order; the multipliers' or the LP's bound 2 units too strict.
+    rng = np.random.default_rng(59)
+    several = 0
+    for _ in range(6):
+        m = int(rng.integers(10, 15))
+        margins, keys = tied_margins(rng, m), rng.permutation(m)
+        order, unique = kemeny_module._mip(margins, keys)
+        assert order.tolist() == canonical_by_a_mip_per_position(margins, keys)
+        several += not unique
+    assert several >= 5
+
+
+def test_canonical_order_on_llmfao_models_equals_a_mip_per_position():
+    # Real data, bounded: the battles among the first 22 LLMFAO models by name (238 of 462 ordered pairs with margin
+    # 0, the optimum not unique); the full 59 took the former MIPs past their 60 s time_limit.
+    # Planted, each failed here: candidates in reverse key order; the multipliers' bound 2 units too strict.
+    battles = pl.read_csv(SAMPLES / "llmfao" / "crowd_battles.csv", infer_schema_length=0)
+    first = sorted(set(battles["model_a"]) | set(battles["model_b"]))[:22]
+    records = battles.filter(pl.col("model_a").is_in(first) & pl.col("model_b").is_in(first)).to_dicts()
+    stats = statistics_of_records(records, "battles", {"pairwise"})[0]
+    margins = stats.pairwise.margins
+    order, unique = kemeny_module._mip(margins, stats.agent_keys)
+    assert not unique and order.tolist() == canonical_by_a_mip_per_position(margins, stats.agent_keys)
