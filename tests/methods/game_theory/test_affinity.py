@@ -1,5 +1,7 @@
 """Affinity-entropy equilibria [GTLLM]: target, clone invariance under duplicated prompts."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -80,16 +82,24 @@ def test_ne_reaches_the_qre_where_the_damped_map_stalls(seed):
     assert 0 <= loss <= 1e-6 * (1 + 1e-3)
 
 
-def test_ne_says_in_one_line_when_no_qre_is_found():
-    # The damped map cycles at tau ~ 0.15 and the loss's rounding halves its step until it moves nothing; Newton's
-    # method from there finds no QRE either.
+# A player's loss is tau KL(x_i || its logit response), so by Pinsker's inequality a loss of affinity-ne's tol (1e-6)
+# at tau_min=1e-2 keeps every probability within sqrt(2 tol / tau_min) of its response.
+PINSKER_GAP = math.sqrt(2 * 1e-6 / 1e-2)
+
+
+def test_ne_follows_the_branch_across_a_fold():
+    # The branch of logit equilibria turns back at tau=0.1537 and down again at 0.1544 (an S-bend, found by
+    # pseudo-arclength continuation written apart from affinity.py): below 0.1537 no QRE lies near the last one, so the
+    # damped map stalled there and Newton's method found none; affinity-ne said so in one line. Across the fold the
+    # branch ends at the pure equilibrium (a0, b1): the QRE at tau_min, checked by the QRE equations and the loss.
     a = np.array([[0, 3, 3], [0, 2, 3], [3, 1, 3], [3, 0, 0.0]])
     b = np.array([[0, 1, 0], [0, 1, 2], [2, 1, 3], [2, 2, 3.0]])
     game = Game((a, b), ("x", "y"), (("a0", "a1", "a2", "a3"), ("b0", "b1", "b2")))
-    with pytest.raises(ConvergenceError, match=r"^affinity-ne: the QRE at tau=\S+ was not reached to tol 1e-06: the damped step "
-                                               r"\(\S+\) stopped moving the strategies after (\d+) iterations \(loss \S+\) and "
-                                               r"Newton's method found no QRE near them .*; a larger tau_min stops the trace before$"):
-        affinity_ne(game)
+    targets = affinity_targets(game, 1e-6)
+    x, y = limiting_logit_equilibrium(game, targets)
+    assert 0 <= regularised_exploitabilities(game, [x, y], targets, 1e-2) <= 1e-6 * (1 + 1e-3)
+    assert logit_response_gap(game, [x, y], targets, 1e-2) <= PINSKER_GAP
+    assert x[0] > 0.999 and y[1] > 0.999
 
 
 def cce_polytope(game: Game) -> tuple[np.ndarray, np.ndarray]:
@@ -223,4 +233,4 @@ def test_ne_reaches_the_qre_at_tau_min_on_all_of_arena_hards_scores():
     targets = affinity_targets(game, 1e-6)
     xs = limiting_logit_equilibrium(game, targets)
     assert 0 <= regularised_exploitabilities(game, xs, targets, 1e-2) <= 1e-6 * (1 + 1e-3)
-    assert logit_response_gap(game, xs, targets, 1e-2) <= 1e-6
+    assert logit_response_gap(game, xs, targets, 1e-2) <= PINSKER_GAP
