@@ -38,10 +38,10 @@ below `tol`.
   each player's most probable action (against a fixed first action the Jacobian carries that
   action's probability as a factor of its determinant: Arena-Hard's scores, 15 x 15 x 300, failed
   at tau=0.0115 with the agents' first action at 3e-6, though the branch has no fold there). Where
-  Newton finds none either, the branch of logit equilibria folds back (tau turns, as in a 4 x 3 game
-  of the tests; no random 2-player game with 2-4 actions of the first 200) and is followed from the last QRE by pseudo-arclength continuation
-  (`qre_across_fold`, Turocy 2005) down to the temperature the trace was at. `max_iter` damped steps
-  in all, else a one-line `ConvergenceError` with the temperature, the loss and the step; the
+  Newton finds none either, the branch of logit equilibria folds back (tau turns, as in a 4 x 3
+  game of the tests) and is followed from the last QRE by pseudo-arclength continuation
+  (`qre_across_fold`, Turocy 2005) down to the temperature the trace was at. `max_iter` damped
+  steps in all, else a one-line `ConvergenceError` with the temperature, the loss and the step; the
   same error, naming the tau the branch was not followed from, when the continuation fails too.
 
 Ratings are the regrets of deviating to each action under the equilibrium, u_i(a_i, x_-i) - u_i(x)
@@ -280,18 +280,22 @@ def qre_across_fold(game: Game, xs: list[np.ndarray], targets: list[np.ndarray],
         if step < 1e-10:
             return None
         w = v + step * direction
-        for _ in range(20):  # Newton's method on the QRE equations and the arclength one: w - v along direction = step
-            system = np.vstack([jacobian(w), direction])
-            move = np.linalg.solve(system, -np.r_[residual(w), direction @ (w - v) - step])
-            w = w + move
-            if np.abs(move).max() <= 1e-12:
-                break
-        if not (np.all(np.isfinite(w)) and np.abs(residual(w)).max() <= 1e-10):
+        try:
+            for _ in range(20):  # Newton on the QRE equations and the arclength one: (w - v) along direction = step
+                move = np.linalg.solve(np.vstack([jacobian(w), direction]), -np.r_[residual(w), direction @ (w - v) - step])
+                w = w + move
+                if np.abs(move).max() <= 1e-12:
+                    break
+            converged = bool(np.all(np.isfinite(w)) and np.abs(residual(w)).max() <= 1e-10)
+        except np.linalg.LinAlgError:
+            converged = False
+        if not converged:
             step /= 2
             continue
+        if w[-1] <= math.log(to):  # `to` lies between v and w on the branch: the QRE there, from the chord's point
+            near = v + (math.log(to) - v[-1]) / (w[-1] - v[-1]) * (w - v)
+            return qre_by_newton(game, [np.exp(near[a:b]) for a, b in zip(sizes[:-1], sizes[1:])], targets, to)
         v, direction, step = w, tangent(w, direction), min(step * GROWTH, 0.5)
-        if v[-1] <= math.log(to):  # past `to` on the branch: the QRE at `to` itself, from there
-            return qre_by_newton(game, [np.exp(v[a:b]) for a, b in zip(sizes[:-1], sizes[1:])], targets, to)
     return None
 
 
