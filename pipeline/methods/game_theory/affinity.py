@@ -34,10 +34,15 @@ below `tol`.
   sum_i u^tau_i(BR_i, x_-i) - u^tau_i(x_i, x_-i), is below `tol`; tau is then multiplied by
   `decay`, down to `tau_min`. Where the damped map is no descent direction of the loss (an
   unstable QRE), its step halves until it moves no probability by more than machine epsilon;
-  the QRE is then solved for by Newton's method (`qre_by_newton`) from there. `max_iter` damped
-  steps in all, else a one-line `ConvergenceError` with the temperature, the loss and the step;
-  the same error when Newton's method finds no QRE either (the branch of logit equilibria may
-  fold back: 3 in 100 random 2-player games with 2-4 actions).
+  the QRE is then solved for by Newton's method (`qre_by_newton`) from there, on log-odds against
+  each player's most probable action (against a fixed first action the Jacobian carries that
+  action's probability as a factor of its determinant: Arena-Hard's scores, 15 x 15 x 300, failed
+  at tau=0.0115 with the agents' first action at 3e-6, though the branch has no fold there). Where
+  Newton finds none either, the branch of logit equilibria folds back (tau turns, as in a 4 x 3
+  game of the tests) and is followed from the last QRE by pseudo-arclength continuation
+  (`qre_across_fold`, Turocy 2005) down to the temperature the trace was at. `max_iter` damped
+  steps in all, else a one-line `ConvergenceError` with the temperature, the loss and the step; the
+  same error, naming the tau the branch was not followed from, when the continuation fails too.
 
 Ratings are the regrets of deviating to each action under the equilibrium, u_i(a_i, x_-i) - u_i(x)
 ([GTLLM] section 3); gains within `tol` times the payoff range of zero are reported as 0, and
@@ -218,21 +223,80 @@ def qre_by_newton(game: Game, xs: list[np.ndarray], targets: list[np.ndarray], t
     The damped map stalls where it is not a descent direction of the loss (an unstable fixed point
     of the logit dynamics: about a tenth of random 4 x 3 games at tau ~ 0.1); the QRE is still there."""
     sizes = np.cumsum([0] + [len(x) - 1 for x in xs])
+    # Each player's reference is its most probable action: d log x / d(log-odds) has determinant x_ref, so against an
+    # action the trace drives to 0 the Jacobian is singular in all but name (Arena-Hard's scores: 3e-6 at tau=0.02)
+    references = [int(np.argmax(x)) for x in xs]
+    others = [np.delete(np.arange(len(x)), r) for x, r in zip(xs, references)]
 
-    def strategies(z: np.ndarray) -> list[np.ndarray]:
-        return [softmax(np.r_[0.0, z[a:b]]) for a, b in zip(sizes[:-1], sizes[1:])]
+    def log_strategies(z: np.ndarray) -> list[np.ndarray]:
+        logs = []
+        for a, b, r, rest in zip(sizes[:-1], sizes[1:], references, others):
+            odds = np.zeros(b - a + 1)
+            odds[rest] = z[a:b]
+            logs.append(log_softmax(odds))
+        return logs
 
     def residual(z: np.ndarray) -> np.ndarray:
-        logs = [log_softmax(np.r_[0.0, z[a:b]]) for a, b in zip(sizes[:-1], sizes[1:])]
-        # x_i and the logit response agree on all but the first action, so on that one too
-        return np.concatenate([(lx - log_softmax(gr / tau + np.log(t)))[1:]
-                               for lx, gr, t in zip(logs, _partials(game, [np.exp(lx) for lx in logs]), targets)])
+        logs = log_strategies(z)
+        # x_i and the logit response agree on all but the reference action, so on that one too
+        return np.concatenate([(lx - log_softmax(gr / tau + np.log(t)))[rest]
+                               for lx, gr, t, rest in zip(logs, _partials(game, [np.exp(lx) for lx in logs]), targets, others)])
 
     from scipy.optimize import root  # imported on first use only: the fallback alone needs scipy.optimize
 
-    start = np.concatenate([np.log(np.maximum(x[1:], 1e-300)) - np.log(max(x[0], 1e-300)) for x in xs])
+    start = np.concatenate([np.log(np.maximum(x[rest], 1e-300)) - np.log(x[r]) for x, r, rest in zip(xs, references, others)])
     found = root(residual, start, method="hybr")
-    return strategies(found.x) if found.success and np.all(np.isfinite(found.x)) else None
+    return [np.exp(lx) for lx in log_strategies(found.x)] if found.success and np.all(np.isfinite(found.x)) else None
+
+
+def qre_across_fold(game: Game, xs: list[np.ndarray], targets: list[np.ndarray], tau: float, to: float, *,
+                    max_steps: int = 1_000) -> list[np.ndarray] | None:
+    """The QRE at `to` < `tau` on the branch of logit equilibria through the QRE `xs` at `tau`, followed by
+    pseudo-arclength continuation (Turocy 2005, Games Econ. Behav. 51) in (log x, log tau) across the folds where
+    tau turns back; None when the step that keeps the corrector converging falls below 1e-10, or after `max_steps`.
+
+    Where the branch folds, no QRE near the last one exists at a slightly smaller tau, so neither the damped map nor
+    Newton's method at fixed tau can go on (a 4 x 3 game's branch turns back at tau=0.1537 and down again at 0.1544).
+    The Jacobian is by forward differences: one residual per coordinate, cheap on the small games that fold."""
+    sizes = np.cumsum([0] + [len(x) for x in xs])
+
+    def residual(v: np.ndarray) -> np.ndarray:  # v = (log x_1, ..., log x_n, log tau): one equation per action
+        logs = [v[a:b] for a, b in zip(sizes[:-1], sizes[1:])]
+        return np.concatenate([lx - log_softmax(gr * math.exp(-v[-1]) + np.log(t))
+                               for lx, gr, t in zip(logs, _partials(game, [np.exp(lx) for lx in logs]), targets)])
+
+    def jacobian(v: np.ndarray, h: float = 1e-7) -> np.ndarray:
+        base = residual(v)
+        return np.column_stack([(residual(v + h * e) - base) / h for e in np.eye(len(v))])
+
+    def tangent(v: np.ndarray, previous: np.ndarray | None) -> np.ndarray:
+        direction = np.linalg.svd(jacobian(v))[2][-1]  # the Jacobian's null vector: along the branch
+        toward = previous @ direction if previous is not None else -direction[-1]  # keep going; at first, tau down
+        return direction if toward > 0 else -direction
+
+    v = np.concatenate([np.log(np.maximum(x, 1e-300)) for x in xs] + [[math.log(tau)]])
+    direction, step = tangent(v, None), 0.05
+    for _ in range(max_steps):
+        if step < 1e-10:
+            return None
+        w = v + step * direction
+        try:
+            for _ in range(20):  # Newton on the QRE equations and the arclength one: (w - v) along direction = step
+                move = np.linalg.solve(np.vstack([jacobian(w), direction]), -np.r_[residual(w), direction @ (w - v) - step])
+                w = w + move
+                if np.abs(move).max() <= 1e-12:
+                    break
+            converged = bool(np.all(np.isfinite(w)) and np.abs(residual(w)).max() <= 1e-10)
+        except np.linalg.LinAlgError:
+            converged = False
+        if not converged:
+            step /= 2
+            continue
+        if w[-1] <= math.log(to):  # `to` lies between v and w on the branch: the QRE there, from the chord's point
+            near = v + (math.log(to) - v[-1]) / (w[-1] - v[-1]) * (w - v)
+            return qre_by_newton(game, [np.exp(near[a:b]) for a, b in zip(sizes[:-1], sizes[1:])], targets, to)
+        v, direction, step = w, tangent(w, direction), min(step * GROWTH, 0.5)
+    return None
 
 
 def limiting_logit_equilibrium(game: Game, targets: list[np.ndarray], *, tau: float = 1.0, tau_min: float = 1e-2,
@@ -241,7 +305,7 @@ def limiting_logit_equilibrium(game: Game, targets: list[np.ndarray], *, tau: fl
     scale = payoff_range(game)
     unit = Game(tuple(g / scale for g in game.payoffs), game.players, game.strategies)
     xs = [t.copy() for t in targets]
-    iterations = 0
+    iterations, previous = 0, None
     while True:
         step = min(0.5, tau)
         loss = qre_loss(unit, xs, targets, tau)
@@ -252,13 +316,17 @@ def limiting_logit_equilibrium(game: Game, targets: list[np.ndarray], *, tau: fl
             grads = _partials(unit, xs)
             moved = [(1 - step) * x + step * softmax(gr / tau + np.log(t)) for x, gr, t in zip(xs, grads, targets)]
             if max(float(np.abs(m - x).max()) for m, x in zip(moved, xs)) <= STALLED:
-                if (solved := qre_by_newton(unit, xs, targets, tau)) is not None and qre_loss(unit, solved, targets, tau) <= tol:
+                solved = qre_by_newton(unit, xs, targets, tau)
+                if (solved is None or qre_loss(unit, solved, targets, tau) > tol) and previous is not None:
+                    solved = qre_across_fold(unit, previous[0], targets, previous[1], tau)
+                if solved is not None and qre_loss(unit, solved, targets, tau) <= tol:
                     xs, loss = solved, qre_loss(unit, solved, targets, tau)
                     break
                 raise ConvergenceError(f"affinity-ne: the QRE at tau={tau:.3g} was not reached to tol {tol:g}: the damped step "
-                                       f"({step:.1e}) stopped moving the strategies after {iterations} iterations (loss {loss:.1e}) "
-                                       f"and Newton's method found no QRE near them (the logit equilibria may fold back here); "
-                                       f"a larger tau_min stops the trace before")
+                                       f"({step:.1e}) stopped moving the strategies after {iterations} iterations (loss {loss:.1e}), "
+                                       f"Newton's method found no QRE near them and the branch of logit equilibria was not followed "
+                                       f"from tau={previous[1] if previous else tau:.3g} across a fold; a larger tau_min stops the "
+                                       f"trace before")
             iterations += 1
             trial = qre_loss(unit, moved, targets, tau)
             if trial > loss:  # the damped map cycles at this step (its Lipschitz constant is ~ 1/tau): halve it, stay
@@ -267,7 +335,7 @@ def limiting_logit_equilibrium(game: Game, targets: list[np.ndarray], *, tau: fl
                 xs, loss, step = moved, trial, min(step * GROWTH, min(0.5, tau))
         if tau <= tau_min:
             return xs
-        tau = max(tau * decay, tau_min)
+        previous, tau = (xs, tau), max(tau * decay, tau_min)
 
 
 def _regret_ratings(game: Game, sigma: np.ndarray, tol: float) -> list[np.ndarray]:
