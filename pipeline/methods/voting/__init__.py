@@ -2,6 +2,6 @@
 
 Positional scoring rules (`scoring`: plurality, approval, Borda), single transferable vote (`stv`),
 and the majority-graph rules built on `majority`'s pairwise margins: Copeland (`copeland`), Schulze
-(`schulze`), ranked pairs (`ranked_pairs`), Kemeny-Young (`kemeny`) and (iterative) maximal
+(`schulze`, its widest paths compiled in `widest_paths`), ranked pairs (`ranked_pairs`), Kemeny-Young (`kemeny`) and (iterative) maximal
 lotteries (`maximal_lotteries`). Each module registers its rules with `pipeline.methods.registry`.
 """
