@@ -24,7 +24,12 @@ below `tol`.
   500 steps, 44 s). So the search runs on what every CCE satisfies (`cce_support`, one LP): mass
   only on the essential strategies' joint cells, and their deviations as equalities. The product of
   maximum-support optimal strategies then satisfies every other deviation strictly with full mass on
-  those cells, the dual has a minimiser, and Newton converges quadratically.
+  those cells, the dual has a minimiser, and Newton converges quadratically. In the 3-player games
+  whose first two players are opposed (`model-model-prompt`, `agent-agent-task`) the same happens
+  when their deviation games leave no slack (`opposed_pair_support`): bootstrap rounds of LLMFAO's
+  battles where a group of models loses to no one on any prompt. A game merely close to that
+  (values summing to -2e-5 in one LLMFAO round) has a strictly feasible point, thin: its search still
+  takes ~170 steps.
 - `affinity-ne`: the limiting logit equilibrium traced from the target: at each temperature tau
   the QRE x_i = softmax(grad_i u_i(x) / tau + log t_i) is found by damped fixed-point iteration
   from the previous one (step at most min(0.5, tau); a step that would raise the loss is not

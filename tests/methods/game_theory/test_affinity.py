@@ -231,12 +231,22 @@ def test_every_cce_of_the_unbeaten_pair_game_lies_where_the_support_says():
         np.testing.assert_allclose(gains[known.tight] @ found.x, 0.0, atol=1e-9)
 
 
-def test_the_unbeaten_pair_game_gives_the_max_entropy_cce_of_an_independent_solve():
+def battles_game() -> Game:
+    """`_battles(0)` as the model-model-prompt game: its opposed pair's values sum below 0 (nothing is known)."""
+    counts = _battles(0)
+    u = np.zeros((3, 3, 4))
+    u[counts.a, counts.b, counts.prompt] = counts.wins
+    return model_model_prompt(np.divide(u - np.swapaxes(u, 0, 1), u + np.swapaxes(u, 0, 1), out=np.zeros_like(u),
+                                        where=u + np.swapaxes(u, 0, 1) > 0))
+
+
+@pytest.mark.parametrize("make", [unbeaten_pair_game, battles_game])
+def test_the_3_player_search_gives_the_max_entropy_cce_of_an_independent_solve(make):
     # The search on the support: a CCE (largest gain within tol) of no more relative entropy than scipy's solve over
     # every cell, and near it: the minimiser x* over the polytope has KL(z) >= KL(x*) + KL(z || x*) for every CCE z
     # (the Pythagorean inequality of I-projections), so by Pinsker |z - x*|_1 <= sqrt(2 (KL(z) - KL(x*))).
-    # Planted: the cells of `opposed_pair_support` broadcast along the wrong player (mass forced off live cells).
-    game = unbeaten_pair_game()
+    # Planted: `opposed_pair_support` restricting whatever the values' sum (the battles game fails).
+    game = make()
     targets = affinity_targets(game, 1e-6)
     x, info = max_relative_entropy_cce(game, targets, tol=1e-9)
     gains, log_t = cce_gains(game) / payoff_range(game), np.log(product(targets)).ravel()
