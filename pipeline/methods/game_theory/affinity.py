@@ -157,6 +157,10 @@ def opposed(game: Game) -> bool:
     return np.ptp(game.payoffs[0] + game.payoffs[1]) <= CONSTANT_SUM_RTOL * payoff_range(game)
 
 
+SUPPORT_LP_ENTRIES = 2**24  # `exact_supports` writes out a square game of a matrix game's rows + columns + 1: at most
+# this (128 MiB; LLMFAO's 59 x 767 is 0.7M); beyond, nothing is known and the search runs on every cell
+
+
 def opposed_pair_support(game: Game) -> Support | None:
     """What every CCE satisfies when players 0 and 1 are opposed and their matrix games leave no slack, else None.
 
@@ -167,10 +171,13 @@ def opposed_pair_support(game: Game) -> Support | None:
     dropped their losses) both hold with equality at every CCE: its mass is on columns a_-p that some optimal
     strategy of M_p's column player plays (the maximal supports, `exact_supports`), and deviations to rows in the
     support of an optimal w_p gain exactly 0. Left to the search, the multipliers of those deviations grow without
-    bound and Newton converged linearly: 170-500 steps, 12-39 CPU s, where other rounds take 8-22."""
+    bound and Newton converged linearly: 170-500 steps, 12-39 CPU s, where other rounds take 8-22. None also for
+    matrix games too large for `exact_supports` (`SUPPORT_LP_ENTRIES`)."""
     g0, g1 = game.payoffs[0], game.payoffs[1]
     m0 = g0.reshape(g0.shape[0], -1)
     m1 = np.moveaxis(g1, 1, 0).reshape(g1.shape[1], -1)
+    if max(sum(m.shape) + 1 for m in (m0, m1)) ** 2 > SUPPORT_LP_ENTRIES:
+        return None
     if game_value(m0) + game_value(m1) < -CONSTANT_SUM_RTOL * payoff_range(game):
         return None
     rows0, cols0 = exact_supports(m0)
