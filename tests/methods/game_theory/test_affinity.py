@@ -1,16 +1,14 @@
 """Affinity-entropy equilibria [GTLLM]: target, clone invariance under duplicated prompts."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
-
-from pipeline.games import Game
-from pipeline.methods.convergence import ConvergenceError
 from scipy.special import logsumexp, softmax
 
 from benchmarks.datasets import ROOT, arena_bench_scores, football_battles
-from pipeline.games import product
+from pipeline.games import Game, product
 from pipeline.methods.game_theory.affinity import (DEFAULT_GAMES, affinity_cce, affinity_ne, affinity_target, affinity_targets, cce_support, gain_matrix,
                                                    gain_operator, limiting_logit_equilibrium, max_relative_entropy_cce,
                                                    qre_by_newton)
@@ -245,3 +243,107 @@ def test_ne_reaches_the_qre_on_the_random_games_newton_missed(seed):
     xs = limiting_logit_equilibrium(game, targets)
     assert -1e-12 <= regularised_exploitabilities(game, xs, targets, 1e-2) <= 1e-6 * (1 + 1e-3)
     assert logit_response_gap(game, xs, targets, 1e-2) <= PINSKER_GAP
+
+
+def model_model_prompt(margins: np.ndarray) -> Game:
+    """The battles' 3-player game of per-prompt mean margins u[a, b, p] (`pipeline.games.builders.model_model_prompt`)."""
+    k, _, n = margins.shape
+    names = tuple(f"m{j}" for j in range(k))
+    return Game((margins, -margins, np.abs(margins)), ("model_a", "model_b", "prompt"), (names, names, tuple(f"p{j}" for j in range(n))))
+
+
+def unbeaten_pair_game() -> Game:
+    """4 models, 2 prompts: model 0 loses to 2 on p0 and 1 to 3 on p1, but 1 beats 2 on p0 and 0 beats 3 on p1 by more,
+    so half of each beats or ties every model on every prompt (neither alone does): the opposed pair's matrix games
+    have values summing to 0."""
+    u = np.zeros((4, 4, 2))
+    for a, b, p, margin in [(2, 0, 0, 0.5), (1, 2, 0, 1.0), (3, 1, 1, 0.5), (0, 3, 1, 1.0), (2, 3, 0, 0.5), (3, 2, 1, 1.0)]:
+        u[a, b, p], u[b, a, p] = margin, -margin
+    return model_model_prompt(u)
+
+
+def cce_gains(game: Game) -> np.ndarray:
+    """Every deviation's gain as a (rows x cells) matrix, written out cell by cell independently of `gain_operator`."""
+    cells = list(np.ndindex(game.shape))
+    rows = []
+    for p, g in enumerate(game.payoffs):
+        for d in range(game.shape[p]):
+            rows.append([g[cell[:p] + (d,) + cell[p + 1:]] - g[cell] for cell in cells])
+    return np.array(rows)
+
+
+def relative_entropy(x: np.ndarray, log_t: np.ndarray) -> float:
+    return float(np.sum(x * (np.log(np.maximum(x, 1e-300)) - log_t)))
+
+
+def independent_max_entropy_cce(gains: np.ndarray, log_t: np.ndarray) -> np.ndarray:
+    """The CCE of least relative entropy to exp(log_t), by scipy's trust-constr on the primal over every cell."""
+    from scipy.optimize import LinearConstraint, minimize
+
+    n = len(log_t)
+    found = minimize(relative_entropy, np.full(n, 1.0 / n), args=(log_t,), method="trust-constr",
+                     jac=lambda x, log_t: np.log(np.maximum(x, 1e-300)) - log_t + 1.0,
+                     hess=lambda x, log_t: np.diag(1.0 / np.maximum(x, 1e-12)), bounds=[(0.0, 1.0)] * n,
+                     constraints=[LinearConstraint(gains, -np.inf, 0.0), LinearConstraint(np.ones((1, n)), 1.0, 1.0)],
+                     options={"gtol": 1e-12, "xtol": 1e-14, "maxiter": 300})
+    return found.x
+
+
+def test_every_cce_of_the_unbeaten_pair_game_lies_where_the_support_says():
+    # The claim the search is restricted by, checked on extreme CCEs (scipy's LP, random objectives): no mass outside
+    # the support's cells, the tight deviations gain exactly 0. Planted: `opposed_pair_support` off (nothing known).
+    from scipy.optimize import linprog
+
+    game = unbeaten_pair_game()
+    known = cce_support(game)
+    assert not known.cells.all() and known.tight.any()
+    gains = cce_gains(game)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        found = linprog(rng.normal(size=gains.shape[1]), A_ub=gains, b_ub=np.zeros(len(gains)),
+                        A_eq=np.ones((1, gains.shape[1])), b_eq=[1.0], bounds=(0, None), method="highs")
+        assert found.status == 0
+        assert found.x[~known.cells].max(initial=0.0) <= 1e-9
+        np.testing.assert_allclose(gains[known.tight] @ found.x, 0.0, atol=1e-9)
+
+
+def battles_game() -> Game:
+    """`_battles(0)` as the model-model-prompt game: its opposed pair's values sum below 0 (nothing is known)."""
+    counts = _battles(0)
+    u = np.zeros((3, 3, 4))
+    u[counts.a, counts.b, counts.prompt] = counts.wins
+    return model_model_prompt(np.divide(u - np.swapaxes(u, 0, 1), u + np.swapaxes(u, 0, 1), out=np.zeros_like(u),
+                                        where=u + np.swapaxes(u, 0, 1) > 0))
+
+
+@pytest.mark.parametrize("make", [unbeaten_pair_game, battles_game])
+def test_the_3_player_search_gives_the_max_entropy_cce_of_an_independent_solve(make):
+    # The search on the support: a CCE (largest gain within tol) of no more relative entropy than scipy's solve over
+    # every cell, and near it: the minimiser x* over the polytope has KL(z) >= KL(x*) + KL(z || x*) for every CCE z
+    # (the Pythagorean inequality of I-projections), so by Pinsker |z - x*|_1 <= sqrt(2 (KL(z) - KL(x*))).
+    # Planted: `opposed_pair_support` restricting whatever the values' sum (the battles game fails).
+    game = make()
+    targets = affinity_targets(game, 1e-6)
+    x, info = max_relative_entropy_cce(game, targets, tol=1e-9)
+    gains, log_t = cce_gains(game) / payoff_range(game), np.log(product(targets)).ravel()
+    assert info["solver"]["converged"] and (gains @ x.ravel()).max() <= 1e-9
+    other = independent_max_entropy_cce(gains, log_t)
+    assert (gains @ other).max() <= 1e-9 and abs(other.sum() - 1.0) <= 1e-9
+    excess = relative_entropy(other, log_t) - relative_entropy(x.ravel(), log_t)
+    assert excess >= -1e-9
+    assert np.abs(other - x.ravel()).sum() <= np.sqrt(2 * max(excess, 0.0)) + 1e-6
+
+
+def test_a_degenerate_bootstrap_round_of_llmfao_converges_in_few_steps():
+    # One Poisson bootstrap round of LLMFAO's battles (59 models x 59 x 13 prompts; the margins stored from the round of
+    # `affinity-cce:bootstrap=20` that took 500 Newton steps and 39 CPU s, stopping at a residual of 9e-8): a group of
+    # models loses to no one on any prompt once the draws dropped their losses. Planted: `opposed_pair_support` off.
+    stored = np.load(Path(__file__).with_name("llmfao_bootstrap_round.npz"))
+    u = np.zeros(tuple(stored["shape"]))
+    u[stored["a"], stored["b"], stored["prompt"]] = stored["margin"]
+    game = model_model_prompt(u)
+    targets = affinity_targets(game, 1e-6)
+    x, info = max_relative_entropy_cce(game, targets)
+    assert info["solver"]["converged"] and info["solver"]["iterations"] <= 30
+    assert max(float(g.max()) for g in game.gains(x)) <= 1e-7 * payoff_range(game)
+    assert not cce_support(game).cells.all()
