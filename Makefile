@@ -68,7 +68,7 @@ clean:
 	rm -rf $(VENV) .prefect vase-demo .mutation
 
 # Every method on every data set of ../shared/datasets through `vase rate` (issue 33): docs/matrix.md and
-# docs/matrix.parquet. LIMIT=N rates the first N units of each data set (a full run took hours at load 17).
+# docs/matrix.parquet. LIMIT=N rates the first N units of each data set (a full run: 39 min on 2 cores at load 3-12).
 LIMIT ?=
 matrix: $(VENV)/.installed
 	$(PY) -m benchmarks.bench_matrix $(if $(LIMIT),--limit $(LIMIT))
