@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.logs import delimited
+from pipeline.logs import delimited, formats
 from pipeline.logs.formats import read_records
-from pipeline.logs.records import LINE
+from pipeline.logs.records import LINE, MAX_RECORD_BYTES, FileStart, RawRecords, UnreadableFile
 
 LONG = "long\n" * 20  # a quoted field of 20 lines, longer than the smallest chunks read below
 # Each record with the line it starts on. A BOM and a blank line before the header; CRLF and LF
@@ -128,3 +128,74 @@ def test_a_bare_carriage_return_beside_any_blank_line_is_no_line_break(tmp_path,
     got, unparsable = read(path, 8 << 20, monkeypatch)
     assert got == [*kept, ("3", "a", bare + 1)]
     assert [(line, reason) for line, reason, _ in unparsable] == [(bare, "expected 4 fields, found 7")]
+
+
+def batches(path, chunk_bytes: int, monkeypatch, max_record_bytes: int = MAX_RECORD_BYTES, start=None) -> list[RawRecords]:
+    with monkeypatch.context() as patch:
+        patch.setattr(delimited, "CHUNK_BYTES", chunk_bytes)
+        patch.setattr(delimited, "MAX_RECORD_BYTES", max_record_bytes)
+        return list(formats.batches(path, start=start))
+
+
+@pytest.mark.parametrize(("chunk_bytes", "records"), [
+    (64, 60),  # past the buffer's bound (four chunks) long before 10,000 lines: cut there
+    (40_000, 12_000),  # 10,000 lines with the quote still open, within the bound: cut there
+])
+def test_an_unterminated_quote_is_quarantined_alone_and_the_rest_read_in_batches_of_bounded_size(
+        tmp_path, monkeypatch, chunk_bytes, records):
+    # From the open quote on, no newline has an even number of quotes before it: the reader must
+    # still cut at a record's end, and hold no more than five chunks at once.
+    path = tmp_path / "b.csv"
+    path.write_text('id,m,n\n1,"open,x\n' + "".join(f"{i:05d},y,z\n" for i in range(records)))  # 10 bytes a record
+    got = batches(path, chunk_bytes, monkeypatch)
+    assert max(batch.rows_in for batch in got) * 10 <= 5 * chunk_bytes
+    records_read = RawRecords.concat(got)
+    assert records_read.frame.rows() == [(f"{i:05d}", "y", "z", 3 + i) for i in range(records)]
+    assert [(line, reason) for line, reason, _ in records_read.unparsable] == [(2, "unparsable line (unexpected end of data)")]
+
+
+def long_line(n: int, size: int) -> str:
+    """A record of `size` bytes (its newline not counted) that opens with `n,a,long`."""
+    return f"{n},a,long".ljust(size, "x")
+
+
+def test_a_line_past_the_limit_is_quarantined_with_its_size_whatever_the_chunk_size(tmp_path, monkeypatch):
+    # The limit at 200 bytes (16 MiB in use), chunks well under it (8 MiB in use): the too-long
+    # lines are found whole in the buffer or skipped unread, the last one without a newline.
+    long_lines = {3: long_line(2, 201), 6: long_line(5, 1000), 8: long_line(7, 250)}
+    path = tmp_path / "b.csv"
+    path.write_text("id,m,n\n1,a,b\n" + long_lines[3] + "\n3,a,b\n" + long_line(4, 200) + "\n" + long_lines[6] + "\n6,a,b\n"
+                    + long_lines[8])
+    for chunk_bytes in range(40, 101, 3):
+        records = RawRecords.concat(batches(path, chunk_bytes, monkeypatch, max_record_bytes=200))
+        assert records.frame.select("id", LINE).rows() == [("1", 2), ("3", 4), ("4", 5), ("6", 7)], chunk_bytes
+        assert [line for line, _, _ in records.unparsable] == [3, 6, 8], chunk_bytes
+        for at, reason, preview in records.unparsable:
+            size = len(long_lines[at]) + (at != 8)  # the newline counted, the last line has none
+            assert f"the line is {size:,} bytes long" in reason, (chunk_bytes, at, reason)
+            assert preview.endswith("...") and long_lines[at].startswith(preview[:-3]) and len(preview) > 12, (chunk_bytes, preview)
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_file_read_from_where_an_earlier_version_ended_keeps_its_lines_and_byte_offsets(tmp_path, monkeypatch, resume):
+    # A file that grew: read from the earlier version's end (`FileStart`), the records keep their
+    # physical lines, and a byte that is not UTF-8, after a line past the limit skipped unread, is
+    # named at its line and byte offset in the file.
+    earlier = "id,m,n\n1,a,b\n2,a,b\n"
+    grown = earlier + '3,"c\nd",b\n' + long_line(4, 300) + "\n5,a,\u00e9\n"
+    path = tmp_path / "b.csv"
+    path.write_text(grown)
+    start = FileStart(len(earlier.encode()), earlier.count("\n")) if resume else None
+    for chunk_bytes in range(40, 101, 3):
+        records = RawRecords.concat(batches(path, chunk_bytes, monkeypatch, max_record_bytes=200, start=start))
+        assert records.frame.select("id", "m", LINE).rows() == [("1", "a", 2), ("2", "a", 3)][2 * resume:] + \
+            [("3", "c\nd", 4), ("5", "a", 7)], chunk_bytes
+        assert [line for line, _, _ in records.unparsable] == [6], chunk_bytes
+    latin1 = grown.encode().replace("\u00e9".encode(), b"\xe9")
+    path.write_bytes(latin1)
+    named = f"byte 0xE9 at byte offset {latin1.index(0xE9)} "
+    for chunk_bytes in range(40, 101, 3):
+        with pytest.raises(UnreadableFile) as caught:
+            batches(path, chunk_bytes, monkeypatch, max_record_bytes=200, start=start)
+        assert caught.value.line == 7 and named in caught.value.reason, (chunk_bytes, str(caught.value))
+
