@@ -199,3 +199,17 @@ def test_a_file_read_from_where_an_earlier_version_ended_keeps_its_lines_and_byt
             batches(path, chunk_bytes, monkeypatch, max_record_bytes=200, start=start)
         assert caught.value.line == 7 and named in caught.value.reason, (chunk_bytes, str(caught.value))
 
+
+@pytest.mark.parametrize(("stray", "kept"), [
+    ("", []),
+    ('2,a"x"y,b,tie\n', [("2", 'a"x"y', 3)]),
+])
+def test_a_line_of_one_empty_quoted_field_is_a_record_not_a_blank_line_whichever_path_reads_it(
+        tmp_path, monkeypatch, stray, kept):
+    # A quote inside a field (`a"x"y`, text in RFC 4180 as in Python's csv) sends the chunk to the
+    # record-by-record path, which once took `""` for a blank line and dropped it unaccounted.
+    path = tmp_path / "b.csv"
+    path.write_text("battle_id,model_a,model_b,winner\n1,a,b,tie\n" + stray + '""\n3,a,b,tie\n')
+    at = 3 + len(kept)
+    assert read(path, 8 << 20, monkeypatch) == ([("1", "a", 2), *kept, ("3", "a", at + 1)],
+                                                [(at, "expected 4 fields, found 1", '""')])
