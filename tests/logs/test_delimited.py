@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+from collections import Counter
+
+import pyarrow.csv as pa_csv
 import pytest
 
 from pipeline.logs import delimited, formats
@@ -213,3 +217,70 @@ def test_a_line_of_one_empty_quoted_field_is_a_record_not_a_blank_line_whichever
     at = 3 + len(kept)
     assert read(path, 8 << 20, monkeypatch) == ([("1", "a", 2), *kept, ("3", "a", at + 1)],
                                                 [(at, "expected 4 fields, found 1", '""')])
+
+
+CLEAN = '1,a,b,tie\r\n2,"x,""y""",b,tie\r\n3,a,"",model_a\r\n'  # quoted delimiters and quotes, CRLF, one record a line
+WELL_QUOTED = ('"1",a,b,tie\r\n'  # a quote at the chunk's first byte, and before a CR
+               "\r\n"  # a blank line: records and lines differ
+               '2,"x\r\ny",b,tie\r\n'  # a quoted field of two lines
+               '3,"""q""","",tie\n'  # doubled quotes, an empty quoted field
+               "4,a,b\n"  # a field missing
+               '5,a,b,"tie"')  # a quote at the chunk's last byte
+
+
+@pytest.mark.parametrize(("body", "records", "path", "parses"), [
+    (CLEAN, 3, "pyarrow", 1),  # pyarrow's parse accounts for every line
+    (WELL_QUOTED, 5, "scan", 1),  # a CR and a blank line: the scan finds the records, pyarrow parses the good ones
+    (WELL_QUOTED.replace("\r", ""), 5, "scan", 2),  # the same in LF: pyarrow's parse of the whole chunk miscounts first
+    ('1,a"x,b,tie\n\n2,a,b,tie\n', 2, "csv", 1),  # a quote inside a field (text): Python's csv, record by record
+])
+def test_each_chunk_is_read_by_the_first_path_that_can_account_for_it(tmp_path, monkeypatch, body, records, path, parses):
+    # The module's design: pyarrow whole, else a vectorised scan and pyarrow, else Python's csv
+    # module record by record. A path that refuses what it could read costs speed (the record-by-
+    # record path is the slowest by far) though the records come out the same. The chunk is
+    # decoded to text only once pyarrow's parse of it is refused.
+    calls = Counter()
+
+    def counted(name, function):
+        def call(*args, **kwargs):
+            calls[name] += name != "decode" or args[2] > 1  # the header (line 1) is decoded and read by csv once
+            return function(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(pa_csv, "read_csv", counted("pyarrow", pa_csv.read_csv))
+    monkeypatch.setattr(csv, "reader", counted("csv", csv.reader))
+    monkeypatch.setattr(delimited, "decode", counted("decode", delimited.decode))
+    file = tmp_path / "b.csv"
+    file.write_text("battle_id,model_a,model_b,winner\r\n" + body, newline="")
+    assert read_records(file).rows_in == records
+    taken = "csv" if calls["csv"] > 1 else "scan" if calls["decode"] else "pyarrow"
+    assert (taken, calls["pyarrow"]) == (path, parses)
+
+
+@pytest.mark.parametrize(("content", "columns", "rows"), [
+    ('"battle_id","model_a",b,w\r\n1,a,b,tie\r\n', ["battle_id", "model_a", "b", "w"], [("1", "a", 2)]),  # quoted names
+    # a blank line at the file's first byte; a quoted name of two lines; no newline at the end
+    ('\nbattle_id,"model\na",b,w\n1,"x\ny",b,tie\n2,a,b,c', ["battle_id", "model\na", "b", "w"], [("1", "x\ny", 4), ("2", "a", 6)]),
+    ('battle_id,"model_a",b,w', [], []),  # a header without a newline, and no record
+    ("\n\r\n\n", [], []),  # blank lines only: no header
+])
+def test_the_header_is_the_first_record_whatever_its_quoting_and_the_blank_lines_before_it(tmp_path, content, columns, rows):
+    path = tmp_path / "b.csv"
+    path.write_text(content, newline="")
+    records = read_records(path)
+    assert records.columns == columns and not records.unparsable
+    assert records.frame.select(columns[:2] + [LINE]).rows() == rows if columns else records.frame.height == 0
+
+
+@pytest.mark.parametrize(("name", "content", "line", "reason"), [
+    ("b.csv", b'battle_id,"model_a,b\n1,a,b,c\n', 1, "the header does not parse as CSV (unexpected end of data)"),
+    ("b.tsv", b'battle_id\t"model"_a\tb\n1\ta\tb\n', 1, "the header does not parse as TSV"),
+    ("b.csv", b"\nbattle_id,mod\xe9l,b,w\n1,a,b,c\n", 2, "not UTF-8 text: byte 0xE9 at byte offset 14 "),  # Latin-1
+    ("b.csv", b'\nbattle_id,"mod\n\xe9l",b,w\n1,a,b,c\n', 3, "not UTF-8 text: byte 0xE9 at byte offset 16 "),  # on the name's 2nd line
+])
+def test_a_header_that_does_not_read_refuses_the_file_in_one_line_naming_its_line(tmp_path, name, content, line, reason):
+    path = tmp_path / name
+    path.write_bytes(content)
+    with pytest.raises(UnreadableFile) as caught:
+        read_records(path)
+    assert caught.value.line == line and str(caught.value).startswith(f"{path}: line {line}: {reason}"), str(caught.value)
