@@ -163,14 +163,16 @@ def long_line(n: int, size: int) -> str:
     return f"{n},a,long".ljust(size, "x")
 
 
-def test_a_line_past_the_limit_is_quarantined_with_its_size_whatever_the_chunk_size(tmp_path, monkeypatch):
+def test_a_line_past_the_limit_is_quarantined_with_its_size_whatever_the_chunk_size(tmp_path, monkeypatch, caplog):
     # The limit at 200 bytes (16 MiB in use), chunks well under it (8 MiB in use): the too-long
-    # lines are found whole in the buffer or skipped unread, the last one without a newline.
+    # lines are found whole in the buffer or skipped unread, the last one without a newline; each
+    # is logged in one line naming the file and the line.
     long_lines = {3: long_line(2, 201), 6: long_line(5, 1000), 8: long_line(7, 250)}
     path = tmp_path / "b.csv"
     path.write_text("id,m,n\n1,a,b\n" + long_lines[3] + "\n3,a,b\n" + long_line(4, 200) + "\n" + long_lines[6] + "\n6,a,b\n"
                     + long_lines[8])
     for chunk_bytes in range(40, 101, 3):
+        caplog.clear()
         records = RawRecords.concat(batches(path, chunk_bytes, monkeypatch, max_record_bytes=200))
         assert records.frame.select("id", LINE).rows() == [("1", 2), ("3", 4), ("4", 5), ("6", 7)], chunk_bytes
         assert [line for line, _, _ in records.unparsable] == [3, 6, 8], chunk_bytes
@@ -178,6 +180,31 @@ def test_a_line_past_the_limit_is_quarantined_with_its_size_whatever_the_chunk_s
             size = len(long_lines[at]) + (at != 8)  # the newline counted, the last line has none
             assert f"the line is {size:,} bytes long" in reason, (chunk_bytes, at, reason)
             assert preview.endswith("...") and long_lines[at].startswith(preview[:-3]) and len(preview) > 12, (chunk_bytes, preview)
+        assert [record.getMessage().split(": the line")[0] for record in caplog.records] == [f"{path}: line {at}" for at in (3, 6, 8)]
+    path.write_text("id,m,n\n" + long_line(1, 200) + "\n2,a,b\n")  # at the limit, not past it
+    for chunk_bytes in range(40, 101):  # at 69 the buffer holds the line's 200 bytes and not yet its newline
+        records = RawRecords.concat(batches(path, chunk_bytes, monkeypatch, max_record_bytes=200))
+        assert (records.frame.select("id", LINE).rows(), records.unparsable) == ([("1", 2), ("2", 3)], []), chunk_bytes
+
+
+def test_a_record_over_the_limit_in_lines_under_it_is_read_whole_and_a_last_line_past_it_after_an_open_quote_is_not(
+        tmp_path, monkeypatch):
+    # The limit bounds a line, not a record: a quoted field of three lines of 71 bytes is read
+    # whole (the buffer's bound, four chunks, is above it, as in use). A quote left open holds
+    # the cut until the buffer's bound; the line past the limit after it, the file's last, has no
+    # newline to count.
+    path = tmp_path / "b.csv"
+    field = ("x" * 70 + "\n") * 3
+    path.write_text(f'id,m,n,w\n1,a,b,tie\n2,"{field}",b,tie\n3,a,b,tie\n')
+    for chunk_bytes in range(64, 101, 3):
+        records = RawRecords.concat(batches(path, chunk_bytes, monkeypatch, max_record_bytes=200))
+        assert records.frame.select("id", "m", LINE).rows() == [("1", "a", 2), ("2", field, 3), ("3", "a", 7)], chunk_bytes
+        assert not records.unparsable, chunk_bytes
+    path.write_text('id,m,n,w\n1,"abc\n' + "x" * 300)
+    records = RawRecords.concat(batches(path, 64, monkeypatch, max_record_bytes=200))
+    assert records.frame.height == 0
+    assert [(line, reason.split(", past")[0]) for line, reason, _ in records.unparsable] == \
+        [(2, "unparsable line (unexpected end of data)"), (3, "the line is 300 bytes long")]
 
 
 @pytest.mark.parametrize("resume", [False, True])
@@ -224,17 +251,31 @@ WELL_QUOTED = ('"1",a,b,tie\r\n'  # a quote at the chunk's first byte, and befor
                "\r\n"  # a blank line: records and lines differ
                '2,"x\r\ny",b,tie\r\n'  # a quoted field of two lines
                '3,"""q""","",tie\n'  # doubled quotes, an empty quoted field
+               ",a,b,tie\n"  # a record that opens with the delimiter
                "4,a,b\n"  # a field missing
                '5,a,b,"tie"')  # a quote at the chunk's last byte
 
 
-@pytest.mark.parametrize(("body", "records", "path", "parses"), [
-    (CLEAN, 3, "pyarrow", 1),  # pyarrow's parse accounts for every line
-    (WELL_QUOTED, 5, "scan", 1),  # a CR and a blank line: the scan finds the records, pyarrow parses the good ones
-    (WELL_QUOTED.replace("\r", ""), 5, "scan", 2),  # the same in LF: pyarrow's parse of the whole chunk miscounts first
-    ('1,a"x,b,tie\n\n2,a,b,tie\n', 2, "csv", 1),  # a quote inside a field (text): Python's csv, record by record
+def clean_read(delimiter: str) -> tuple[list[tuple], list[int]]:
+    return [("1", "a", 2), ("2", f'x{delimiter}"y"', 3), ("3", "a", 4)], []
+
+
+def well_quoted_read(newline: str) -> tuple[list[tuple], list[int]]:
+    return [("1", "a", 2), ("2", f"x{newline}y", 4), ("3", '"q"', 6), ("", "a", 7), ("5", "a", 9)], [8]
+
+
+@pytest.mark.parametrize(("suffix", "body", "read_as", "path", "parses"), [
+    ("csv", CLEAN, clean_read(","), "pyarrow", 1),  # pyarrow's parse accounts for every line
+    ("tsv", CLEAN.replace(",", "\t"), clean_read("\t"), "pyarrow", 1),
+    # a CR and a blank line: the scan finds the records, pyarrow parses the good ones
+    ("csv", WELL_QUOTED, well_quoted_read("\r\n"), "scan", 1),
+    ("tsv", WELL_QUOTED.replace(",", "\t"), well_quoted_read("\r\n"), "scan", 1),
+    ("csv", WELL_QUOTED.replace("\r", ""), well_quoted_read("\n"), "scan", 2),  # in LF: pyarrow's parse of the chunk first
+    ("csv", '1,a"x,b,tie\n\n2,a,b,tie\n', ([("1", 'a"x', 2), ("2", "a", 4)], []), "csv", 1),  # a quote inside a field
+    ("csv", '1,"a",b,tie\n2,a\rb,c,tie\n', ([("1", "a", 2)], [3]), "csv", 2),  # a bare CR: pyarrow's parses both fail
 ])
-def test_each_chunk_is_read_by_the_first_path_that_can_account_for_it(tmp_path, monkeypatch, body, records, path, parses):
+def test_each_chunk_is_read_by_the_first_path_that_can_account_for_it(tmp_path, monkeypatch, suffix, body, read_as, path,
+                                                                      parses):
     # The module's design: pyarrow whole, else a vectorised scan and pyarrow, else Python's csv
     # module record by record. A path that refuses what it could read costs speed (the record-by-
     # record path is the slowest by far) though the records come out the same. The chunk is
@@ -250,9 +291,10 @@ def test_each_chunk_is_read_by_the_first_path_that_can_account_for_it(tmp_path, 
     monkeypatch.setattr(pa_csv, "read_csv", counted("pyarrow", pa_csv.read_csv))
     monkeypatch.setattr(csv, "reader", counted("csv", csv.reader))
     monkeypatch.setattr(delimited, "decode", counted("decode", delimited.decode))
-    file = tmp_path / "b.csv"
-    file.write_text("battle_id,model_a,model_b,winner\r\n" + body, newline="")
-    assert read_records(file).rows_in == records
+    file = tmp_path / f"b.{suffix}"
+    file.write_text("battle_id,model_a,model_b,winner\r\n".replace(",", "\t" if suffix == "tsv" else ",") + body, newline="")
+    got, unparsable = read(file, 8 << 20, monkeypatch)
+    assert (got, [line for line, _, _ in unparsable]) == read_as
     taken = "csv" if calls["csv"] > 1 else "scan" if calls["decode"] else "pyarrow"
     assert (taken, calls["pyarrow"]) == (path, parses)
 
@@ -273,7 +315,8 @@ def test_the_header_is_the_first_record_whatever_its_quoting_and_the_blank_lines
 
 
 @pytest.mark.parametrize(("name", "content", "line", "reason"), [
-    ("b.csv", b'battle_id,"model_a,b\n1,a,b,c\n', 1, "the header does not parse as CSV (unexpected end of data)"),
+    # a quote open to the end of the file, which has no newline at its end
+    ("b.csv", b'battle_id,"model_a,b\n1,a,b,c', 1, "the header does not parse as CSV (unexpected end of data)"),
     ("b.tsv", b'battle_id\t"model"_a\tb\n1\ta\tb\n', 1, "the header does not parse as TSV"),
     ("b.csv", b"\nbattle_id,mod\xe9l,b,w\n1,a,b,c\n", 2, "not UTF-8 text: byte 0xE9 at byte offset 14 "),  # Latin-1
     ("b.csv", b'\nbattle_id,"mod\n\xe9l",b,w\n1,a,b,c\n', 3, "not UTF-8 text: byte 0xE9 at byte offset 16 "),  # on the name's 2nd line
