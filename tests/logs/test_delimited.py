@@ -327,3 +327,23 @@ def test_a_header_that_does_not_read_refuses_the_file_in_one_line_naming_its_lin
     with pytest.raises(UnreadableFile) as caught:
         read_records(path)
     assert caught.value.line == line and str(caught.value).startswith(f"{path}: line {line}: {reason}"), str(caught.value)
+
+
+@pytest.mark.parametrize(("line", "last", "kept"), [
+    ('1,"a" ,b,tie', False, None),  # a space after a closing quote: pyarrow would read `a `, Python's csv refuses it
+    ('1,""a,b,tie', False, None),  # text after an empty quoted field
+    ('"1"x,a,b,tie', False, None),  # text after a quoted first field
+    ('1,a,b,"tie"x', True, None),  # text after the chunk's last quote, one byte before its end
+    ('x"1,2",a,b', False, ('x"1', '2"')),  # quotes inside fields (text), the first at the chunk's second byte
+    ('1,a",b",tie', False, ("1", 'a"')),  # a quote after text, before a delimiter
+    ('1,a"b,c",tie', False, ("1", 'a"b')),
+])
+def test_a_misplaced_quote_is_read_as_rfc_4180_reads_it_not_as_pyarrow_guesses(tmp_path, monkeypatch, line, last, kept):
+    # The blank line sends the chunk past pyarrow's whole parse; a quote out of place must send it
+    # on to Python's csv (strict), not to the scan, which takes quotes for RFC 4180 quoting.
+    path = tmp_path / "b.csv"
+    path.write_text("battle_id,model_a,model_b,winner\n" + ("2,a,b,tie\n\n" + line if last else line + "\n\n2,a,b,tie\n"))
+    at = 4 if last else 2
+    got, unparsable = read(path, 8 << 20, monkeypatch)
+    assert [row[:2] for row in got if row[2] == at] == ([kept] if kept else [])
+    assert [(line, reason.split(" (")[0]) for line, reason, _ in unparsable] == ([] if kept else [(at, "unparsable line")])
