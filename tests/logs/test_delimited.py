@@ -267,6 +267,7 @@ def well_quoted_read(newline: str) -> tuple[list[tuple], list[int]]:
 @pytest.mark.parametrize(("suffix", "body", "read_as", "path", "parses"), [
     ("csv", CLEAN, clean_read(","), "pyarrow", 1),  # pyarrow's parse accounts for every line
     ("tsv", CLEAN.replace(",", "\t"), clean_read("\t"), "pyarrow", 1),
+    ("csv", CLEAN.removesuffix("\r\n"), clean_read(","), "pyarrow", 1),  # no newline at the end
     # a CR and a blank line: the scan finds the records, pyarrow parses the good ones
     ("csv", WELL_QUOTED, well_quoted_read("\r\n"), "scan", 1),
     ("tsv", WELL_QUOTED.replace(",", "\t"), well_quoted_read("\r\n"), "scan", 1),
