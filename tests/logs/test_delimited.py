@@ -272,6 +272,7 @@ def well_quoted_read(newline: str) -> tuple[list[tuple], list[int]]:
     ("csv", WELL_QUOTED, well_quoted_read("\r\n"), "scan", 1),
     ("tsv", WELL_QUOTED.replace(",", "\t"), well_quoted_read("\r\n"), "scan", 1),
     ("csv", WELL_QUOTED.replace("\r", ""), well_quoted_read("\n"), "scan", 2),  # in LF: pyarrow's parse of the chunk first
+    ("csv", ',"1",b,tie\n\n2,a,b,tie\n', ([("", "1", 2), ("2", "a", 4)], []), "scan", 2),  # a quote at the second byte
     ("csv", '1,a"x,b,tie\n\n2,a,b,tie\n', ([("1", 'a"x', 2), ("2", "a", 4)], []), "csv", 1),  # a quote inside a field
     ("csv", '1,"a",b,tie\n2,a\rb,c,tie\n', ([("1", "a", 2)], [3]), "csv", 2),  # a bare CR: pyarrow's parses both fail
 ])
@@ -304,11 +305,13 @@ def test_each_chunk_is_read_by_the_first_path_that_can_account_for_it(tmp_path, 
     ('"battle_id","model_a",b,w\r\n1,a,b,tie\r\n', ["battle_id", "model_a", "b", "w"], [("1", "a", 2)]),  # quoted names
     # a blank line at the file's first byte; a quoted name of two lines; no newline at the end
     ('\nbattle_id,"model\na",b,w\n1,"x\ny",b,tie\n2,a,b,c', ["battle_id", "model\na", "b", "w"], [("1", "x\ny", 4), ("2", "a", 6)]),
+    ("battle_id,model_a,b,TAX\r\n1,a,b,x\r\n", ["battle_id", "model_a", "b", "TAX"], [("1", "a", 2)]),  # only the CRLF stripped
     ('battle_id,"model_a",b,w', [], []),  # a header without a newline, and no record
     ("\n\r\n\n", [], []),  # blank lines only: no header
+    ("battle_id\tmodel_a\tb\t\n1\ta\tb\t\n", ["battle_id", "model_a", "b", ""], [("1", "a", 2)]),  # a TSV header's empty last name
 ])
 def test_the_header_is_the_first_record_whatever_its_quoting_and_the_blank_lines_before_it(tmp_path, content, columns, rows):
-    path = tmp_path / "b.csv"
+    path = tmp_path / ("b.tsv" if "\t" in content else "b.csv")
     path.write_text(content, newline="")
     records = read_records(path)
     assert records.columns == columns and not records.unparsable
