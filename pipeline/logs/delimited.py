@@ -242,8 +242,8 @@ def _resync(text: str, first_line: int, names: list[str], delimiter: str) -> Raw
         try:
             for record in reader:
                 at, before = i + before, reader.line_num
-                if not record or (len(record) == 1 and not record[0].strip("\r")):
-                    continue  # a blank line
+                if lines[at] in ("", "\r"):
+                    continue  # a blank line; `""` is a record (one empty field), as the other paths read it
                 if len(record) != len(names):
                     unparsable.append((first_line + at, f"expected {len(names)} fields, found {len(record)}", lines[at].rstrip("\r")))
                     i = at + 1
