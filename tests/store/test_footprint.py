@@ -37,6 +37,7 @@ def test_footprints_merge_to_what_is_certain_of_the_union():
     merged = Footprint.merged([Footprint(5, 10, 2, 7, 20, new_agents=5), Footprint(4, 6, 3, 9, 18, new_agents=3)])
     assert merged == Footprint(8, 10, 3, 9, 20, new_agents=8)
     assert Footprint.merged([Footprint(6, 15, 0, 1, 6, new_agents=6), Footprint(6, 15, 0, 1, 6, new_agents=0)]).agents == 6
+    assert Footprint.merged([]) == Footprint()
 
 
 def test_a_store_written_before_footprints_has_none(tmp_path):
@@ -117,3 +118,16 @@ def test_counts_of_battles_between_agents_of_large_ids_are_exact():
     counter.add(table.slice(0, 0))
     # ballots: LARGE over LARGE+1, LARGE+1 over LARGE, the tie, LARGE+2 over LARGE (twice, in either column), 9 = 11
     assert counter.footprint(new_agents=2) == Footprint(agents=5, pairs=3, tasks=3, ballots=5, members=10, new_agents=2)
+
+
+def test_counts_of_ballots_over_several_batches_are_of_their_union():
+    # Batch one: 1 > 2 and 3 alone; batch two: 1 > 2 again, 2 = 4. Agents 1-4, pairs {1,2} and {2,4}, three
+    # distinct ballots of 2 + 1 + 2 members.
+    def batch(agents, levels):
+        return pa.table({"agents": pa.array(agents, pa.list_(pa.int32())), "levels": pa.array(levels, pa.list_(pa.int16())),
+                         "weight": np.ones(len(agents))})
+
+    counter = footprint.FootprintCounter(log_kind("ballots"))
+    counter.add(batch([[1, 2], [3]], [[0, 1], [0]]))
+    counter.add(batch([[1, 2], [2, 4]], [[0, 1], [0, 0]]))
+    assert counter.footprint(new_agents=0) == Footprint(agents=4, pairs=2, tasks=0, ballots=3, members=5)
