@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import io
 import os
 import shutil
@@ -13,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import pipeline.logs as logs_module
-from pipeline.logs import log_kind
-from pipeline.store import DamagedStore, IdMap, Store
+from pipeline.logs import Mapping, log_kind
+from pipeline.store import DamagedStore, IdMap, IngestReport, Store
 from pipeline.store import store as store_module
 
 BATTLES = "battle_id,model_a,model_b,winner,timestamp\n1,x,y,model_a,2024-01-01T10:00:00Z\n2,y,z,tie,2024-01-02T09:00:00Z\n3,z,x,model_b,\n4,x,x,model_a,\n"
@@ -358,3 +360,47 @@ def test_a_damaged_id_index_is_rebuilt_and_still_finds_duplicates(tmp_path, batt
     assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 1, 1)
     assert f"{run}: cannot be read" in caplog.text and "rebuilding the battles id index" in caplog.text
     assert not run.exists()  # replaced by the rebuilt runs
+
+
+def test_a_file_seen_before_is_reported_under_its_own_name_with_the_earlier_counts_and_mapping(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("left,right,winner\na,b,model_a\nb,c,model_b\nc,c,tie\n")  # the last: a model against itself
+    copy = tmp_path / "copy.csv"
+    shutil.copy(path, copy)
+    store = Store(tmp_path / "store")
+    straight = Mapping.parse(columns="model_a=left,model_b=right")
+    [first] = store.ingest([path], "battles", straight)
+    assert (first.rows_in, first.rows_accepted, first.rows_quarantined) == (3, 2, 1)
+    [again] = store.ingest([copy], "battles", straight)
+    assert again == IngestReport(str(copy), "battles", first.sha256, "skipped", 3, 2, 1, mapping=first.mapping)
+    [other] = store.ingest([copy], "games", straight)
+    assert other == IngestReport(str(copy), "games", first.sha256, "unreadable", error=f"{copy}: already ingested as battles",
+                                 mapping=first.mapping)
+
+
+def test_a_refused_file_under_another_name_is_refused_naming_it_and_read_again_as_another_kind(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("task,agent,score\nt1,a,1\nt1,b,2\n")  # no battles: scores
+    store = Store(tmp_path / "store")
+    [first] = store.ingest([bad], "battles")
+    assert first.status == "unreadable" and first.error.startswith(f"{bad}: ")
+    renamed = tmp_path / "renamed.csv"
+    shutil.copy(bad, renamed)
+    [again] = store.ingest([renamed], "battles")
+    reason = first.error.removeprefix(f"{bad}: ")
+    assert again == dataclasses.replace(first, source=str(renamed), error=(
+        f"{renamed}: {reason} (refused on {first.ingested_at}; not read again until the file changes)"))
+    [scores] = store.ingest([renamed], "scores")  # refused as battles only: read as scores
+    assert (scores.status, scores.rows_accepted) == ("ingested", 2)
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    (RuntimeError(), "could not be read (RuntimeError: ); this is a bug of vase, please report it"),
+    (OSError(errno.EIO, "Input/output error"), "Input/output error")])
+def test_a_failure_while_reading_is_one_line_naming_the_file(tmp_path, battles_file, monkeypatch, error, said):
+    def failing(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(store_module, "read_batches", failing)
+    [report] = Store(tmp_path / "store").ingest([battles_file], "battles")
+    assert (report.status, report.error) == ("unreadable", f"{battles_file}: {said}")
