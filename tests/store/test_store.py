@@ -16,8 +16,9 @@ import pytest
 
 import pipeline.logs as logs_module
 from pipeline.logs import Mapping, log_kind
-from pipeline.store import DamagedStore, IdMap, IngestReport, Store
+from pipeline.store import DamagedStore, IdMap, IngestReport, Store, is_store
 from pipeline.store import store as store_module
+from pipeline.store.footprint import Footprint
 
 BATTLES = "battle_id,model_a,model_b,winner,timestamp\n1,x,y,model_a,2024-01-01T10:00:00Z\n2,y,z,tie,2024-01-02T09:00:00Z\n3,z,x,model_b,\n4,x,x,model_a,\n"
 
@@ -404,3 +405,38 @@ def test_a_failure_while_reading_is_one_line_naming_the_file(tmp_path, battles_f
     monkeypatch.setattr(store_module, "read_batches", failing)
     [report] = Store(tmp_path / "store").ingest([battles_file], "battles")
     assert (report.status, report.error) == ("unreadable", f"{battles_file}: {said}")
+
+
+def test_a_local_stores_addresses_inputs_and_footprint(tmp_path, battles_file, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    store = Store("store")  # a relative root: readers on other processes get absolute paths
+    assert not store.exists() and not is_store(tmp_path / "store")
+    [report] = store.ingest([battles_file], "battles")
+    assert store.exists() and is_store(tmp_path / "store")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "manifest.json").write_text("{}")
+    assert not is_store(tmp_path / "notes")  # a manifest without dictionaries
+    [first, *_] = store.partitions("battles")
+    assert store.locate(first) == store.locate(first.path) == str((tmp_path / "store" / first.path).resolve())
+    assert store.inputs("battles") == [report] and store.inputs("games") == []
+    # the three accepted battles: x-y, y-z, z-x, each a ballot of two
+    assert store.footprint("battles") == Footprint(**report.footprint) == Footprint(3, 3, 0, 3, 6, new_agents=3)
+    assert store.footprint("games") is None
+
+
+def test_a_store_in_object_storage_names_its_objects_by_url(tmp_path, battles_file):
+    # fsspec's in-memory filesystem: object storage within the process (the S3 tests start a server)
+    url = f"memory://vase-{tmp_path.name}/store"
+    store = Store(url)
+    assert not store.exists()
+    assert store.dictionary("agents").names == []
+    store.ingest([battles_file], "battles")
+    more = tmp_path / "more.csv"
+    more.write_text("model_a,model_b,winner\nw,x,model_a\n")
+    store.ingest([more], "battles")
+    assert store.exists() and store.dictionary("agents").names == ["x", "y", "z", "w"]
+    manifest = store.manifest
+    assert store.dictionary("agents", manifest).names == ["x", "y", "z", "w"]
+    assert store.dictionary("judges", manifest).names == []
+    [first, *_] = store.partitions("battles")
+    assert store.locate(first) == store.locate(first.path) == f"{url}/{first.path}"
