@@ -186,3 +186,22 @@ def test_quarantined_rows_stream_to_one_file_under_a_temporary_name(tmp_path):
     writer.discard()
     assert not writer.temporary.exists()
     assert partitions.QuarantineWriter(tmp_path, "battles", "def").finish() is None  # no row, no file
+
+
+def test_rows_of_a_day_added_over_several_batches_go_to_that_days_one_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitions, "ROW_GROUP_ROWS", 3)  # a day is flushed once it has 3 rows buffered
+    batches = [[0, 0], [0, 1, 2], [0, 0, 0], [2], [None, 1]]  # each row's day; None: no timestamp
+    day_of = [day for batch in batches for day in batch]
+    writer = PartitionWriter(tmp_path, "battles", "abc", dated=True)
+    row = 0
+    for batch in batches:
+        micros = [None if day is None else day * MICROS_PER_DAY + 7 for day in batch]
+        writer.add(pa.table({"row": np.arange(row, row + len(batch)), "timestamp": pa.array(micros, pa.timestamp("us", "UTC"))}))
+        row += len(batch)
+    written = writer.finish()
+    # day 0 was flushed twice and is empty at the finish; the others are flushed by it
+    assert [w.path for w in written] == ["battles/source=abc/part.parquet", "battles/date=1970-01-01/abc.parquet",
+                                         "battles/date=1970-01-02/abc.parquet", "battles/date=1970-01-03/abc.parquet"]
+    for w, day in zip(written, [None, 0, 1, 2]):
+        rows = pq.read_table(w.temporary).column("row").to_pylist()
+        assert rows == [i for i, d in enumerate(day_of) if d == day] and w.rows == len(rows), (w.path, rows)
