@@ -6,6 +6,7 @@ import dataclasses
 import errno
 import io
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -359,7 +360,10 @@ def test_a_damaged_id_index_is_rebuilt_and_still_finds_duplicates(tmp_path, batt
     again.write_text("battle_id,model_a,model_b,winner\n2,y,z,tie\n9,x,z,tie\n")
     [report] = store.ingest([again], "battles")
     assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 1, 1)
-    assert f"{run}: cannot be read" in caplog.text and "rebuilding the battles id index" in caplog.text
+    [warning] = [r.getMessage() for r in caplog.records if "rebuilding" in r.getMessage()]
+    said = re.fullmatch(rf"{re.escape(str(run))}: cannot be read \((.+)\); rebuilding the battles id index from the stored partitions",
+                        warning)
+    assert said and said.group(1) != "None", warning  # the damage named
     assert not run.exists()  # replaced by the rebuilt runs
 
 
