@@ -446,3 +446,21 @@ def test_a_store_in_object_storage_names_its_objects_by_url(tmp_path, battles_fi
     assert store.dictionary("judges", manifest).names == []
     [first, *_] = store.partitions("battles")
     assert store.locate(first) == store.locate(first.path) == f"{url}/{first.path}"
+
+
+@pytest.mark.parametrize("listed", ["", "/etc/passwd", "../outside.parquet", "battles/../../outside.parquet", "battles\\x.parquet"])
+def test_a_manifest_listing_a_path_outside_the_store_is_refused_naming_it(listed):
+    with pytest.raises(ValueError) as refused:
+        store_module.check_inside_store(listed)
+    assert str(refused.value) == f"it lists {listed!r}, a path outside the store (absolute or with '..')"
+
+
+def test_a_manifest_of_no_files_and_an_entry_written_before_look_alikes_were_kept_still_load():
+    assert store_module.Manifest.from_data({}) == store_module.Manifest()
+    store_module.check_inside_store("battles/date=2024-01-01/abc.parquet")  # inside: no error
+    entry = {"source": "a.csv", "kind": "battles", "sha256": "ab", "status": "ingested",
+             "partitions": [{"path": "battles/source=ab/part.parquet", "rows": 2}]}
+    manifest = store_module.Manifest.from_data({"files": [entry], "dictionaries": {"agents": "dictionaries/agents-1.parquet"}})
+    assert manifest.files == {"ab": IngestReport("a.csv", "battles", "ab", "ingested",
+                                                 partitions=(store_module.Partition("battles/source=ab/part.parquet", 2),))}
+    assert manifest.dictionaries == {"agents": "dictionaries/agents-1.parquet"} and manifest.ids == {}
