@@ -183,6 +183,7 @@ def test_quarantined_rows_stream_to_one_file_under_a_temporary_name(tmp_path):
     writer.add(pa.table({"line": [8]}))
     assert writer.finish() == partitions.Written("quarantine/battles/abc-t.parquet", writer.temporary, 3)
     assert pq.read_table(writer.temporary).column("line").to_pylist() == [3, 5, 8]
+    assert pq.ParquetFile(writer.temporary).metadata.row_group(0).column(0).compression == "ZSTD"
     writer.discard()
     assert not writer.temporary.exists()
     assert partitions.QuarantineWriter(tmp_path, "battles", "def").finish() is None  # no row, no file
@@ -205,3 +206,4 @@ def test_rows_of_a_day_added_over_several_batches_go_to_that_days_one_file(tmp_p
     for w, day in zip(written, [None, 0, 1, 2]):
         rows = pq.read_table(w.temporary).column("row").to_pylist()
         assert rows == [i for i, d in enumerate(day_of) if d == day] and w.rows == len(rows), (w.path, rows)
+        assert pq.ParquetFile(w.temporary).metadata.row_group(0).column(0).compression == "ZSTD"
