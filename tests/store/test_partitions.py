@@ -186,7 +186,19 @@ def test_quarantined_rows_stream_to_one_file_under_a_temporary_name(tmp_path):
     assert pq.ParquetFile(writer.temporary).metadata.row_group(0).column(0).compression == "ZSTD"
     writer.discard()
     assert not writer.temporary.exists()
-    assert partitions.QuarantineWriter(tmp_path, "battles", "def").finish() is None  # no row, no file
+    untouched = partitions.QuarantineWriter(tmp_path, "battles", "def")
+    assert untouched.path == "quarantine/battles/def.parquet"
+    assert untouched.finish() is None  # no row, no file
+    untouched.discard()  # nothing to close or remove
+
+
+def test_quarantined_rows_of_a_second_file_of_the_kind_are_written_in_row_groups(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitions, "ROW_GROUP_ROWS", 2)
+    for short in ("abc", "def"):  # the second finds the kind's folder made
+        writer = partitions.QuarantineWriter(tmp_path, "battles", short)
+        writer.add(pa.table({"line": [3, 5, 8]}))
+        metadata = pq.ParquetFile(writer.finish().temporary).metadata
+        assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == [2, 1]
 
 
 def test_rows_of_a_day_added_over_several_batches_go_to_that_days_one_file(tmp_path, monkeypatch):
