@@ -426,6 +426,13 @@ def test_a_local_stores_addresses_inputs_and_footprint(tmp_path, battles_file, m
     # the three accepted battles: x-y, y-z, z-x, each a ballot of two
     assert store.footprint("battles") == Footprint(**report.footprint) == Footprint(3, 3, 0, 3, 6, new_agents=3)
     assert store.footprint("games") is None
+    before = store.manifest
+    more = tmp_path / "a-more.csv"  # named before the first: inputs come by name, not by ingest
+    more.write_text("model_a,model_b,winner\nw,x,model_a\n")
+    [added] = store.ingest([more], "battles")
+    assert store.inputs("battles") == [added, report] and store.inputs("battles", before) == [report]
+    assert store.footprint("battles", before) == Footprint(**report.footprint)  # as that manifest lists them
+    assert store.dictionary().names == ["x", "y", "z", "w"]  # the agents' by default
 
 
 def test_a_store_in_object_storage_names_its_objects_by_url(tmp_path, battles_file, caplog):
