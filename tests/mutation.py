@@ -49,7 +49,18 @@ TARGETS = {
     # without the Arena-hard test on a Dask cluster (18 s a run at load ~15)
     "uncertainty": Target(("pipeline/methods/uncertainty.py",),
                           ("tests/methods/test_uncertainty.py", "-k", "not one_and_two_workers")),
-    "store": Target(("pipeline/store/*",), ("tests/store", "-k", "not no_crash")),
+    # the store whole: its selection alone takes minutes (the object-store tests, 30-50 s each); the
+    # per-module targets below each run a module against the fast tests that guard it
+    "store-all": Target(("pipeline/store/*",), ("tests/store", "-k", "not no_crash")),
+    "store": Target(("pipeline/store/store.py",), ("tests/store/test_store.py", "tests/store/test_isolation.py")),
+    "commit": Target(("pipeline/store/commit.py",), ("tests/store/test_store.py", "tests/store/test_isolation.py")),
+    "footprint": Target(("pipeline/store/footprint.py",), ("tests/store/test_footprint.py",)),
+    # without the many-day test (8 s: the others write the same partitions in small buffers)
+    "partitions": Target(("pipeline/store/partitions.py",), ("tests/store/test_partitions.py", "-k", "not many_days")),
+    "index": Target(("pipeline/store/index.py",), ("tests/store/test_isolation.py", "tests/store/test_store.py")),
+    "files": Target(("pipeline/store/files.py",),
+                    ("tests/store/test_store.py", "tests/store/test_isolation.py", "tests/store/test_ingest_limits.py")),
+    "location": Target(("pipeline/store/location.py",), ("tests/store/test_store.py", "tests/store/test_isolation.py")),
     "report": Target(("pipeline/report/*",), ("tests/report", "-m", "not slow")),
     # report's two claims apart, each against the tests that guard it (report's selection is minutes a mutant)
     "publish": Target(("pipeline/report/publish.py",),

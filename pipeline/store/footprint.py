@@ -88,7 +88,7 @@ def ballot_fingerprints(orders: WeakOrders) -> np.ndarray:
     starts = orders.offsets[:-1][lengths > 0]
     new_level = np.r_[True, (orders.levels[1:] != orders.levels[:-1]) | (ballot[1:] != ballot[:-1])]
     level_rank = np.cumsum(new_level) - 1
-    level_rank -= np.repeat(level_rank[orders.offsets[:-1]][lengths > 0], lengths[lengths > 0])
+    level_rank -= np.repeat(level_rank[starts], lengths[lengths > 0])  # an empty last ballot starts past the end
     position = np.arange(len(ballot)) - np.repeat(orders.offsets[:-1], lengths)
     keys = (orders.agents.astype(np.uint64) << np.uint64(32)) | level_rank.astype(np.uint64)
     with np.errstate(over="ignore"):

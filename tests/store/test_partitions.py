@@ -126,3 +126,96 @@ def test_reordered_is_take_and_keeps_columns_of_nulls_as_they_are():
     kept = [got.column(name).chunk(0).buffers()[-1].address == table.column(name).chunk(0).buffers()[-1].address
             for name in table.column_names]
     assert kept == [False, False, True, False, True]  # only the columns of nulls not copied
+
+
+def test_day_keys_are_utc_day_numbers_and_null_is_undated():
+    micros = [0, None, -1, MICROS_PER_DAY, 19_000 * MICROS_PER_DAY + 5]
+    keys = partitions.day_keys(pa.array(micros, pa.timestamp("us", "UTC")))
+    assert keys.dtype == np.int64 and keys.tolist() == [0, partitions.UNDATED, -1, 1, 19_000]
+
+
+@pytest.mark.parametrize("keys", [
+    [3, partitions.UNDATED, -2, 0, -2, partitions.UNDATED, 1],  # days before 1970 beside undated rows
+    [-10_000, 60_000, partitions.UNDATED, -5_000],  # 70,000 days apart: no 16-bit offsets (they would wrap)
+    [65_534, 0, partitions.UNDATED, 65_534],  # the widest span of 16-bit offsets
+    [65_535, 0, partitions.UNDATED, 65_535],  # one day wider
+])
+def test_key_order_sorts_days_before_1970_and_spans_at_the_16_bit_bound(keys):
+    keys = np.array(keys, np.int64)
+    assert partitions.key_order(keys).tolist() == np.argsort(keys, kind="stable").tolist()
+
+
+def test_a_flush_writes_row_groups_of_at_most_row_group_rows(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitions, "ROW_GROUP_ROWS", 10)
+    writer = PartitionWriter(tmp_path, "battles", "abc", dated=False)
+    writer.add(pa.table({"row": np.arange(25)}))
+    [written] = writer.finish()
+    metadata = pq.ParquetFile(written.temporary).metadata
+    assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == [10, 10, 5]
+
+
+def test_a_partition_file_that_cannot_be_created_is_raised_and_discard_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitions, "ROW_GROUP_ROWS", 1)  # written at once
+
+    def day(n):
+        return pa.table({"row": [n], "timestamp": pa.array([n * MICROS_PER_DAY], pa.timestamp("us", "UTC"))})
+
+    writer = PartitionWriter(tmp_path, "battles", "abc", dated=True)
+    writer.add(day(0))  # one file written
+
+    def full(temporary):
+        raise OSError(28, "No space left on device", str(temporary))
+
+    monkeypatch.setattr(writer, "_open_file", full)
+    with pytest.raises(OSError, match="No space left"):
+        writer.add(day(1))  # a second partition, whose file is named but never created
+    writer.discard()
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_quarantined_rows_stream_to_one_file_under_a_temporary_name(tmp_path):
+    writer = partitions.QuarantineWriter(tmp_path, "battles", "abc", tag="-t")
+    assert writer.path == "quarantine/battles/abc-t.parquet"
+    assert writer.temporary.parent == tmp_path / "quarantine" / "battles" and writer.temporary.name.startswith(".abc-t.parquet.tmp-")
+    writer.add(pa.table({"line": pa.array([], pa.int64())}))  # nothing quarantined yet: no file
+    assert not writer.temporary.exists()
+    writer.add(pa.table({"line": [3, 5]}))
+    writer.add(pa.table({"line": [8]}))
+    assert writer.finish() == partitions.Written("quarantine/battles/abc-t.parquet", writer.temporary, 3)
+    assert pq.read_table(writer.temporary).column("line").to_pylist() == [3, 5, 8]
+    assert pq.ParquetFile(writer.temporary).metadata.row_group(0).column(0).compression == "ZSTD"
+    writer.discard()
+    assert not writer.temporary.exists()
+    untouched = partitions.QuarantineWriter(tmp_path, "battles", "def")
+    assert untouched.path == "quarantine/battles/def.parquet"
+    assert untouched.finish() is None  # no row, no file
+    untouched.discard()  # nothing to close or remove
+
+
+def test_quarantined_rows_of_a_second_file_of_the_kind_are_written_in_row_groups(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitions, "ROW_GROUP_ROWS", 2)
+    for short in ("abc", "def"):  # the second finds the kind's folder made
+        writer = partitions.QuarantineWriter(tmp_path, "battles", short)
+        writer.add(pa.table({"line": [3, 5, 8]}))
+        metadata = pq.ParquetFile(writer.finish().temporary).metadata
+        assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == [2, 1]
+
+
+def test_rows_of_a_day_added_over_several_batches_go_to_that_days_one_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(partitions, "ROW_GROUP_ROWS", 3)  # a day is flushed once it has 3 rows buffered
+    batches = [[0, 0], [0, 1, 2], [0, 0, 0], [2], [None, 1]]  # each row's day; None: no timestamp
+    day_of = [day for batch in batches for day in batch]
+    writer = PartitionWriter(tmp_path, "battles", "abc", dated=True)
+    row = 0
+    for batch in batches:
+        micros = [None if day is None else day * MICROS_PER_DAY + 7 for day in batch]
+        writer.add(pa.table({"row": np.arange(row, row + len(batch)), "timestamp": pa.array(micros, pa.timestamp("us", "UTC"))}))
+        row += len(batch)
+    written = writer.finish()
+    # day 0 was flushed twice and is empty at the finish; the others are flushed by it
+    assert [w.path for w in written] == ["battles/source=abc/part.parquet", "battles/date=1970-01-01/abc.parquet",
+                                         "battles/date=1970-01-02/abc.parquet", "battles/date=1970-01-03/abc.parquet"]
+    for w, day in zip(written, [None, 0, 1, 2]):
+        rows = pq.read_table(w.temporary).column("row").to_pylist()
+        assert rows == [i for i, d in enumerate(day_of) if d == day] and w.rows == len(rows), (w.path, rows)
+        assert pq.ParquetFile(w.temporary).metadata.row_group(0).column(0).compression == "ZSTD"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import io
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -13,9 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import pipeline.logs as logs_module
-from pipeline.logs import log_kind
-from pipeline.store import DamagedStore, IdMap, Store
+from pipeline.logs import Mapping, log_kind
+from pipeline.store import DamagedStore, IdMap, IngestReport, Store, is_store
 from pipeline.store import store as store_module
+from pipeline.store.footprint import Footprint
 
 BATTLES = "battle_id,model_a,model_b,winner,timestamp\n1,x,y,model_a,2024-01-01T10:00:00Z\n2,y,z,tie,2024-01-02T09:00:00Z\n3,z,x,model_b,\n4,x,x,model_a,\n"
 
@@ -356,5 +360,114 @@ def test_a_damaged_id_index_is_rebuilt_and_still_finds_duplicates(tmp_path, batt
     again.write_text("battle_id,model_a,model_b,winner\n2,y,z,tie\n9,x,z,tie\n")
     [report] = store.ingest([again], "battles")
     assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 1, 1)
-    assert f"{run}: cannot be read" in caplog.text and "rebuilding the battles id index" in caplog.text
+    [warning] = [r.getMessage() for r in caplog.records if "rebuilding" in r.getMessage()]
+    said = re.fullmatch(rf"{re.escape(str(run))}: cannot be read \((.+)\); rebuilding the battles id index from the stored partitions",
+                        warning)
+    assert said and said.group(1) != "None", warning  # the damage named
     assert not run.exists()  # replaced by the rebuilt runs
+
+
+def test_a_file_seen_before_is_reported_under_its_own_name_with_the_earlier_counts_and_mapping(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("left,right,winner\na,b,model_a\nb,c,model_b\nc,c,tie\n")  # the last: a model against itself
+    copy = tmp_path / "copy.csv"
+    shutil.copy(path, copy)
+    store = Store(tmp_path / "store")
+    straight = Mapping.parse(columns="model_a=left,model_b=right")
+    [first] = store.ingest([path], "battles", straight)
+    assert (first.rows_in, first.rows_accepted, first.rows_quarantined) == (3, 2, 1)
+    [again] = store.ingest([copy], "battles", straight)
+    assert again == IngestReport(str(copy), "battles", first.sha256, "skipped", 3, 2, 1, mapping=first.mapping)
+    [other] = store.ingest([copy], "games", straight)
+    assert other == IngestReport(str(copy), "games", first.sha256, "unreadable", error=f"{copy}: already ingested as battles",
+                                 mapping=first.mapping)
+
+
+def test_a_refused_file_under_another_name_is_refused_naming_it_and_read_again_as_another_kind(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("task,agent,score\nt1,a,1\nt1,b,2\n")  # no battles: scores
+    store = Store(tmp_path / "store")
+    [first] = store.ingest([bad], "battles")
+    assert first.status == "unreadable" and first.error.startswith(f"{bad}: ")
+    renamed = tmp_path / "renamed.csv"
+    shutil.copy(bad, renamed)
+    [again] = store.ingest([renamed], "battles")
+    reason = first.error.removeprefix(f"{bad}: ")
+    assert again == dataclasses.replace(first, source=str(renamed), error=(
+        f"{renamed}: {reason} (refused on {first.ingested_at}; not read again until the file changes)"))
+    [scores] = store.ingest([renamed], "scores")  # refused as battles only: read as scores
+    assert (scores.status, scores.rows_accepted) == ("ingested", 2)
+
+
+@pytest.mark.parametrize(("error", "said"), [
+    (RuntimeError(), "could not be read (RuntimeError: ); this is a bug of vase, please report it"),
+    (OSError(errno.EIO, "Input/output error"), "Input/output error")])
+def test_a_failure_while_reading_is_one_line_naming_the_file(tmp_path, battles_file, monkeypatch, error, said):
+    def failing(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(store_module, "read_batches", failing)
+    [report] = Store(tmp_path / "store").ingest([battles_file], "battles")
+    assert (report.status, report.error) == ("unreadable", f"{battles_file}: {said}")
+
+
+def test_a_local_stores_addresses_inputs_and_footprint(tmp_path, battles_file, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    store = Store("store")  # a relative root: readers on other processes get absolute paths
+    assert not store.exists() and not is_store(tmp_path / "store")
+    [report] = store.ingest([battles_file], "battles")
+    assert store.exists() and is_store(tmp_path / "store")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "manifest.json").write_text("{}")
+    assert not is_store(tmp_path / "notes")  # a manifest without dictionaries
+    [first, *_] = store.partitions("battles")
+    assert store.locate(first) == store.locate(first.path) == str((tmp_path / "store" / first.path).resolve())
+    assert store.inputs("battles") == [report] and store.inputs("games") == []
+    # the three accepted battles: x-y, y-z, z-x, each a ballot of two
+    assert store.footprint("battles") == Footprint(**report.footprint) == Footprint(3, 3, 0, 3, 6, new_agents=3)
+    assert store.footprint("games") is None
+    before = store.manifest
+    more = tmp_path / "a-more.csv"  # named before the first: inputs come by name, not by ingest
+    more.write_text("model_a,model_b,winner\nw,x,model_a\n")
+    [added] = store.ingest([more], "battles")
+    assert store.inputs("battles") == [added, report] and store.inputs("battles", before) == [report]
+    assert store.footprint("battles", before) == Footprint(**report.footprint)  # as that manifest lists them
+    assert store.dictionary().names == ["x", "y", "z", "w"]  # the agents' by default
+
+
+def test_a_store_in_object_storage_names_its_objects_by_url(tmp_path, battles_file, caplog):
+    # fsspec's in-memory filesystem: object storage within the process (the S3 tests start a server)
+    url = f"memory://vase-{tmp_path.name}/store"
+    store = Store(url)
+    assert not store.exists()
+    assert store.dictionary("agents").names == []
+    store.ingest([battles_file], "battles")
+    more = tmp_path / "more.csv"
+    more.write_text("model_a,model_b,winner\nw,x,model_a\n")
+    with caplog.at_level("WARNING"):
+        store.ingest([more], "battles")
+    assert not caplog.records  # the id index's runs were fetched, not rebuilt
+    assert store.exists() and store.dictionary("agents").names == ["x", "y", "z", "w"]
+    manifest = store.manifest
+    assert store.dictionary("agents", manifest).names == ["x", "y", "z", "w"]
+    assert store.dictionary("judges", manifest).names == []
+    [first, *_] = store.partitions("battles")
+    assert store.locate(first) == store.locate(first.path) == f"{url}/{first.path}"
+
+
+@pytest.mark.parametrize("listed", ["", "/etc/passwd", "../outside.parquet", "battles/../../outside.parquet", "battles\\x.parquet"])
+def test_a_manifest_listing_a_path_outside_the_store_is_refused_naming_it(listed):
+    with pytest.raises(ValueError) as refused:
+        store_module.check_inside_store(listed)
+    assert str(refused.value) == f"it lists {listed!r}, a path outside the store (absolute or with '..')"
+
+
+def test_a_manifest_of_no_files_and_an_entry_written_before_look_alikes_were_kept_still_load():
+    assert store_module.Manifest.from_data({}) == store_module.Manifest()
+    store_module.check_inside_store("battles/date=2024-01-01/abc.parquet")  # inside: no error
+    entry = {"source": "a.csv", "kind": "battles", "sha256": "ab", "status": "ingested",
+             "partitions": [{"path": "battles/source=ab/part.parquet", "rows": 2}]}
+    manifest = store_module.Manifest.from_data({"files": [entry], "dictionaries": {"agents": "dictionaries/agents-1.parquet"}})
+    assert manifest.files == {"ab": IngestReport("a.csv", "battles", "ab", "ingested",
+                                                 partitions=(store_module.Partition("battles/source=ab/part.parquet", 2),))}
+    assert manifest.dictionaries == {"agents": "dictionaries/agents-1.parquet"} and manifest.ids == {}
