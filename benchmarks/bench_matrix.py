@@ -77,6 +77,11 @@ class Cell:
     run_peak_rss_mb: float
     line: str
 
+    def size(self) -> Size:
+        """The input size its estimate is of."""
+        return Size(agents=self.agents, pairs=self.pairs, tasks=self.tasks, ballots=self.ballots, members=self.members,
+                    kind=self.kind)
+
 
 def specs_for(kind: str, rounds: int, methods: frozenset[str] | None = None) -> list[str]:
     """Every method (of `methods`, if given) that rates `kind`, its default spec, or with `bootstrap=rounds` where
@@ -138,8 +143,7 @@ def rejudged(cell: Cell) -> Cell:
     is over budget): the measurement is the same, a changed model is judged on it. Refusals and failures stand."""
     if cell.outcome not in ("rated", "over budget"):
         return cell
-    size = Size(**{field: getattr(cell, field) for field in Size.__dataclass_fields__ if field != "kind"}, kind=cell.kind)
-    cost = estimate(cell.spec, size)
+    cost = estimate(cell.spec, cell.size())
     return replace(cell, estimate_s=None if cost is None else round(cost.seconds, 3),
                    outcome="over budget" if past_budget(cell.wall_s, cell.cpu_s, cost) else "rated")
 
@@ -178,10 +182,10 @@ def fit(table: pl.DataFrame, least_s: float = 0.2) -> pl.DataFrame:
     is the factor by which the model's constant should be multiplied; the largest ratio over the median must
     stay below `OVERRUN` for the model to pass the matrix's check."""
     rows = []
-    for cell in table.filter((pl.col("outcome") == "rated") & (pl.col("cpu_s") >= least_s)).iter_rows(named=True):
-        size = Size(**{field: cell.get(field) or 0 for field in Size.__dataclass_fields__})
-        if (cost := estimate(cell["spec"], size)) is not None and cost.seconds > 0:
-            rows.append({"method": cell["spec"].split(":")[0], "ratio": cell["cpu_s"] / cost.seconds})
+    for row in table.filter((pl.col("outcome") == "rated") & (pl.col("cpu_s") >= least_s)).iter_rows(named=True):
+        cell = Cell(**row)
+        if (cost := estimate(cell.spec, cell.size())) is not None and cost.seconds > 0:
+            rows.append({"method": cell.spec.split(":")[0], "ratio": cell.cpu_s / cost.seconds})
     ratios = pl.DataFrame(rows, schema={"method": pl.String, "ratio": pl.Float64})
     return ratios.group_by("method").agg(cells=pl.len(), median=pl.col("ratio").median(), low=pl.col("ratio").min(),
                                          high=pl.col("ratio").max()).sort("method")

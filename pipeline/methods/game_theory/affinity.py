@@ -69,7 +69,7 @@ from scipy.special import log_softmax, softmax
 from pipeline.games import Game, deviation_payoff, marginals, product
 from pipeline.methods.convergence import ConvergenceError
 from pipeline.methods.game_theory.equilibria import (CONSTANT_SUM_RTOL, GAME_RULES, GameData, choose_game, constant_sum, game_ratings,
-                                                   game_shape, payoff_range, resolved_game, shape_text)
+                                                   game_shape, opposed, payoff_range, resolved_game, shape_text)
 from pipeline.methods.game_theory.nash_averaging import exact_supports, game_value
 from pipeline.methods.numerics import max_entropy
 from pipeline.methods.ratings import Ratings
@@ -155,11 +155,6 @@ def cce_support(game: Game) -> Support:
     if game.n_players > 2 and opposed(game) and (known := opposed_pair_support(game)) is not None:
         return known
     return Support(np.zeros(sum(game.shape), dtype=bool), np.ones(math.prod(game.shape), dtype=bool))
-
-
-def opposed(game: Game) -> bool:
-    """Players 0 and 1 are paid opposite amounts in every cell (up to `CONSTANT_SUM_RTOL` of the payoff range)."""
-    return np.ptp(game.payoffs[0] + game.payoffs[1]) <= CONSTANT_SUM_RTOL * payoff_range(game)
 
 
 SUPPORT_LP_ENTRIES = 2**24  # `exact_supports` writes out a square game of a matrix game's rows + columns + 1: at most

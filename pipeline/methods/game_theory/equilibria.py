@@ -36,10 +36,16 @@ def payoff_range(game: Game) -> float:
 CONSTANT_SUM_RTOL = 1e-9  # a game built from counts is zero-sum up to rounding of a few payoff ranges' 1e-16
 
 
+def opposed(game: Game) -> bool:
+    """Players 0 and 1 are paid amounts summing to one constant in every cell, up to `CONSTANT_SUM_RTOL` of the
+    game's `payoff_range` (a third player, if any, is paid what it may)."""
+    return bool(np.ptp(game.payoffs[0] + game.payoffs[1]) <= CONSTANT_SUM_RTOL * payoff_range(game))
+
+
 def constant_sum(game: Game) -> bool:
-    """A 2-player game whose payoffs sum to one constant in every cell, up to `CONSTANT_SUM_RTOL` of its
-    `payoff_range`: what Nash averaging needs and what lets the CCE search keep to the essential cells."""
-    return game.n_players == 2 and np.ptp(game.payoffs[0] + game.payoffs[1]) <= CONSTANT_SUM_RTOL * payoff_range(game)
+    """A 2-player game whose payoffs sum to one constant in every cell (`opposed`): what Nash averaging needs and
+    what lets the CCE search keep to the essential cells."""
+    return game.n_players == 2 and opposed(game)
 
 
 # The rules of the parameters every method on games takes (`choose_game`'s), checked where a spec is parsed.
