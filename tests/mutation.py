@@ -10,6 +10,7 @@ mutants that no selected test reaches counted as survivors.
     make mutation                                # every target
     make mutation MUTATION="paths fuzz"          # some
     .venv/bin/python -m tests.mutation paths --survivors   # a finished run's survivors, with diffs
+    .venv/bin/python -m tests.mutation store --only "*ǁStoreǁingest*"   # some functions' mutants
 """
 
 from __future__ import annotations
@@ -128,6 +129,8 @@ def main() -> None:
     parser.add_argument("targets", nargs="*", default=list(TARGETS), help=f"of: {', '.join(TARGETS)}")
     parser.add_argument("--children", type=int, default=2, help="mutants tried at once (default 2)")
     parser.add_argument("--survivors", action="store_true", help="show the survivors of a finished run instead")
+    parser.add_argument("--only", nargs="+", default=[], metavar="GLOB",
+                        help="try only the mutants whose names match (mutmut's names: module.x_function__mutmut_N)")
     args = parser.parse_args()
     unknown = set(args.targets) - set(TARGETS)
     if unknown:
@@ -143,7 +146,8 @@ def main() -> None:
                     subprocess.run([*mutmut, "show", mutant], cwd=folder, env=env, check=False)
             continue
         start = time.perf_counter()
-        subprocess.run([*mutmut, "run", "--max-children", str(args.children)], cwd=folder, env=env, check=False)
+        subprocess.run([*mutmut, "run", "--max-children", str(args.children), *args.only], cwd=folder, env=env,
+                       check=False)
         ratio, counts = score(statuses(folder, TARGETS[name]))
         lines.append(f"{name}: {ratio:.1%} killed ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}) "
                      f"in {time.perf_counter() - start:.0f} s")
