@@ -46,6 +46,9 @@ TARGETS = {
     # the delimited reader (CSV, TSV): its own tests and the readers' whole-format ones
     "delimited": Target(("pipeline/logs/delimited.py",),
                         ("tests/logs/test_delimited.py", "tests/logs/test_readers.py", "tests/logs/test_total_readers.py")),
+    # the other readers (JSON and JSONL, Parquet, PrefLib, the encoding sniffer) against every fast test of the logs
+    "readers": Target(("pipeline/logs/json_files.py", "pipeline/logs/parquet_files.py", "pipeline/logs/preflib.py",
+                       "pipeline/logs/encoding.py"), ("tests/logs", "-k", "not backtested_by_unit")),
     "resample": Target(("pipeline/methods/numerics/resample.py",), ("tests/methods/numerics/test_resample.py",)),
     # without the Arena-hard test on a Dask cluster (18 s a run at load ~15)
     "uncertainty": Target(("pipeline/methods/uncertainty.py",),
