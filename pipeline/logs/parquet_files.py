@@ -32,6 +32,8 @@ MIN_MICROS = -62_135_596_800_000_000  # 0001-01-01T00:00:00Z
 MAX_MICROS = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
 _PER_MICRO = {"s": 1_000_000, "ms": 1_000, "us": 1}
 OUT_OF_RANGE = "a date outside the years 1 to 9999"
+# Each text type's binary of the same layout, to read its bytes unchecked (large_string is what polars writes)
+_BYTES_OF_TEXT = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary(), pa.string_view(): pa.binary_view()}
 
 
 def _one_line(exc: Exception) -> str:
@@ -82,17 +84,13 @@ def _raw(batch: pa.RecordBatch, names: list[str], first_row: int) -> RawRecords:
     columns: dict[str, pl.Series] = {}
     for name, array in zip(names, batch.columns):
         values, nested, invalid = usable(array)
-        columns[name] = pl.from_arrow(values).alias(name) if len(values) else pl.Series(name, [], dtype=_polars_type(values.type))
+        columns[name] = pl.from_arrow(values).alias(name)
         if nested is not None:
             columns[NESTED + name] = pl.Series(NESTED + name, nested, dtype=pl.Boolean)
         if invalid is not None:
             columns[INVALID + name] = pl.Series(INVALID + name, invalid, dtype=pl.String)
     frame = pl.DataFrame(list(columns.values())) if columns else pl.DataFrame()
     return RawRecords(frame.with_columns(pl.Series(LINE, np.arange(first_row, first_row + batch.num_rows, dtype=np.int64))))
-
-
-def _polars_type(arrow: pa.DataType) -> pl.DataType:
-    return pl.from_arrow(pa.array([], arrow)).dtype
 
 
 def usable(array: pa.Array) -> tuple[pa.Array, list[bool] | None, list[str | None] | None]:
@@ -110,7 +108,7 @@ def usable(array: pa.Array) -> tuple[pa.Array, list[bool] | None, list[str | Non
         return pa.nulls(len(array), pa.string()), None, None
     if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
         if not _utf8(array):
-            return _text_of_binary(array.view(pa.binary()) if not pa.types.is_string_view(kind) else array.cast(pa.binary_view()))
+            return _text_of_binary(array.view(_BYTES_OF_TEXT[kind]))
         return nfc_text(array.cast(pa.large_string()) if pa.types.is_string_view(kind) else array), None, None
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_fixed_size_binary(kind) or pa.types.is_binary_view(kind):
         return _text_of_binary(array)

@@ -3,15 +3,20 @@ distinct value, with the same accepted rows, quarantine and lines as the same va
 
 from __future__ import annotations
 
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
 from pathlib import Path
 
+import polars as pl
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 
 from pipeline.logs import read_log
-from pipeline.logs.parquet_files import label_columns, read_batches
+from pipeline.logs import parquet_files
+from pipeline.logs.parquet_files import OUT_OF_RANGE, label_columns, read_batches, usable
+from pipeline.logs.records import INVALID, LINE, NESTED, UnreadableFile
 
 # Names that need stripping, a whitespace-only name, a model against itself once stripped, upper-case
 # and padded winners, an unknown and a null winner, one name in two Unicode spellings (NFC: one
@@ -77,3 +82,184 @@ def test_a_dictionary_with_unused_and_blank_values_and_one_of_numbers(tmp_path):
     assert [(r["model_a"], r["model_b"], r["judge"]) for r in rows] == [
         ("zed", "bea", "7"), ("amy", "bea", "8"), ("bea", "zed", "7")]
     assert quarantined == [(4, "model_a", "missing model_a"), (5, "model_b", "missing model_b")]
+
+
+# --- every Arrow type made usable or marked (`usable`), value by value --------------------------------------------
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+FIRST_DAY, LAST_DAY = (date(1, 1, 1) - date(1970, 1, 1)).days, (date(9999, 12, 31) - date(1970, 1, 1)).days
+LAST_SECOND = (datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc) - EPOCH) // timedelta(seconds=1)
+FIRST_SECOND = (datetime(1, 1, 1, tzinfo=timezone.utc) - EPOCH) // timedelta(seconds=1)
+
+
+def made_usable(array: pa.Array) -> tuple[list, pa.DataType, list | None, list | None]:
+    values, nested, invalid = usable(array)
+    return values.to_pylist(), values.type, nested, invalid
+
+
+@pytest.mark.parametrize("kind", [pa.int8(), pa.uint64(), pa.int64(), pa.float32(), pa.float64(), pa.bool_()])
+def test_numbers_and_booleans_are_kept_as_they_are(kind):
+    array = pa.array([True, None, False] if kind == pa.bool_() else [1, None, 0], kind)
+    assert made_usable(array) == (array.to_pylist(), kind, None, None)
+
+
+@pytest.mark.parametrize("array", [pa.array([1.5, None, -2.25], pa.float16()),
+                                   pa.array([Decimal("1.5"), None, Decimal("-2.25")], pa.decimal128(5, 2)),
+                                   pa.array([Decimal("1.5"), None, Decimal("-2.25")], pa.decimal256(40, 2))])
+def test_half_floats_and_decimals_become_doubles(array):
+    assert made_usable(array) == ([1.5, None, -2.25], pa.float64(), None, None)
+
+
+def test_a_column_of_nulls_is_text_of_nulls():
+    assert made_usable(pa.nulls(2)) == ([None, None], pa.string(), None, None)
+
+
+TEXTS = ["cafe\u0301", None, "plain"]  # an NFD name: NFC on the way in
+NFC = ["caf\u00e9", None, "plain"]
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string(), pa.string_view(), pa.binary(), pa.large_binary(),
+                                  pa.binary_view()])
+def test_text_and_binary_that_is_utf8_become_nfc_text(kind):
+    values, nested, invalid = usable(pa.array([t if t is None or "string" in str(kind) else t.encode() for t in TEXTS], kind))
+    assert (values.to_pylist(), pa.types.is_string(values.type) or pa.types.is_large_string(values.type)) == (NFC, True)
+    assert (nested, invalid) == (None, None)
+
+
+def test_fixed_size_binary_that_is_utf8_is_text():
+    assert made_usable(pa.array([b"ab", None, b"\xc3\xa9"], pa.binary(2))) == (["ab", None, "é"], pa.string(), None, None)
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string(), pa.string_view(), pa.binary()])
+def test_bytes_that_are_not_utf8_are_marked_with_the_first_bad_byte(kind):
+    raw = pa.array([b"ok", None, b"ab\xffc", b"\xc3"], pa.binary())  # an invalid byte, a character cut short
+    storage = {pa.string_view(): pa.binary_view(), pa.large_string(): pa.large_binary()}.get(kind, pa.binary())
+    array = raw.cast(storage).view(kind)
+    assert made_usable(array) == (["ok", None, None, None], pa.string(), None,
+                                  [None, None, "bytes that are not UTF-8 text (byte 0xFF at 2)",
+                                   "bytes that are not UTF-8 text (byte 0xC3 at 0)"])
+
+
+def test_dictionaries_of_text_stay_dictionaries_in_nfc_and_others_are_decoded():
+    words = pa.DictionaryArray.from_arrays(pa.array([1, 0, None, 1], pa.int32()), pa.array(["x", "cafe\u0301"]))
+    values, nested, invalid = usable(words)
+    assert pa.types.is_dictionary(values.type) and values.to_pylist() == ["café", "x", None, "café"]
+    assert (nested, invalid) == (None, None)
+    numbers = pa.DictionaryArray.from_arrays(pa.array([1, 0], pa.int8()), pa.array([7, 9], pa.int16()))
+    assert made_usable(numbers) == ([9, 7], pa.int16(), None, None)
+    broken = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int8()), pa.array([b"a", b"\xfe"], pa.binary()).view(pa.string()))
+    assert made_usable(broken) == (["a", None], pa.string(), None, [None, "bytes that are not UTF-8 text (byte 0xFE at 0)"])
+
+
+def test_an_extension_column_is_read_through_its_storage():
+    assert made_usable(pa.array([1, 0, None], pa.int8()).cast(pa.bool8()))[:2] == ([1, 0, None], pa.int8())
+
+
+def test_lists_structs_and_maps_are_sorted_json_text_marked_nested_and_nulls_are_not():
+    structs = pa.array([{"b": "cafe\u0301", "a": 1}, None], pa.struct([("b", pa.string()), ("a", pa.int64())]))
+    assert made_usable(structs) == (['{"a": 1, "b": "café"}', None], pa.string(), [True, False], None)
+    lists = pa.array([[1, 2], None, []], pa.list_(pa.int64()))
+    assert made_usable(lists) == (["[1, 2]", None, "[]"], pa.string(), [True, False, True], None)
+    maps = pa.array([[("k", date(2024, 1, 2))]], pa.map_(pa.string(), pa.date32()))
+    assert made_usable(maps) == (['[["k", "2024-01-02"]]'], pa.string(), [True], None)
+
+
+@pytest.mark.parametrize("array", [pa.array([timedelta(seconds=3), None], pa.duration("s")),
+                                   pa.array([time(10, 30), None], pa.time64("us"))])
+def test_durations_and_times_of_day_are_kept_as_text_and_marked_invalid(array):
+    shown = str(array[0].as_py())
+    assert made_usable(array) == ([shown, None], pa.string(), None, [f"a {array.type} value, not text, a number or a date", None])
+
+
+@pytest.mark.parametrize("unit, per_second", [("s", 1), ("ms", 1_000), ("us", 1_000_000)])
+@pytest.mark.parametrize("zone", [None, "Europe/Paris"])
+def test_timestamps_of_any_unit_and_zone_become_utc_microseconds_and_those_past_the_years_1_to_9999_are_marked(unit, per_second, zone):
+    counts = [0, -1, None, LAST_SECOND * per_second, (LAST_SECOND + 1) * per_second, FIRST_SECOND * per_second,
+              (FIRST_SECOND - 1) * per_second]
+    values, kind, nested, invalid = made_usable(pa.array(counts, pa.timestamp(unit, tz=zone)))
+    at = {i: EPOCH + timedelta(seconds=counts[i] / per_second) for i in (0, 1, 3, 5)}  # the instants in range
+    assert kind == pa.timestamp("us", tz="UTC") and nested is None
+    assert values == [at[0], at[1], None, at[3], None, at[5], None]
+    assert invalid == [None, None, None, None, OUT_OF_RANGE, None, OUT_OF_RANGE]
+
+
+def test_nanoseconds_round_down_to_the_microsecond():
+    values, kind, nested, invalid = made_usable(pa.array([1_999, -1, None], pa.timestamp("ns")))
+    assert values == [EPOCH + timedelta(microseconds=1), EPOCH - timedelta(microseconds=1), None]
+    assert (kind, nested, invalid) == (pa.timestamp("us", tz="UTC"), None, None)
+
+
+def test_dates_are_utc_midnights_and_days_past_the_years_1_to_9999_are_marked():
+    days = [0, LAST_DAY, LAST_DAY + 1, FIRST_DAY, FIRST_DAY - 1, None]
+    midnight = {i: EPOCH + timedelta(days=days[i]) for i in (0, 1, 3)}  # the days in range
+    expected = [midnight[0], midnight[1], None, midnight[3], None, None]
+    marks = [None, None, OUT_OF_RANGE, None, OUT_OF_RANGE, None]
+    assert made_usable(pa.array(days, pa.date32())) == (expected, pa.timestamp("us", tz="UTC"), None, marks)
+    millis = [None if d is None else d * 86_400_000 for d in days]
+    assert made_usable(pa.array(millis, pa.date64())) == (expected, pa.timestamp("us", tz="UTC"), None, marks)
+
+
+def test_every_date_in_range_is_kept_when_none_is_out_of_it():
+    assert made_usable(pa.array([LAST_DAY, FIRST_DAY], pa.date32()))[3] is None
+
+
+# --- files and batches ------------------------------------------------------------------------------------------
+
+
+def test_batches_number_their_rows_on_from_the_batch_before_and_carry_their_markers(tmp_path, monkeypatch):
+    monkeypatch.setattr(parquet_files, "BATCH_ROWS", 2)
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({" model_a ": ["a", "b", "c"], "tags": [[1], None, [2]], "raw": [b"x", b"\xff", None]}), path)
+    batches = list(read_batches(path))
+    assert [b.frame.get_column(LINE).to_list() for b in batches] == [[1, 2], [3]]
+    frame = pl.concat([b.frame for b in batches], how="diagonal")
+    assert frame.get_column("model_a").to_list() == ["a", "b", "c"]  # header names stripped
+    assert frame.get_column(NESTED + "tags").to_list() == [True, False, True]
+    assert frame.get_column(INVALID + "raw").to_list() == [None, "bytes that are not UTF-8 text (byte 0xFF at 0)", None]
+
+
+def test_binary_nested_and_optional_nested_text_are_never_label_columns(tmp_path):
+    path = tmp_path / "t.parquet"
+    rows = 400
+    pq.write_table(pa.table({"name": ["a"] * rows, "raw": [b"a"] * rows, "tags": [["a"]] * rows,
+                             "inner": [{"name": "a"}] * rows}), path)
+    assert label_columns(pq.read_metadata(path)) == ["name"]
+
+
+def test_a_file_that_is_not_parquet_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "t.parquet"
+    path.write_bytes(b"PAR1 not\nreally   parquet" + b" " * 400)
+    with pytest.raises(UnreadableFile) as refused:
+        next(read_batches(path))
+    message = str(refused.value)
+    assert message.startswith(f"{path}: not a readable Parquet file (") and "\n" not in message and "  " not in message
+    assert len(refused.value.reason) <= len("not a readable Parquet file ()") + 300
+
+
+def test_a_corrupt_page_is_refused_at_the_first_row_of_its_batch(tmp_path, monkeypatch):
+    monkeypatch.setattr(parquet_files, "BATCH_ROWS", 100)
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": [f"v{i}" for i in range(300)]}), path, row_group_size=100, use_dictionary=False,
+                   compression="none")
+    second = pq.read_metadata(path).row_group(1).column(0)
+    data = bytearray(path.read_bytes())
+    start = second.data_page_offset + 8  # inside the second row group's page header
+    data[start:start + 16] = b"\xff" * 16
+    path.write_bytes(bytes(data))
+    batches = read_batches(path)
+    assert next(batches).frame.height == 100
+    with pytest.raises(UnreadableFile) as refused:
+        next(batches)
+    assert refused.value.line == 101 and refused.value.reason.startswith("Parquet data cannot be read (")
+
+
+def test_a_large_string_column_with_bytes_that_are_not_utf8_quarantines_their_rows(tmp_path):
+    """polars writes text as large_string; a reader that viewed it as 32-bit binary crashed on a bad byte."""
+    path = tmp_path / "polars.parquet"
+    names = pa.array([b"m\xff", b"m1"], pa.large_binary()).view(pa.large_string())
+    pq.write_table(pa.table({"model_a": names, "model_b": ["m2", "m2"], "winner": ["model_a", "tie"]}), path)
+    assert pq.read_schema(path).field("model_a").type == pa.large_string()
+    rows, quarantined = read(path)
+    assert [(r["model_a"], r["model_b"]) for r in rows] == [("m1", "m2")]
+    assert [(line, field) for line, field, _ in quarantined] == [(1, "model_a")]
+    assert "bytes that are not UTF-8 text (byte 0xFF at 1)" in quarantined[0][2]
