@@ -66,3 +66,12 @@ def test_utf8_cut_inside_a_character_is_not_taken_for_latin1():
     with pytest.raises(UnreadableFile) as refused:
         decode(data, "cut.csv", 1, 3)
     assert str(refused.value) == f"cut.csv: line 2: not UTF-8 text: byte 0xC3 at byte offset {3 + 2}; {CONVERT}"
+
+
+@pytest.mark.parametrize("byte", [0x80, 0xFF])  # the ends of the Latin-1 range: a continuation byte, a byte UTF-8 never uses
+def test_a_first_line_that_is_blank_is_counted_and_every_high_byte_is_taken_for_latin1(byte):
+    data = b"\n" + bytes([byte])
+    with pytest.raises(UnreadableFile) as refused:
+        decode(data, "old.csv", 1, 0)
+    assert str(refused.value) == (f"old.csv: line 2: not UTF-8 text: byte 0x{byte:02X} at byte offset 1 "
+                                  f"(Latin-1 or Windows-1252?); {CONVERT}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 
 from pipeline.logs import json_files
@@ -41,6 +42,13 @@ def test_values_are_text_and_nested_values_sorted_json_marked_nested(tmp_path):
          LINE: 2, NESTED + "tags": True}]
 
 
+def test_a_key_whose_every_value_is_null_is_still_a_text_column(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"a": "1", "judge": null}\n')
+    records = RawRecords.concat(list(read_lines(path)))
+    assert records.frame.schema["judge"] == pl.String
+
+
 def test_json_lines_keep_physical_lines_past_blank_ones_and_quarantine_each_bad_line(tmp_path):
     long_int = "7" * (MAX_INT_DIGITS + 1)
     lines = ['{"a": "1"}', "", "   ", '{"a": 2,}', "[1, 2]", '{"a": "x", "a": "y"}', '{"a": {"b": 1, "b": 2}}',
@@ -61,11 +69,15 @@ def test_json_lines_keep_physical_lines_past_blank_ones_and_quarantine_each_bad_
 
 def test_a_lone_surrogate_is_found_in_keys_and_inside_lists(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text('{"\\uDC00": 1}\n{"a": [1, {"b": ["ok", "\\udbff"]}]}\n')
+    path.write_text('{"\\uDC00": 1}\n{"a": [1, {"b": ["ok", "\\udbff"]}]}\n'
+                    '{"x": "\\ud800", "y": {"a": 1}}\n{"x": "\\ud800", "y": [1]}\n{"a": "\\ue000\\udfff"}\n')
     found, bad = rows(read_lines(path))
     assert found == [] and [(line, reason) for line, reason, _ in bad] == [
         (1, "a lone surrogate \\udc00 in a string: not Unicode text"),
-        (2, "a lone surrogate \\udbff in a string: not Unicode text")]
+        (2, "a lone surrogate \\udbff in a string: not Unicode text"),
+        (3, "a lone surrogate \\ud800 in a string: not Unicode text"),  # found past an object beside it
+        (4, "a lone surrogate \\ud800 in a string: not Unicode text"),  # and past a list
+        (5, "a lone surrogate \\udfff in a string: not Unicode text")]  # the last surrogate, after a private-use character
 
 
 def test_a_continued_file_starts_at_its_offset_and_counts_on_from_its_lines(tmp_path):
@@ -85,14 +97,32 @@ def test_batches_hold_their_own_records_and_quarantine(tmp_path, monkeypatch):
         ([1, 3], [2]), ([4], [5])]
 
 
-def test_a_line_past_the_record_limit_is_quarantined_unread_and_the_next_one_read(tmp_path, monkeypatch):
+def padded(size: int) -> str:
+    """A JSON record of exactly `size` bytes."""
+    return '{"a": "' + "z" * (size - 9) + '"}'
+
+
+def test_a_line_past_the_record_limit_is_quarantined_unread_and_the_next_one_read(tmp_path, monkeypatch, caplog):
+    limit = 32
+    monkeypatch.setattr(json_files, "MAX_RECORD_BYTES", limit)
+    path = tmp_path / "r.jsonl"
+    huge = padded(100)
+    lines = [padded(limit - 1), padded(limit), padded(limit + 1), huge, padded(limit)]  # the last without its newline
+    path.write_text("\n".join(lines))
+    found, bad = rows(read_lines(path))
+    assert [r[LINE] for r in found] == [1, 2, 5]  # a line of `limit` bytes and its newline is read
+    assert [line for line, _, _ in bad] == [3, 4] and f"{len(huge) + 1:,} bytes long" in bad[1][1]
+    assert f"{path}: line 4: the line is {len(huge) + 1:,} bytes long" in caplog.text
+
+
+def test_a_bad_byte_after_a_skipped_line_is_placed_at_its_byte_offset(tmp_path, monkeypatch):
     monkeypatch.setattr(json_files, "MAX_RECORD_BYTES", 32)
     path = tmp_path / "r.jsonl"
-    huge = json.dumps({"a": "z" * 100})
-    path.write_text(f'{{"a": "1"}}\n{huge}\n{{"a": "2"}}\n')
-    found, bad = rows(read_lines(path))
-    assert [(r[LINE], r["a"]) for r in found] == [(1, "1"), (3, "2")]
-    assert [line for line, _, _ in bad] == [2] and f"{len(huge) + 1:,} bytes long" in bad[0][1]
+    head = (padded(20) + "\n" + padded(100) + "\n").encode()
+    path.write_bytes(head + b'{"a": "\xe9"}\n')
+    with pytest.raises(UnreadableFile) as refused:
+        list(read_lines(path))
+    assert str(refused.value).startswith(f"{path}: line 3: not UTF-8 text: byte 0xE9 at byte offset {len(head) + 7} ")
 
 
 def test_a_line_that_is_not_utf8_is_refused_naming_its_line_and_byte_offset(tmp_path):
@@ -101,8 +131,25 @@ def test_a_line_that_is_not_utf8_is_refused_naming_its_line_and_byte_offset(tmp_
     path.write_bytes(head + b'{"a": "\xe9"}\n')
     with pytest.raises(UnreadableFile) as refused:
         list(read_lines(path))
-    assert refused.value.line == 3
-    assert f"byte 0xE9 at byte offset {len(head) + 7} (Latin-1" in str(refused.value)
+    assert str(refused.value).startswith(f"{path}: line 3: not UTF-8 text: byte 0xE9 at byte offset {len(head) + 7} (Latin-1")
+
+
+@pytest.mark.parametrize("name", ["r.json", "r.jsonl"])
+def test_wide_text_is_refused_naming_the_file(tmp_path, name):
+    path = tmp_path / name
+    path.write_bytes('[{"a": "1"}]'.encode("utf-16-le"))
+    with pytest.raises(UnreadableFile) as refused:
+        list(read_json(path) if name.endswith(".json") else read_lines(path))
+    assert str(refused.value).startswith(f"{path}: line 1: NUL bytes at the start")
+
+
+def test_a_bad_byte_in_an_array_is_placed_at_its_line_and_byte_offset(tmp_path):
+    path = tmp_path / "r.json"
+    head = b'\xef\xbb\xbf[{"a": "1"},\n\n{"a": "'
+    path.write_bytes(head + b'\xe9"}]')
+    with pytest.raises(UnreadableFile) as refused:
+        list(read_json(path))
+    assert str(refused.value).startswith(f"{path}: line 3: not UTF-8 text: byte 0xE9 at byte offset {len(head)} (Latin-1")
 
 
 def test_an_array_keeps_each_record_on_the_line_it_starts_and_quarantines_non_objects(tmp_path):
@@ -129,19 +176,32 @@ def test_a_json_file_that_is_not_an_array_is_read_as_json_lines(tmp_path):
     assert [(r[LINE], r["a"]) for r in found] == [(2, "1")] and [line for line, _, _ in bad] == [3]
 
 
+# Each fault followed by more lines, so that a fault placed at the end of the text would show
 @pytest.mark.parametrize("text, line, reason", [
-    ('[{"a": 1},\n {"a": 2,}]', 2, "invalid JSON: Expecting property name enclosed in double quotes (record starting at column 10)"),
-    ('[{"a": 1}\n {"a": 2}]', 2, "invalid JSON: expected ',' or ']' after a record"),
-    ('[{"a": 1}] [', 1, "invalid JSON: text after the closing ']'"),
+    ('[{"a": 1},\n {"a": 2,}]\n\n', 2, "invalid JSON: Expecting property name enclosed in double quotes (record starting at column 10)"),
+    ('[{"a": 1}\n {"a": 2}]\n\n', 2, "invalid JSON: expected ',' or ']' after a record"),
+    ('[{"a": 1} X]\n\n', 1, "invalid JSON: expected ',' or ']' after a record"),
+    ('[{"a": 1}', 1, "invalid JSON: expected ',' or ']' after a record"),
+    ('[{"a": 1}]x\n\n', 1, "invalid JSON: text after the closing ']'"),
     ('[{"a": 1},\n{"a": 2},\n', 3, "invalid JSON: the array is not closed (a truncated file?)"),
-    ('[' * 100_000, 1, "invalid JSON: nested deeper than the parser allows"),
+    ('\n[  \n', 3, "invalid JSON: the array is not closed (a truncated file?)"),
+    ('[' * 100_000 + "\n\n", 1, "invalid JSON: nested deeper than the parser allows"),
 ])
 def test_an_array_that_does_not_parse_is_refused_in_one_line_at_the_line_of_the_fault(tmp_path, text, line, reason):
     path = tmp_path / "r.json"
     path.write_text(text)
     with pytest.raises(UnreadableFile) as refused:
         list(read_json(path))
-    assert (refused.value.line, refused.value.reason) == (line, reason)
+    assert str(refused.value) == f"{path}: line {line}: {reason}"
+
+
+def test_a_compact_array_after_a_blank_first_line_and_a_long_bad_record_shown_in_part(tmp_path):
+    path = tmp_path / "r.json"
+    long_text = json.dumps("x" * 20_000)
+    path.write_text(f'\n[{{"a":"1"}},{long_text},{{"a":"2"}}]')
+    found, bad = rows(read_json(path))
+    assert [(r[LINE], r["a"]) for r in found] == [(2, "1"), (2, "2")]
+    assert bad == [(2, "a record must be a JSON object", long_text[:10_000])]
 
 
 def test_an_array_is_yielded_in_batches(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ text, every other line quarantined under its physical line with the line itself.
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from pipeline.logs.encoding import CONVERT
@@ -16,7 +17,8 @@ HEADER = ["# FILE NAME: elections.toc", "#ALTERNATIVE NAME 1:Ann", "#  ALTERNATI
 
 def read(tmp_path, name: str, lines: list[str], *, prefix: bytes = b"", newline: str = "\n"):
     path = tmp_path / name
-    path.write_bytes(prefix + newline.join(lines + [""]).encode())
+    text = newline.join(lines + [""])
+    path.write_bytes(prefix + (text.encode("utf-16-le") if text.startswith("\ufeff") else text.encode()))
     records = read_preflib(path)
     return records.frame.select("ranking", "weight", LINE).rows(), records.unparsable
 
@@ -31,6 +33,19 @@ def test_names_ties_counts_and_physical_lines_of_a_complete_file_with_ties(tmp_p
                    (first + 3, "expected 'count: order'", "x 1,2,10"),
                    (first + 4, "unknown alternative 11", "4: 1,2,11")]
     assert len(bad) + len(rows) == len(body) - 1
+
+
+def test_a_colon_inside_an_order_is_an_unknown_alternative_not_a_count(tmp_path):
+    rows, bad = read(tmp_path, "v.soi", HEADER + ["1: 1,2:10"])
+    assert rows == [] and bad == [(len(HEADER) + 1, "unknown alternative 2:10", "1: 1,2:10")]
+
+
+def test_a_file_of_no_accepted_order_still_has_text_columns(tmp_path):
+    path = tmp_path / "v.soc"
+    path.write_text("\n".join(HEADER + ["1: 1"]) + "\n")
+    records = read_preflib(path)
+    assert records.frame.height == 0 and len(records.unparsable) == 1
+    assert records.frame.schema["ranking"] == records.frame.schema["weight"] == pl.String
 
 
 def test_strict_files_quarantine_ties_and_incomplete_files_accept_partial_orders(tmp_path):
@@ -52,6 +67,7 @@ def test_a_byte_order_mark_and_windows_line_ends_are_read_through(tmp_path):
 
 
 @pytest.mark.parametrize("name, lines, message", [
+    ("v.soc", ["\ufeffx"], "line 1: UTF-16 (little-endian) text (byte order mark FF FE): " + CONVERT),
     ("v.txt", HEADER, "not a PrefLib order file (expected .soc, .soi, .toc, .toi)"),
     ("v.soc", ["# FILE NAME: x", "1: 1,2"], "no '# ALTERNATIVE NAME' header lines: not a PrefLib 2022 file"),
     ("v.soc", HEADER[:2] + ["# ALTERNATIVE NAME 2: a>b"], "line 3: alternative name 'a>b' contains '>' or '='"),
