@@ -272,3 +272,9 @@ def test_a_large_string_column_with_bytes_that_are_not_utf8_quarantines_their_ro
     assert [(r["model_a"], r["model_b"]) for r in rows] == [("m1", "m2")]
     assert [(line, field) for line, field, _ in quarantined] == [(1, "model_a")]
     assert "bytes that are not UTF-8 text (byte 0xFF at 1)" in quarantined[0][2]
+
+
+def test_the_reasons_of_a_column_whose_every_value_is_null_are_still_text(tmp_path):
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"model_a": ["a"], "weight": pa.array([None], pa.duration("s"))}), path)
+    assert next(read_batches(path)).frame.schema[INVALID + "weight"] == pl.String
