@@ -11,6 +11,7 @@ from importlib import resources
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pytest
 from typer.testing import CliRunner
 
 from pipeline.backtest.evaluate import RESULT_SCHEMA
@@ -21,7 +22,9 @@ from pipeline.methods.standing import PROVISIONAL
 from pipeline.report import RunRecord, write_report
 from pipeline.report.diagnostics import Context, Note, describe
 from pipeline.report.folders import BoardFolder, read_run
-from pipeline.report.site import anchor, image, leader, method_stems, render, run_label, split_provisional, sub_boards
+from pipeline.report.history import SCHEMA as HISTORY_SCHEMA
+from pipeline.report.site import (CARD_AGENTS, anchor, backtest_card, board_card, image, leader, method_stems, render, run_label,
+                                  split_provisional, sub_boards)
 from pipeline.store import Store
 
 from tests.report.conftest import HOSTILE_AGENTS, HOSTILE_CATEGORIES, HOSTILE_FILE, HOSTILE_TITLE, RUNS
@@ -282,3 +285,47 @@ def test_a_boards_category_pages_link_up_to_it_and_every_page_names_the_run(tmp_
     for where, html in pages.items():
         assert f"{run_label(RUNS[0])} UTC" in Page(html).all_text, where
         assert re.findall(r'<a class="up" href="([^"]*)"', html) == ([] if where == "." else ["../index.html"]), where
+
+
+def test_a_run_index_has_a_card_per_board_with_its_first_methods_top_five_and_changes_and_one_per_backtest(tmp_path):
+    agents = [f"m{i}" for i in range(7)]  # m0 beats every other, m1 every other but m0, ...: ranks 1 to 7
+    pairs = [(agents[i], agents[j]) for i in range(len(agents)) for j in range(i + 1, len(agents))] * 2
+    source = tmp_path / "battles.csv"
+    pl.DataFrame({"model_a": [a for a, _ in pairs], "model_b": [b for _, b in pairs], "winner": ["model_a"] * len(pairs)}).write_csv(source)
+    run = tmp_path / "runs" / RUNS[1]
+    run_board(Board("arena", "battles", (str(source),), ("borda:normalise=true", "copeland"), title="The arena", min_records=0),
+              Store(tmp_path / "store"), run / "arena")
+    errors = {"elo": [0.3, 0.5], "copeland": [0.2, 0.2], "borda": [0.9, 0.7]}
+    results = pa.Table.from_pylist(
+        [{"split": s, "label": "", "method": m, "seed": 0, "train_units": 9, "test_units": 1, "rated_agents": 3, "test_pairs": 21,
+          "unseen_pairs": 0, "kendall": e, "kendall_normalised": e / 21, "log_loss": None, "brier": None, "auc": None}
+         for m, values in errors.items() for s, e in enumerate(values)], schema=RESULT_SCHEMA)
+    record = RunRecord("games", list(errors), "store", [], parameters={"reference": "elo"}, title="backtest: games")
+    write_backtest(run / "bt", results, summarise(results, list(errors), "elo"), record, "backtest: games", "elo")
+    before = {"m0": 3, "m1": 1, "m2": 2, "m4": 5}  # m3 was not ranked in the previous run
+    history = pl.DataFrame([{"run_id": RUNS[0], "board": "arena", "method": "borda:normalise=true", "agent": a, "rank": r,
+                             "score": 0.0} for a, r in before.items()], schema_overrides=HISTORY_SCHEMA)
+    history = history.select([pl.col(c) if c in history.columns else pl.lit(None, t).alias(c) for c, t in HISTORY_SCHEMA.items()])
+    folders = {f.name: f for f in read_run(run)}
+
+    card = board_card(folders["arena"], history, RUNS[1])
+    ratings = folders["arena"].ratings.filter(pl.col("method") == "borda:normalise=true").sort("rank")
+    assert (card.title, card.name, card.link, card.kind, card.method, card.alerts) == (
+        "The arena", "arena", "arena/index.html", "battles", "borda (normalise=True)", [])
+    assert card.facts == [("agents", "7"), ("methods", "2"), ("rows", f"{len(pairs):,}")]
+    assert [(rank, agent) for rank, agent, _, _ in card.top] == [(str(i + 1), f"m{i}") for i in range(CARD_AGENTS)]
+    assert [float(score) for _, _, score, _ in card.top] == pytest.approx(ratings.get_column("score").to_list()[:CARD_AGENTS], abs=1e-3)
+    assert [change.text for _, _, _, change in card.top] == ["\u25b2 2", "\u25bc 1", "\u25bc 1", "new", "="]
+    assert card.top[0][3].title == f"rank 3 in run {RUNS[0]}"
+    without_history = board_card(folders["arena"], history.clear(), RUNS[1])
+    assert [change for *_, change in without_history.top] == [None] * CARD_AGENTS
+
+    bt = backtest_card(folders["bt"])
+    means = {m: sum(v) / len(v) for m, v in errors.items()}
+    best = sorted(means, key=means.get)
+    assert (bt.title, bt.name, bt.link, bt.kind, bt.method, bt.facts, bt.alerts) == (
+        "backtest: games", "bt", "bt/index.html", "backtest", "mean error", [("methods", "3")], [])
+    assert bt.top == [(str(i + 1), m, f"{means[m]:.4g}", None) for i, m in enumerate(best)]
+
+    index = Page.read(write_report(run, run_id=RUNS[1]))
+    assert sorted(index.links) == ["arena/index.html", "bt/index.html"] and "2 boards" in index.all_text
