@@ -327,5 +327,23 @@ def test_a_run_index_has_a_card_per_board_with_its_first_methods_top_five_and_ch
         "backtest: games", "bt", "bt/index.html", "backtest", "mean error", [("methods", "3")], [])
     assert bt.top == [(str(i + 1), m, f"{means[m]:.4g}", None) for i, m in enumerate(best)]
 
-    index = Page.read(write_report(run, run_id=RUNS[1]))
-    assert sorted(index.links) == ["arena/index.html", "bt/index.html"] and "2 boards" in index.all_text
+    # The run folder's report: its id and the history beside it (<out>/history.parquet) found from the path alone
+    history.write_parquet(tmp_path / "history.parquet")
+    (run / "failed_boards.json").write_text(json.dumps({"gone": "no rows"}))
+    (run / "cut").mkdir()
+    (run / "cut" / "ratings.parquet").write_bytes(b"PAR1 cut short")
+    index_path = write_report(run)
+    index = Page.read(index_path)
+    assert sorted(index.links) == ["arena/index.html", "bt/index.html"]
+    assert f"2 boards; changes are against the run of {run_label(RUNS[0])} UTC." in index.all_text
+    arena_card, bt_card = index.tables_of("mini")
+    assert [[text for text, _ in row] for row in arena_card.rows] == [
+        [rank, agent, score, change.text] for rank, agent, score, change in card.top]  # the changes from the history file
+    assert [[text for text, _ in row] for row in bt_card.rows] == [[rank, method, mean] for rank, method, mean, _ in bt.top]
+    warnings = re.findall(r'<li class="warn">([^<]*)</li>', index_path.read_text(encoding="utf-8"))
+    assert warnings == ["Board gone failed and was not published: no rows",
+                        "The outputs of cut are not shown: ratings.parquet cannot be read (cut short, or not Parquet)"]
+    for name in ("arena", "bt"):
+        html = (run / name / "index.html").read_text(encoding="utf-8")
+        assert re.findall(r'<a class="up" href="([^"]*)"', html) == ["../index.html"], name
+    assert f"{run_label(RUNS[1])} UTC" in Page.read(run / "arena" / "index.html").all_text
