@@ -23,8 +23,8 @@ from pipeline.report import RunRecord, write_report
 from pipeline.report.diagnostics import Context, Note, describe
 from pipeline.report.folders import BoardFolder, read_run
 from pipeline.report.history import SCHEMA as HISTORY_SCHEMA
-from pipeline.report.site import (CARD_AGENTS, anchor, backtest_card, board_card, image, leader, method_stems, render, run_label,
-                                  split_provisional, sub_boards)
+from pipeline.report.site import (CARD_AGENTS, anchor, backtest_card, board_card, image, leader, leaderboards, method_stems, render,
+                                  run_label, split_provisional, sub_boards)
 from pipeline.store import Store
 
 from tests.report.conftest import HOSTILE_AGENTS, HOSTILE_CATEGORIES, HOSTILE_FILE, HOSTILE_TITLE, RUNS
@@ -347,3 +347,15 @@ def test_a_run_index_has_a_card_per_board_with_its_first_methods_top_five_and_ch
         html = (run / name / "index.html").read_text(encoding="utf-8")
         assert re.findall(r'<a class="up" href="([^"]*)"', html) == ["../index.html"], name
     assert f"{run_label(RUNS[1])} UTC" in Page.read(run / "arena" / "index.html").all_text
+
+
+def test_leaderboards_are_one_per_method_and_one_per_category_when_ratings_carry_categories(tmp_path):
+    rows = [("borda", None, "b", 2), ("borda", None, "a", 1), ("copeland", "math", "z", 1), ("copeland", "code", "y", 2),
+            ("copeland", "code", "x", 1), ("copeland", None, "w", 1), ("elo", None, "v", 1)]
+    ratings = pl.DataFrame(rows, schema={"method": pl.String, "category": pl.String, "agent": pl.String, "rank": pl.Int64},
+                           orient="row")
+    boards = leaderboards(BoardFolder(tmp_path, "b", {}, ratings))
+    assert [(key, label, part.get_column("agent").to_list()) for key, label, part in boards] == [
+        ("borda", "borda", ["a", "b"]),  # no category: the method's rows, by rank
+        ("copeland|code", "copeland \u00b7 code", ["x", "y"]), ("copeland|math", "copeland \u00b7 math", ["z"]),  # sorted
+        ("elo", "elo", ["v"])]
