@@ -22,7 +22,13 @@ from pipeline.store import commit as commit_module
 from pipeline.store import store as store_module
 from pipeline.store.commit import FolderCommit, ObjectCommit
 from pipeline.store.dictionary import IdMap
-from pipeline.store.objects import LEASE, MANIFESTS, ObjectStore, StoreBusy, listed_objects
+from pipeline.store.objects import (
+    LEASE,
+    MANIFESTS,
+    ObjectStore,
+    StoreBusy,
+    listed_objects,
+)
 
 
 @pytest.fixture
@@ -227,7 +233,10 @@ def test_a_local_commit_holds_the_stores_lock_while_it_is_open(tmp_path):
 
 def test_temporary_files_of_killed_writers_are_removed_when_a_local_commit_opens(tmp_path):
     root = tmp_path / "store"
-    temporary = lambda folder: folder / f".x.parquet.tmp-{uuid.uuid4().hex}"  # noqa: E731 (the names atomic writes use)
+
+    def temporary(folder: Path) -> Path:  # the names atomic writes use
+        return folder / f".x.parquet.tmp-{uuid.uuid4().hex}"
+
     removed = [temporary(root), temporary(root / "dictionaries"), temporary(root / "quarantine" / "battles"),
                temporary(root / "battles" / "date=2024-01-01"), temporary(root / "ids" / "battles")]
     kept = [temporary(root / "dictionaries" / "old"),  # the root and dictionaries/ are searched only at their top
