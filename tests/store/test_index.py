@@ -1,0 +1,58 @@
+"""The store's id index (`pipeline.store.index`): runs spilled, merged, committed under names of
+their own and collected; rebuilt from the partitions when lost. Small files with `SPILL` lowered,
+so that every path of the index is taken in well under a second."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pipeline.logs import delimited
+from pipeline.store import Store, index
+
+HEADER = "battle_id,model_a,model_b,winner,timestamp\n"
+
+
+def battles(ids: range) -> str:
+    return "".join(f"b{i},m{i % 3},m{(i + 1) % 3},model_a,2024-01-01T10:00:00Z\n" for i in ids)
+
+
+def run_files(store: Store) -> set[str]:
+    return {p.relative_to(store.root).as_posix() for p in (store.root / index.FOLDER).rglob("*") if p.is_file()}
+
+
+def listed_runs(store: Store) -> list[dict]:
+    return json.loads((store.root / "manifest.json").read_text())["ids"]["battles"]["runs"]
+
+
+def test_a_file_whose_ids_spill_commits_them_as_a_run_named_by_the_index(tmp_path, monkeypatch):
+    monkeypatch.setattr(index, "SPILL", 8)  # the file's 20 ids, one batch, go to a temporary file
+    log = tmp_path / "log.csv"
+    log.write_text(HEADER + battles(range(20)))
+    store = Store(tmp_path / "store")
+    store.ingest([log], "battles")
+    [run] = listed_runs(store)
+    assert run["ids"] == 20 and re.fullmatch(r"ids/battles/run-[0-9a-f]{32}\.npy", run["path"]), run
+    assert run_files(store) == {run["path"]}  # renamed from the temporary: nothing else left
+    again = tmp_path / "again.csv"
+    again.write_text(HEADER + battles(range(15, 25)))
+    [report] = store.ingest([again], "battles")
+    assert (report.rows_accepted, report.rows_quarantined) == (5, 5)  # found in the committed run
+
+
+def test_the_spilled_ids_of_a_file_refused_midway_are_deleted_with_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(index, "SPILL", 8)
+    monkeypatch.setattr(delimited, "CHUNK_BYTES", 300)  # batches of a few lines: ids spill before the bad line
+    spilled = []
+    spill = index.FileIds._spill
+    monkeypatch.setattr(index.FileIds, "_spill", lambda self, run: spilled.append(len(run)) or spill(self, run))
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes((HEADER + battles(range(40)) + "b99,caf\xe9,m1,model_a,2024-01-01T10:00:00Z\n").encode("latin-1"))
+    good = tmp_path / "good.csv"
+    good.write_text(HEADER + battles(range(100, 103)))
+    store = Store(tmp_path / "store")
+    reports = store.ingest([bad, good], "battles")
+    assert [r.status for r in reports] == ["unreadable", "ingested"] and "line 42" in reports[0].error
+    assert spilled  # the bad file's ids were on disk when it was refused
+    assert run_files(store) == {run["path"] for run in listed_runs(store)}  # only the good file's run
+    assert sum(run["ids"] for run in listed_runs(store)) == 3
