@@ -60,10 +60,13 @@ TARGETS = {
     "footprint": Target(("pipeline/store/footprint.py",), ("tests/store/test_footprint.py",)),
     # without the many-day test (8 s: the others write the same partitions in small buffers)
     "partitions": Target(("pipeline/store/partitions.py",), ("tests/store/test_partitions.py", "-k", "not many_days")),
-    "index": Target(("pipeline/store/index.py",), ("tests/store/test_isolation.py", "tests/store/test_store.py")),
+    "index": Target(("pipeline/store/index.py",),
+                    ("tests/store/test_isolation.py", "tests/store/test_store.py", "tests/store/test_index.py")),
     "files": Target(("pipeline/store/files.py",),
                     ("tests/store/test_store.py", "tests/store/test_isolation.py", "tests/store/test_ingest_limits.py")),
-    "location": Target(("pipeline/store/location.py",), ("tests/store/test_store.py", "tests/store/test_isolation.py")),
+    # with test_location.py: URLs on fsspec's in-memory filesystem, the object store's errors (no server)
+    "location": Target(("pipeline/store/location.py",),
+                       ("tests/store/test_store.py", "tests/store/test_isolation.py", "tests/store/test_location.py")),
     "report": Target(("pipeline/report/*",), ("tests/report", "-m", "not slow")),
     # report's two claims apart, each against the tests that guard it (report's selection is minutes a mutant)
     "publish": Target(("pipeline/report/publish.py",),

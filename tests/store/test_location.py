@@ -69,6 +69,7 @@ REFUSED = "check the credentials in the environment or the cloud's config files"
     (OSError('Could not connect to the endpoint URL: "http://127.0.0.1:9/b"\nretries exhausted'),
      f'the object store cannot be reached (Could not connect to the endpoint URL: "http://127.0.0.1:9/b"); {UNREACHED}'),
     (EndpointConnectionError(), f"the object store cannot be reached (EndpointConnectionError); {UNREACHED}"),
+    (EndpointConnectionError("http://127.0.0.1:9/b"), f"the object store cannot be reached (http://127.0.0.1:9/b); {UNREACHED}"),
     (TimeoutError("Read timed out"), f"the object store cannot be reached (Read timed out); {UNREACHED}"),
     (PermissionError("denied"), f"access refused (denied); {REFUSED}"),
     (ValueError("The AWS Access Key Id you provided does not exist in our records."),  # refused, though "not exist"
