@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
+
 from pipeline.logs import delimited
 from pipeline.store import Store, index
 
@@ -56,3 +58,19 @@ def test_the_spilled_ids_of_a_file_refused_midway_are_deleted_with_it(tmp_path, 
     assert spilled  # the bad file's ids were on disk when it was refused
     assert run_files(store) == {run["path"] for run in listed_runs(store)}  # only the good file's run
     assert sum(run["ids"] for run in listed_runs(store)) == 3
+
+
+def test_a_files_runs_merge_while_the_newest_is_at_least_half_the_one_before_and_still_find_every_id(tmp_path):
+    # "merge the newest while it is at least half the one before" (2 * newest >= the one before), one id a
+    # batch: [1]; [1, 1] -> [2]; [2, 1] -> [3]; [3, 1] stays (2 < 3); [3, 1, 1] -> [3, 2] -> [5]; [5, 1];
+    # [5, 1, 1] -> [5, 2] (4 < 5).
+    from pipeline.logs.identity import NOT_FOUND, where
+
+    ids = index.FileIds(index.KindIndex(tmp_path / "store", "battles"), 0)
+    sizes = []
+    for i in range(7):
+        ids.add(np.array([1000 + i], np.uint64), np.array([i], np.uint64), where(0, np.array([i])))
+        sizes.append([len(run) for run in ids.runs])
+    assert sizes == [[1], [2], [3], [3, 1], [5], [5, 1], [5, 2]]
+    high, low = np.arange(1000, 1008, dtype=np.uint64), np.arange(8, dtype=np.uint64)
+    assert ids.find(high, low).tolist() == where(0, np.arange(7)).tolist() + [NOT_FOUND]
