@@ -63,7 +63,8 @@ TARGETS = {
     "index": Target(("pipeline/store/index.py",),
                     ("tests/store/test_isolation.py", "tests/store/test_store.py", "tests/store/test_index.py")),
     "files": Target(("pipeline/store/files.py",),
-                    ("tests/store/test_store.py", "tests/store/test_isolation.py", "tests/store/test_ingest_limits.py")),
+                    ("tests/store/test_store.py", "tests/store/test_isolation.py", "tests/store/test_ingest_limits.py",
+                     "tests/store/test_files.py")),
     # with test_location.py: URLs on fsspec's in-memory filesystem, the object store's errors (no server)
     "location": Target(("pipeline/store/location.py",),
                        ("tests/store/test_store.py", "tests/store/test_isolation.py", "tests/store/test_location.py")),
