@@ -57,6 +57,9 @@ def test_a_full_disk_is_said_as_such_whatever_error_says_it(tmp_path):
     assert str(StoreDiskFull("s", OSError())).startswith("s: the store's disk is full (OSError); ")
     assert files.disk_full(OSError(errno.ENOSPC, "No space left on device"))
     assert files.disk_full(OSError(errno.EDQUOT, "Disk quota exceeded"))
+    quota = OSError("Disk quota exceeded")  # an errno set apart from the text (as StoreDiskFull sets its own)
+    quota.errno = errno.EDQUOT
+    assert files.disk_full(quota)
     assert files.disk_full(OSError("IOError: [Errno 28] No space left on device"))  # Arrow's: the errno in its text
     assert files.disk_full(OSError(f"[errno {errno.EDQUOT}] Disk quota exceeded"))
     assert files.disk_full(OSError("4096 requested and 1024 written"))  # numpy's short write
@@ -112,12 +115,15 @@ def test_parquet_is_written_zstd_in_row_groups(tmp_path, monkeypatch):
     assert metadata.row_group(0).column(0).compression == "ZSTD" and pq.read_table(path).equals(table)
 
 
-def test_sync_files_syncs_each_file_and_refuses_a_missing_one(tmp_path):
-    written = [tmp_path / "a" / "1", tmp_path / "b" / "2"]
+def test_sync_files_syncs_each_file_then_their_folders_and_refuses_a_missing_one(tmp_path, monkeypatch):
+    written = [tmp_path / "a" / "1", tmp_path / "b" / "2", tmp_path / "b" / "3"]
     for path in written:
-        path.parent.mkdir()
+        path.parent.mkdir(exist_ok=True)
         path.write_bytes(b"x")
+    synced, fsync = [], os.fsync
+    monkeypatch.setattr(files.os, "fsync", lambda fd: synced.append(os.readlink(f"/proc/self/fd/{fd}")) or fsync(fd))
     files.sync_files(iter(written))  # (an iterator: read once)
+    assert sorted(synced[:3]) == [str(p) for p in written] and sorted(synced[3:]) == [str(tmp_path / "a"), str(tmp_path / "b")]
     files.sync_files([])
     with pytest.raises(FileNotFoundError):
         files.sync_files([tmp_path / "none"])
@@ -143,7 +149,7 @@ def test_the_exclusive_lock_is_held_inside_the_block_only(tmp_path):
     def taken() -> bool:
         descriptor = os.open(path, os.O_RDWR)
         try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)  # refused only by an exclusive lock
             return False
         except BlockingIOError:
             return True
