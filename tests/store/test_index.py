@@ -10,6 +10,7 @@ import re
 import numpy as np
 
 from pipeline.logs import delimited
+from pipeline.logs.identity import NOT_FOUND, where
 from pipeline.store import Store, index
 
 HEADER = "battle_id,model_a,model_b,winner,timestamp\n"
@@ -64,13 +65,38 @@ def test_a_files_runs_merge_while_the_newest_is_at_least_half_the_one_before_and
     # "merge the newest while it is at least half the one before" (2 * newest >= the one before), one id a
     # batch: [1]; [1, 1] -> [2]; [2, 1] -> [3]; [3, 1] stays (2 < 3); [3, 1, 1] -> [3, 2] -> [5]; [5, 1];
     # [5, 1, 1] -> [5, 2] (4 < 5).
-    from pipeline.logs.identity import NOT_FOUND, where
-
     ids = index.FileIds(index.KindIndex(tmp_path / "store", "battles"), 0)
-    sizes = []
-    for i in range(7):
-        ids.add(np.array([1000 + i], np.uint64), np.array([i], np.uint64), where(0, np.array([i])))
-        sizes.append([len(run) for run in ids.runs])
+    sizes = add_one_id_a_batch(ids, 7)
     assert sizes == [[1], [2], [3], [3, 1], [5], [5, 1], [5, 2]]
     high, low = np.arange(1000, 1008, dtype=np.uint64), np.arange(8, dtype=np.uint64)
     assert ids.find(high, low).tolist() == where(0, np.arange(7)).tolist() + [NOT_FOUND]
+
+
+def add_one_id_a_batch(ids: index.FileIds, count: int) -> list[list[int]]:
+    """The sizes of the runs after each of `count` batches of one new id."""
+    sizes = []
+    for i in range(count):
+        ids.add(np.array([1000 + i], np.uint64), np.array([i], np.uint64), where(0, np.array([i])))
+        sizes.append([len(run) for run in ids.runs])
+    return sizes
+
+
+def test_runs_merge_only_up_to_the_largest_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(index.FileIds, "max_run", 3)
+    # As above, but no merge past 3 ids: [2, 1] -> [3] (3 ids: at the bound); [3, 1, 1] -> [3, 2] (5 > 3);
+    # [3, 2, 1] -> [3, 3]; [3, 3, 1] (2 < 3).
+    ids = index.FileIds(index.KindIndex(tmp_path / "store", "battles"), 0)
+    assert add_one_id_a_batch(ids, 7) == [[1], [2], [3], [3, 1], [3, 2], [3, 3], [3, 3, 1]]
+
+
+def test_spilled_runs_merged_away_are_deleted_as_the_file_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(index, "SPILL", 2)  # every merge of two ids or more goes to a file
+    ids = index.FileIds(index.KindIndex(tmp_path / "store", "battles"), 0)
+    folder = tmp_path / "store" / index.FOLDER / "battles"
+    for step in range(7):
+        ids.add(np.array([1000 + step], np.uint64), np.array([step], np.uint64), where(0, np.array([step])))
+        on_disk = {p.relative_to(tmp_path / "store").as_posix() for p in folder.glob("*")} if folder.exists() else set()
+        assert on_disk == {p for p in ids.paths if p is not None}, step
+    assert len(on_disk) >= 2  # (runs of 4 and 2: both spilled)
+    ids.discard()
+    assert list(folder.glob("*")) == []
