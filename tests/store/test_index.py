@@ -8,10 +8,11 @@ import json
 import re
 
 import numpy as np
+import pytest
 
 from pipeline.logs import delimited
 from pipeline.logs.identity import NOT_FOUND, where
-from pipeline.store import Store, index
+from pipeline.store import DamagedStore, Store, index
 
 HEADER = "battle_id,model_a,model_b,winner,timestamp\n"
 
@@ -91,12 +92,23 @@ def test_runs_merge_only_up_to_the_largest_run(tmp_path, monkeypatch):
 
 def test_spilled_runs_merged_away_are_deleted_as_the_file_is_read(tmp_path, monkeypatch):
     monkeypatch.setattr(index, "SPILL", 2)  # every merge of two ids or more goes to a file
+    spilled = []
+    spill = index.FileIds._spill
+    monkeypatch.setattr(index.FileIds, "_spill", lambda self, run: spilled.append(len(run)) or spill(self, run))
     ids = index.FileIds(index.KindIndex(tmp_path / "store", "battles"), 0)
     folder = tmp_path / "store" / index.FOLDER / "battles"
     for step in range(7):
         ids.add(np.array([1000 + step], np.uint64), np.array([step], np.uint64), where(0, np.array([step])))
         on_disk = {p.relative_to(tmp_path / "store").as_posix() for p in folder.glob("*")} if folder.exists() else set()
         assert on_disk == {p for p in ids.paths if p is not None}, step
-    assert len(on_disk) >= 2  # (runs of 4 and 2: both spilled)
+    assert len(on_disk) >= 2  # (runs of 5 and 2: both spilled)
+    assert spilled == []  # each merge went straight to its file, none through memory first
     ids.discard()
     assert list(folder.glob("*")) == []
+
+
+def test_a_run_holding_pickled_objects_is_damage_never_unpickled(tmp_path):
+    path = tmp_path / "run-0.npy"
+    np.save(path, np.array([{"planted": "object"}], dtype=object), allow_pickle=True)
+    with pytest.raises(DamagedStore, match=r"\(ValueError: Array can't be memory-mapped: Python objects in dtype\.\)"):
+        index._load(path)  # (refused by the memory map itself, before any unpickling: allow_pickle is never reached)
