@@ -31,10 +31,13 @@ def test_an_address_is_a_path_under_a_local_root_or_a_url_under_a_url(tmp_path):
     assert location.address(tmp_path, "battles/x.parquet") == str(tmp_path / "battles" / "x.parquet")
     assert location.address("memory://bucket/store/", "battles/x.parquet") == "memory://bucket/store/battles/x.parquet"
     assert location.address("memory://bucket/store", "x") == "memory://bucket/store/x"
+    assert location.address("memory://bucket/INBOX//", "x") == "memory://bucket/INBOX/x"  # slashes stripped, nothing else
 
 
 def test_a_scheme_without_its_package_or_unknown_to_fsspec_is_one_line_naming_the_url(monkeypatch):
     import importlib
+
+    import fsspec.core
 
     registry = importlib.import_module("fsspec.registry")  # (`fsspec.registry` is also a name of the package's)
     # gs:// as on a machine without gcsfs, and a scheme of no extra of vase, whatever is installed here
@@ -49,10 +52,18 @@ def test_a_scheme_without_its_package_or_unknown_to_fsspec_is_one_line_naming_th
         location.filesystem("vase-test://bucket/store")
     assert str(other.value) == ("vase-test://bucket/store: vase-test:// needs a package that is not installed: install the "
                                 "fsspec package for it")
+    with pytest.raises(StorageError) as nested:  # the scheme is what comes before the first "://"
+        location.filesystem("gs://bucket/copied://s3")
+    assert str(nested.value).endswith("pip install 'vase-pipeline[gcs]'")
     with pytest.raises(StorageError) as unknown:
         location.filesystem("nosuchscheme://bucket/store")
     assert str(unknown.value).startswith("nosuchscheme://bucket/store: ") and "\n" not in str(unknown.value)
     assert "nosuchscheme" in str(unknown.value).removeprefix("nosuchscheme://bucket/store: ")  # fsspec's own words
+    monkeypatch.setattr(fsspec.core, "url_to_fs", lambda url: (_ for _ in ()).throw(ValueError()))
+    with pytest.raises(StorageError) as wordless:
+        location.filesystem("odd://bucket/store")
+    assert str(wordless.value) == "odd://bucket/store: not a storage URL fsspec knows"
+    monkeypatch.undo()
     fs, path = location.filesystem("memory://bucket/store")
     assert fs.protocol == "memory" and path == "/bucket/store"
 
@@ -78,6 +89,8 @@ REFUSED = "check the credentials in the environment or the cloud's config files"
      f"access refused (An error occurred (InvalidAccessKeyId) when calling PutObject); {REFUSED}"),
     (ValueError("The specified bucket does not exist"), "the bucket does not exist; create it first"),
     (ValueError("NoSuchBucket: the Bucket is gone"), "the bucket does not exist; create it first"),
+    (ValueError("The bucket policy is malformed"), "ValueError: The bucket policy is malformed"),
+    (ValueError("The specified key does not exist."), "ValueError: The specified key does not exist."),
     (KeyError("odd"), "KeyError: 'odd'"),
     (RuntimeError("first line\nsecond line"), "RuntimeError: first line"),
 ])
@@ -111,6 +124,7 @@ def test_parquet_files_and_objects_read_the_same_locally_and_by_url(tmp_path, ur
         assert location.read_table(where, columns=["rows"]).column_names == ["rows"]
         assert location.read_schema(where).names == ["battle_id", "rows"]
         assert location.parquet_file(where).metadata.num_row_groups == 2
+        assert pa.types.is_dictionary(location.parquet_file(where, read_dictionary=["battle_id"]).read().schema.field("battle_id").type)
     with pytest.raises(FileNotFoundError):
         location.read_object(f"{url}/none.parquet")
 
@@ -120,12 +134,12 @@ def test_log_files_of_a_url_are_its_logs_in_sorted_order_but_not_a_stores(url):
 
     fs = fsspec.filesystem("memory")
     for key in ("logs/b.csv", "logs/a.JSONL", "logs/notes.txt", "logs/deep/c.csv", "logs/store/manifests/0000000001.json",
-                "logs/store/quarantine/battles/x.csv", "logs/storefront/d.csv"):
+                "logs/store/quarantine/battles/x.csv", "logs/storefront/d.csv", "logs/manifests/e.csv"):
         fs.pipe_file(f"{url}/{key}", b"x")
     found = location.log_files(f"{url}/logs", [".csv", ".jsonl"])
-    # (fsspec's memory filesystem names keys from the root: memory:///...)
-    assert [f.rsplit("/logs/", 1)[1] for f in found] == ["a.JSONL", "b.csv", "deep/c.csv", "storefront/d.csv"]
-    assert all(f.startswith("memory://") for f in found)
+    # a folder holding manifests/<n>.json is a store (left out); a folder of logs named `manifests` is not
+    folder = fs._strip_protocol(f"{url}/logs")  # (the memory filesystem's keys start at its root: memory:///...)
+    assert found == [f"memory://{folder}/{name}" for name in ("a.JSONL", "b.csv", "deep/c.csv", "manifests/e.csv", "storefront/d.csv")]
     assert location.log_files(f"{url}/logs/b.csv", [".csv"]) == [f"{url}/logs/b.csv"]  # an object: itself
 
 
@@ -142,3 +156,26 @@ def test_a_log_by_url_is_read_from_a_local_copy_under_its_name_removed_after(tmp
     assert not copy.parent.exists()
     with pytest.raises(FileNotFoundError), location.fetched(f"{url}/logs/none.csv"):
         pass
+
+
+def test_what_the_object_store_refuses_names_the_url_of_the_object_or_folder(monkeypatch):
+    import importlib
+
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    class Refusing(MemoryFileSystem):  # a store whose every request is refused, as a bad key's would be
+        protocol = "vase-refusing"
+
+        def _refuse(self, *args, **kwargs):
+            raise PermissionError("Access Denied")
+
+        cat_file = pipe_file = isdir = find = _refuse
+
+    registry = importlib.import_module("fsspec.registry")
+    monkeypatch.setitem(registry._registry, "vase-refusing", Refusing)
+    url = "vase-refusing://bucket/logs"
+    for call in (lambda: location.read_object(f"{url}/a.csv"), lambda: location.write_object(f"{url}/a.csv", b"x"),
+                 lambda: location.log_files(url, [".csv"])):
+        with pytest.raises(StorageError) as refused:
+            call()
+        assert str(refused.value).startswith(f"{url}") and "access refused (Access Denied)" in str(refused.value)
