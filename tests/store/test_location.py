@@ -169,13 +169,13 @@ def test_what_the_object_store_refuses_names_the_url_of_the_object_or_folder(mon
         def _refuse(self, *args, **kwargs):
             raise PermissionError("Access Denied")
 
-        cat_file = pipe_file = isdir = find = _refuse
+        cat_file = pipe_file = isdir = find = info = _open = _refuse
 
     registry = importlib.import_module("fsspec.registry")
     monkeypatch.setitem(registry._registry, "vase-refusing", Refusing)
     url = "vase-refusing://bucket/logs"
     for call in (lambda: location.read_object(f"{url}/a.csv"), lambda: location.write_object(f"{url}/a.csv", b"x"),
-                 lambda: location.log_files(url, [".csv"])):
+                 lambda: location.log_files(url, [".csv"]), lambda: location.read_table(f"{url}/a.parquet")):
         with pytest.raises(StorageError) as refused:
             call()
         assert str(refused.value).startswith(f"{url}") and "access refused (Access Denied)" in str(refused.value)
