@@ -30,12 +30,16 @@ def listed_runs(store: Store) -> list[dict]:
 
 
 def test_a_file_whose_ids_spill_commits_them_as_a_run_named_by_the_index(tmp_path, monkeypatch):
-    monkeypatch.setattr(index, "SPILL", 8)  # the file's 20 ids, one batch, go to a temporary file
+    monkeypatch.setattr(index, "SPILL", 20)  # the file's 20 ids, one batch: SPILL ids or more go to a temporary file
+    spilled = []
+    spill = index.FileIds._spill
+    monkeypatch.setattr(index.FileIds, "_spill", lambda self, run: spilled.append(len(run)) or spill(self, run))
     log = tmp_path / "log.csv"
     log.write_text(HEADER + battles(range(20)))
     store = Store(tmp_path / "store")
     store.ingest([log], "battles")
     [run] = listed_runs(store)
+    assert spilled == [20]
     assert run["ids"] == 20 and re.fullmatch(r"ids/battles/run-[0-9a-f]{32}\.npy", run["path"]), run
     assert run_files(store) == {run["path"]}  # renamed from the temporary: nothing else left
     again = tmp_path / "again.csv"
@@ -90,8 +94,9 @@ def test_runs_merge_only_up_to_the_largest_run(tmp_path, monkeypatch):
     assert add_one_id_a_batch(ids, 7) == [[1], [2], [3], [3, 1], [3, 2], [3, 3], [3, 3, 1]]
 
 
-def test_spilled_runs_merged_away_are_deleted_as_the_file_is_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(index, "SPILL", 2)  # every merge of two ids or more goes to a file
+@pytest.mark.parametrize("spill_at", [2, 3])  # every merge of two ids or more goes to a file; or of three (two in memory)
+def test_spilled_runs_merged_away_are_deleted_as_the_file_is_read(tmp_path, monkeypatch, spill_at):
+    monkeypatch.setattr(index, "SPILL", spill_at)
     spilled = []
     spill = index.FileIds._spill
     monkeypatch.setattr(index.FileIds, "_spill", lambda self, run: spilled.append(len(run)) or spill(self, run))
@@ -100,8 +105,8 @@ def test_spilled_runs_merged_away_are_deleted_as_the_file_is_read(tmp_path, monk
     for step in range(7):
         ids.add(np.array([1000 + step], np.uint64), np.array([step], np.uint64), where(0, np.array([step])))
         on_disk = {p.relative_to(tmp_path / "store").as_posix() for p in folder.glob("*")} if folder.exists() else set()
-        assert on_disk == {p for p in ids.paths if p is not None}, step
-    assert len(on_disk) >= 2  # (runs of 5 and 2: both spilled)
+        assert on_disk == {p for p in ids.paths if p is not None} and len(ids.paths) == len(ids.runs), step
+    assert [len(run) for run in ids.runs] == [5, 2] and len(on_disk) == (2 if spill_at == 2 else 1)  # (the 2 in memory under 3)
     assert spilled == []  # each merge went straight to its file, none through memory first
     ids.discard()
     assert list(folder.glob("*")) == []
@@ -112,3 +117,21 @@ def test_a_run_holding_pickled_objects_is_damage_never_unpickled(tmp_path):
     np.save(path, np.array([{"planted": "object"}], dtype=object), allow_pickle=True)
     with pytest.raises(DamagedStore, match=r"\(ValueError: Array can't be memory-mapped: Python objects in dtype\.\)"):
         index._load(path)  # (refused by the memory map itself, before any unpickling: allow_pickle is never reached)
+
+
+def test_the_commit_merges_runs_as_a_file_does_up_to_the_largest_run(tmp_path, monkeypatch):
+    from pipeline.logs.identity import Run
+
+    def committed(sizes: list[int]) -> list[int]:
+        kind = index.KindIndex(tmp_path / "store", "battles")
+        for i, size in enumerate(sizes):  # runs of distinct ids, in memory (not yet written)
+            high = np.arange(100 * i, 100 * i + size, dtype=np.uint64)
+            kind.append(Run.of(high, high, where(0, np.arange(size))), None)
+        entry, written = kind.commit()
+        assert len(written) == len(entry["runs"])
+        return [run["ids"] for run in entry["runs"]]
+
+    # seven runs of one id: [1, 1] -> [2]; [2, 1] -> [3]; [3, 1]; [3, 1, 1] -> [3, 2] -> [5]; [5, 1]; [5, 1, 1] -> [5, 2]
+    assert committed([1] * 7) == [5, 2]
+    monkeypatch.setattr(index.SeenIds, "max_run", 3)  # and no merge past 3 ids: [3, 2] stays, [3, 2, 1] -> [3, 3]
+    assert committed([1] * 7) == [3, 3, 1]
