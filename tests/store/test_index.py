@@ -135,3 +135,30 @@ def test_the_commit_merges_runs_as_a_file_does_up_to_the_largest_run(tmp_path, m
     assert committed([1] * 7) == [5, 2]
     monkeypatch.setattr(index.SeenIds, "max_run", 3)  # and no merge past 3 ids: [3, 2] stays, [3, 2, 1] -> [3, 3]
     assert committed([1] * 7) == [3, 3, 1]
+
+
+def test_a_committed_run_is_kept_under_its_name_until_a_manifest_no_longer_lists_it(tmp_path, monkeypatch, caplog):
+    from pipeline.store import store as store_module
+
+    store = Store(tmp_path / "store")
+    big, small = tmp_path / "big.csv", tmp_path / "small.csv"
+    big.write_text(HEADER + battles(range(20)))
+    small.write_text(HEADER + battles(range(100, 101)))
+    store.ingest([big], "battles")
+    [first] = listed_runs(store)
+    store.ingest([small], "battles")  # 1 id beside 20: no merge, the committed run is not written again
+    assert listed_runs(store)[0]["path"] == first["path"] and len(listed_runs(store)) == 2
+    merging = tmp_path / "merging.csv"  # 30 ids: merged with both runs, which the manifest still lists until saved
+    merging.write_text(HEADER + battles(range(200, 230)))
+
+    def killed(self, path):
+        raise KeyboardInterrupt("killed before the manifest")
+
+    monkeypatch.setattr(store_module.Manifest, "save", killed)
+    with pytest.raises(KeyboardInterrupt):
+        store.ingest([merging], "battles")
+    monkeypatch.undo()
+    assert run_files(store) == {run["path"] for run in listed_runs(store)}  # the listed runs all still there
+    with caplog.at_level("WARNING"):
+        [report] = store.ingest([merging], "battles")
+    assert report.rows_accepted == 30 and not [r for r in caplog.records if "rebuilding" in r.getMessage()]
