@@ -162,3 +162,32 @@ def test_a_committed_run_is_kept_under_its_name_until_a_manifest_no_longer_lists
     with caplog.at_level("WARNING"):
         [report] = store.ingest([merging], "battles")
     assert report.rows_accepted == 30 and not [r for r in caplog.records if "rebuilding" in r.getMessage()]
+
+
+def test_a_rebuild_finds_each_stored_id_at_its_files_ordinal(tmp_path):
+    import pyarrow as pa
+
+    from pipeline.logs.identity import LINE_BITS, key_hashes, key_text
+
+    store = Store(tmp_path / "store")
+    quarantined = tmp_path / "quarantined.csv"  # every row refused (a model against itself): no partition at all
+    quarantined.write_text(HEADER + "b900,m1,m1,model_a,2024-01-01T10:00:00Z\n")
+    first, second = tmp_path / "first.csv", tmp_path / "second.csv"
+    first.write_text(HEADER + battles(range(5)))
+    second.write_text(HEADER + battles(range(10, 13)))
+    reports = store.ingest([first, quarantined, second], "battles")
+    assert [len(r.partitions) for r in reports] == [1, 0, 1]
+    entry = store.manifest.ids["battles"]
+    stored = sorted((r for r in store.manifest.files.values() if r.status == "ingested"), key=lambda r: (r.ingested_at, r.key))
+    rebuilt = index.rebuild(store.root, "battles", stored, lambda name: store.dictionary(name).names, entry["files"])
+    assert rebuilt.files == entry["files"]  # the ordinals kept, none added
+    keys = key_text(pa.table({"battle_id": [f"b{i}" for i in [*range(5), *range(10, 13), 900]]}), ("battle_id",))
+    found = rebuilt.find(*key_hashes(keys))
+    ordinals = [entry["files"].index(r.sha256[:16]) for r in (reports[0], reports[2])]
+    assert (found >> np.uint64(LINE_BITS)).tolist()[:8] == [ordinals[0]] * 5 + [ordinals[1]] * 3  # lines unknown: 0
+    assert found[8] == NOT_FOUND and (found[:8] & np.uint64((1 << LINE_BITS) - 1)).tolist() == [0] * 8
+    lost = index.rebuild(store.root, "battles", stored, lambda name: store.dictionary(name).names)  # no ordinals kept
+    assert lost.files == [r.sha256[:16] for r in stored]  # numbered in the order given
+    (store.root / reports[2].partitions[0].path).write_bytes(b"not parquet")
+    with pytest.raises(DamagedStore, match=f"^{re.escape(str(store.root / reports[2].partitions[0].path))}: "):
+        index.rebuild(store.root, "battles", stored, lambda name: store.dictionary(name).names)
