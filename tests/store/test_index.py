@@ -191,3 +191,25 @@ def test_a_rebuild_finds_each_stored_id_at_its_files_ordinal(tmp_path):
     (store.root / reports[2].partitions[0].path).write_bytes(b"not parquet")
     with pytest.raises(DamagedStore, match=f"^{re.escape(str(store.root / reports[2].partitions[0].path))}: "):
         index.rebuild(store.root, "battles", stored, lambda name: store.dictionary(name).names)
+
+
+def test_a_rebuild_leaves_out_the_ids_a_reader_made_up(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.logs.identity import key_hashes, key_text
+
+    store = Store(tmp_path / "store")
+    nameless = tmp_path / "nameless.csv"  # no battle_id column
+    nameless.write_text("model_a,model_b,winner\nx,y,model_a\ny,z,tie\n")
+    named = tmp_path / "named.csv"
+    named.write_text(HEADER + battles(range(2)))
+    reports = store.ingest([nameless, named], "battles")
+    # As a store written before ids of content: the reader's made-up ids, `<file name>:<line>`, were stored
+    path = store.root / reports[0].partitions[0].path
+    table = pq.read_table(path)
+    made_up = ["nameless.csv:2", "nameless.csv:3"]
+    pq.write_table(table.set_column(table.schema.get_field_index("battle_id"), "battle_id", pa.array(made_up)), path)
+    rebuilt = index.rebuild(store.root, "battles", reports, lambda name: store.dictionary(name).names)
+    found = rebuilt.find(*key_hashes(key_text(pa.table({"battle_id": [*made_up, "b0", "b1"]}), ("battle_id",))))
+    assert [f == NOT_FOUND for f in found.tolist()] == [True, True, False, False]  # (another nameless.csv's rows are no duplicates)
