@@ -32,15 +32,9 @@ from pipeline.store.objects import (
 
 
 @pytest.fixture
-def url(tmp_path):
-    """A store's URL on the in-memory filesystem, of this test alone, emptied after it."""
-    import fsspec
-
-    url = f"memory://vase-commit-{tmp_path.name}/store"
-    yield url
-    fs = fsspec.filesystem("memory")
-    if fs.exists(url):
-        fs.rm(url, recursive=True)
+def url(memory_url):
+    """A store's URL in object storage (fsspec's in-memory filesystem)."""
+    return f"{memory_url}/store"
 
 
 def objects(url: str) -> set[str]:

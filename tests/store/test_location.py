@@ -16,15 +16,8 @@ from pipeline.store.location import StorageError
 
 
 @pytest.fixture
-def url(tmp_path):
-    """A folder's URL on the in-memory filesystem, of this test alone, emptied after it."""
-    import fsspec
-
-    url = f"memory://vase-location-{tmp_path.name}"
-    yield url
-    fs = fsspec.filesystem("memory")
-    if fs.exists(url):
-        fs.rm(url, recursive=True)
+def url(memory_url):
+    return memory_url
 
 
 def test_an_address_is_a_path_under_a_local_root_or_a_url_under_a_url(tmp_path):
