@@ -45,7 +45,8 @@ def test_an_error_reading_a_store_file_is_damage_naming_it_in_one_line(tmp_path)
 def test_damage_crosses_pickling_with_its_message():
     damaged = pickle.loads(pickle.dumps(DamagedStore("x: damaged", "x", "why")))  # as a Dask worker's error comes back
     assert type(damaged) is DamagedStore and str(damaged) == "x: damaged"
-    assert (damaged.path, damaged.reason) == ("", "")  # the parts stay behind: unknown, not made up
+    assert (damaged.path, damaged.reason) == ("x", "why")
+    assert (DamagedStore("said").path, DamagedStore("said").reason) == ("", "")  # parts not given: unknown, not made up
 
 
 def test_a_full_disk_is_said_as_such_whatever_error_says_it(tmp_path):
