@@ -89,6 +89,8 @@ def test_digests_hash_the_file_and_its_prefixes_that_end_lines_across_blocks(tmp
                                   {end: hashlib.sha256(data[:end]).hexdigest() for end in ends})
     assert files.sha256_file(path, chunk=3) == hashlib.sha256(data).hexdigest()
     assert files.digest_file(path).prefixes == {}
+    path.write_bytes(b"abc\n")  # a prefix the size of the file, ending the last block
+    assert files.digest_file(path, [4]).prefixes == {4: hashlib.sha256(b"abc\n").hexdigest()}
     path.write_bytes(b"\nab\n")  # a log whose first line is empty: its one-byte prefix ends a line
     assert files.digest_file(path, [1, 4]).prefixes == {1: hashlib.sha256(b"\n").hexdigest(), 4: hashlib.sha256(b"\nab\n").hexdigest()}
 
