@@ -57,14 +57,20 @@ TARGETS = {
     # per-module targets below each run a module against the fast tests that guard it
     "store-all": Target(("pipeline/store/*",), ("tests/store", "-k", "not no_crash")),
     "store": Target(("pipeline/store/store.py",), ("tests/store/test_store.py", "tests/store/test_isolation.py")),
-    "commit": Target(("pipeline/store/commit.py",), ("tests/store/test_store.py", "tests/store/test_isolation.py")),
+    # with test_commit.py: a store in object storage on fsspec's in-memory filesystem (no server)
+    "commit": Target(("pipeline/store/commit.py",),
+                     ("tests/store/test_store.py", "tests/store/test_isolation.py", "tests/store/test_commit.py")),
     "footprint": Target(("pipeline/store/footprint.py",), ("tests/store/test_footprint.py",)),
     # without the many-day test (8 s: the others write the same partitions in small buffers)
     "partitions": Target(("pipeline/store/partitions.py",), ("tests/store/test_partitions.py", "-k", "not many_days")),
-    "index": Target(("pipeline/store/index.py",), ("tests/store/test_isolation.py", "tests/store/test_store.py")),
+    "index": Target(("pipeline/store/index.py",),
+                    ("tests/store/test_isolation.py", "tests/store/test_store.py", "tests/store/test_index.py")),
     "files": Target(("pipeline/store/files.py",),
-                    ("tests/store/test_store.py", "tests/store/test_isolation.py", "tests/store/test_ingest_limits.py")),
-    "location": Target(("pipeline/store/location.py",), ("tests/store/test_store.py", "tests/store/test_isolation.py")),
+                    ("tests/store/test_store.py", "tests/store/test_isolation.py", "tests/store/test_ingest_limits.py",
+                     "tests/store/test_files.py")),
+    # with test_location.py: URLs on fsspec's in-memory filesystem, the object store's errors (no server)
+    "location": Target(("pipeline/store/location.py",),
+                       ("tests/store/test_store.py", "tests/store/test_isolation.py", "tests/store/test_location.py")),
     "report": Target(("pipeline/report/*",), ("tests/report", "-m", "not slow")),
     # report's two claims apart, each against the tests that guard it (report's selection is minutes a mutant)
     "publish": Target(("pipeline/report/publish.py",),

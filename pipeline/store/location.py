@@ -39,6 +39,9 @@ REFUSED = re.compile(r"InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|For
 UNREACHABLE = re.compile(r"Could not connect|Connect(ion)? (call failed|refused|timeout)|EndpointConnectionError|"
                          r"Cannot connect|Name or service not known|nodename nor servname|timed out", re.IGNORECASE)
 
+# A committed manifest of a store in object storage (`pipeline.store.objects`): its folder is a store's
+STORE_MANIFEST = re.compile(r"^(.*/)manifests/\d+\.json$")
+
 
 class StorageError(ValueError):
     """Object storage that cannot be used as asked: one line naming the URL and what to do."""
@@ -134,7 +137,7 @@ def log_files(url: str, suffixes: Iterable[str]) -> list[str]:
         if not fs.isdir(key):
             return [url]
         found = fs.find(key)
-    stores = tuple(f"{k.rsplit('/manifests/', 1)[0]}/" for k in found if "/manifests/" in k)  # `pipeline.store.objects`
+    stores = tuple(store.group(1) for k in found if (store := STORE_MANIFEST.match(k)))
     scheme = url.split("://", 1)[0]
     wanted = {s.lower() for s in suffixes}
     return sorted(f"{scheme}://{k}" for k in found if PurePosixPath(k).suffix.lower() in wanted and not k.startswith(stores))
