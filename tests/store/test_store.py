@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import io
+import json
 import os
 import re
 import shutil
@@ -471,3 +472,33 @@ def test_a_manifest_of_no_files_and_an_entry_written_before_look_alikes_were_kep
     assert manifest.files == {"ab": IngestReport("a.csv", "battles", "ab", "ingested",
                                                  partitions=(store_module.Partition("battles/source=ab/part.parquet", 2),))}
     assert manifest.dictionaries == {"agents": "dictionaries/agents-1.parquet"} and manifest.ids == {}
+
+
+def test_a_damaged_id_run_in_object_storage_is_rebuilt_from_the_stored_objects(tmp_path, battles_file, caplog):
+    # The rebuild reads the partitions where the store keeps them (by URL), not in the ingest's scratch folder.
+    url = f"memory://vase-{tmp_path.name}/store"
+    store = Store(url)
+    store.ingest([battles_file], "battles")
+    [run] = [r["path"] for r in store.objects.newest()[1]["ids"]["battles"]["runs"]]
+    store.objects.fs.pipe_file(store.objects.key(run), b"damaged")
+    again = tmp_path / "again.csv"
+    again.write_text("battle_id,model_a,model_b,winner\n2,y,z,tie\n9,x,z,tie\n")  # battle 2 is stored already
+    with caplog.at_level("WARNING"):
+        [report] = store.ingest([again], "battles")
+    assert [r.getMessage() for r in caplog.records if "rebuilding" in r.getMessage()]
+    assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 1, 1)
+
+
+def test_a_manifest_in_object_storage_listing_a_path_outside_the_store_is_named(tmp_path, battles_file):
+    # A hand edit that recomputed the manifest's checksum: the path check still refuses it, naming the manifest.
+    url = f"memory://vase-{tmp_path.name}/store"
+    store = Store(url)
+    store.ingest([battles_file], "battles")
+    sequence, data = store.objects.newest()
+    edited = json.loads(json.dumps(data))  # (a deep copy: the store keeps the committed one, without its checksum)
+    edited["files"][0]["partitions"][0]["path"] = "../outside.parquet"
+    store.objects.create_manifest(sequence + 1, edited)
+    with pytest.raises(DamagedStore) as raised:
+        store.partitions("battles")
+    assert str(raised.value).startswith(f"{store.objects.manifest_url(sequence + 1)}: a file of the store cannot be read (")
+    assert "'../outside.parquet'" in str(raised.value)
