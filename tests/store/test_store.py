@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import hashlib
 import io
 import json
 import os
@@ -502,3 +503,35 @@ def test_a_manifest_in_object_storage_listing_a_path_outside_the_store_is_named(
         store.partitions("battles")
     assert str(raised.value).startswith(f"{store.objects.manifest_url(sequence + 1)}: a file of the store cannot be read (")
     assert "'../outside.parquet'" in str(raised.value)
+
+
+def test_an_index_rebuilt_without_its_entry_numbers_the_files_as_their_rows_positions_do(tmp_path):
+    # The manifest's id index entry lost: the rebuild numbers the stored files by when they were
+    # ingested (an entry without a date first: written before dates were kept), not by content hash,
+    # so each file's ordinal is still the one its rows' ingest positions hold.
+    from pipeline.logs.identity import INGEST_POSITION, LINE_BITS
+
+    contents = [f"battle_id,model_a,model_b,winner\n{i},x,y,tie\n" for i in range(3)]
+    contents.sort(key=lambda text: hashlib.sha256(text.encode()).hexdigest(), reverse=True)  # ingested against hash order
+    sources = []
+    for number, text in enumerate(contents):
+        sources.append(tmp_path / f"log-{number}.csv")
+        sources[-1].write_text(text)
+    store = Store(tmp_path / "store")
+    reports = store.ingest(sources, "battles")
+    path = tmp_path / "store" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    dated = dict(zip((r.sha256 for r in reports), (None, "2024-01-01T00:00:00+00:00", "2024-01-02T00:00:00+00:00")))
+    for entry in manifest["files"]:
+        entry["ingested_at"] = dated[entry["sha256"]]
+    del manifest["ids"]["battles"]
+    path.write_text(json.dumps(manifest))
+    last = tmp_path / "last.csv"
+    last.write_text("battle_id,model_a,model_b,winner\n7,x,y,tie\n1,x,y,tie\n")  # battle 1 is stored already
+    [report] = store.ingest([last], "battles")
+    assert (report.rows_accepted, report.rows_quarantined) == (1, 1)
+    files = json.loads(path.read_text())["ids"]["battles"]["files"]
+    assert files == [r.sha256[:16] for r in reports + [report]]
+    for stored in reports + [report]:
+        positions = {p >> LINE_BITS for part in stored.partitions for p in pq.read_table(store.path(part))[INGEST_POSITION].to_pylist()}
+        assert positions == {files.index(stored.sha256[:16])}
