@@ -56,6 +56,19 @@ def test_columns_of_distinct_values_are_stored_without_a_dictionary(tmp_path, ba
     assert plain == {"battle_id", "timestamp", "ingest_position"}, plain
 
 
+def test_a_games_id_and_timestamp_shared_by_its_rows_keep_their_dictionary(tmp_path):
+    path = tmp_path / "games.csv"
+    path.write_text("game_id,player,place,timestamp\n" + "".join(
+        f"g{game},{player},{place},2024-01-01T10:0{game}:00Z\n" for game in range(3) for place, player in enumerate("ab", 1)))
+    store = Store(tmp_path / "store")
+    store.ingest([path], "games")
+    [partition] = store.partitions("games")
+    metadata = pq.ParquetFile(store.path(partition)).metadata
+    columns = {metadata.schema.column(i).path: metadata.row_group(0).column(i) for i in range(metadata.num_columns)}
+    assert {"game_id", "timestamp", "ingest_position"} <= columns.keys()
+    assert {name for name, column in columns.items() if not column.has_dictionary_page and "." not in name} == {"ingest_position"}
+
+
 def test_names_become_dense_ids_and_winner_a_code(tmp_path, battles_file):
     store = Store(tmp_path / "store")
     store.ingest([battles_file], "battles")
