@@ -548,3 +548,24 @@ def test_an_index_rebuilt_without_its_entry_numbers_the_files_as_their_rows_posi
     for stored in reports + [report]:
         positions = {p >> LINE_BITS for part in stored.partitions for p in pq.read_table(store.path(part))[INGEST_POSITION].to_pylist()}
         assert positions == {files.index(stored.sha256[:16])}
+
+
+def test_a_stores_url_is_its_normal_path_or_its_url_without_the_trailing_slash(tmp_path):
+    # (in messages and run records: "the store at <url>"; a store in object storage's addresses are built on it)
+    assert Store(f"{tmp_path}/./store/").url == str(tmp_path / "store")
+    url = f"memory://vase-{tmp_path.name}/boX"  # (a name ending in a letter stays whole)
+    store = Store(f"{url}/")
+    assert store.url == url and store.locate("battles/part.parquet") == f"{url}/battles/part.parquet"
+
+
+def test_a_local_manifest_says_its_format_and_lists_files_by_key_and_ids(tmp_path, battles_file):
+    # Format 1: the files (sorted by key) and the id index; a local store's dictionaries have fixed paths, so no list of them.
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    more = tmp_path / "more.csv"
+    more.write_text("model_a,model_b,winner\nw,x,model_a\n")
+    store.ingest([more], "battles")
+    saved = json.loads((tmp_path / "store" / "manifest.json").read_text())
+    assert saved.keys() == {"format", "files", "ids"} and saved["format"] == 1
+    keys = [IngestReport.from_json(entry).key for entry in saved["files"]]
+    assert len(keys) == 2 and keys == sorted(keys) and saved["ids"].keys() == {"battles"}
