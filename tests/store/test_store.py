@@ -569,3 +569,16 @@ def test_a_local_manifest_says_its_format_and_lists_files_by_key_and_ids(tmp_pat
     assert saved.keys() == {"format", "files", "ids"} and saved["format"] == 1
     keys = [IngestReport.from_json(entry).key for entry in saved["files"]]
     assert len(keys) == 2 and keys == sorted(keys) and saved["ids"].keys() == {"battles"}
+
+
+def test_a_json_array_that_starts_with_an_ingested_one_is_read_whole(tmp_path):
+    # Appending to a JSON array does not append records: only line-based formats continue a file.
+    objects = ['{"model_a": "x", "model_b": "y", "winner": "tie"}', '{"model_a": "y", "model_b": "z", "winner": "model_a"}']
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text("[\n" + ",\n".join(objects) + "\n]\n")
+    second.write_text(first.read_text() + "\n")  # the same array, and a blank line after it
+    store = Store(tmp_path / "store")
+    [earlier] = store.ingest([first], "battles")
+    [report] = store.ingest([second], "battles")
+    assert (earlier.status, earlier.rows_accepted) == ("ingested", len(objects))
+    assert (report.status, report.continues, report.rows_in) == ("ingested", None, len(objects))
