@@ -582,3 +582,51 @@ def test_a_json_array_that_starts_with_an_ingested_one_is_read_whole(tmp_path):
     [report] = store.ingest([second], "battles")
     assert (earlier.status, earlier.rows_accepted) == ("ingested", len(objects))
     assert (report.status, report.continues, report.rows_in) == ("ingested", None, len(objects))
+
+
+def test_an_ingest_commits_every_commit_every_changed_files_and_nothing_when_none_changed(tmp_path, monkeypatch):
+    # A store in object storage: each commit is a manifest of its own, so its checkpoints can be read one by one.
+    from pipeline.store.objects import ObjectStore
+
+    monkeypatch.setattr(store_module, "COMMIT_EVERY", 2)
+    logs = []
+    for number in range(5):  # each file with battles and agents of its own
+        logs.append(tmp_path / f"log-{number}.csv")
+        logs[-1].write_text(f"battle_id,model_a,model_b,winner\nb{number},a{number},z{number},tie\n")
+    copy, missing = tmp_path / "copy.csv", tmp_path / "missing.csv"
+    shutil.copy(logs[0], copy)
+    committed = []
+    create = ObjectStore.create_manifest
+    monkeypatch.setattr(ObjectStore, "create_manifest", lambda objects, sequence, data: committed.append(
+        json.loads(json.dumps(data))) or create(objects, sequence, data))  # (a copy: a manifest's ids grow on)
+    store = Store(f"memory://vase-{tmp_path.name}/store")
+    # changed files: 2 (a checkpoint), the copy (skipped) and the missing file (refused, no content) do not count, 2 more
+    # (a checkpoint), the last one (the final commit)
+    reports = store.ingest([logs[0], logs[1], copy, missing, logs[2], logs[3], logs[4]], "battles")
+    assert [r.status for r in reports] == ["ingested", "ingested", "skipped", "unreadable"] + ["ingested"] * 3
+    assert [sorted(Path(entry["source"]).name for entry in data["files"]) for data in committed] == [
+        [p.name for p in logs[:2]], [p.name for p in logs[:4]], [p.name for p in logs]]
+    assert [(data["ids"].keys(), len(data["ids"]["battles"]["files"])) for data in committed] == [({"battles"}, n) for n in (2, 4, 5)]
+    assert all(data["dictionaries"].keys() == {"agents", "judges", "prompts"} for data in committed)
+    assert store.dictionary("agents").names == [f"{side}{n}" for n in range(5) for side in "az"]
+    assert [r.status for r in store.ingest([copy, missing, *logs], "battles")] == ["skipped", "unreadable"] + ["skipped"] * 5
+    assert len(committed) == 3  # nothing changed: nothing committed
+
+
+def test_a_reports_time_of_ingest_is_in_utc(tmp_path, battles_file):
+    import datetime as dt
+
+    before = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    [report] = Store(tmp_path / "store").ingest([battles_file], "battles")
+    ingested_at = dt.datetime.fromisoformat(report.ingested_at)
+    assert ingested_at.utcoffset() == dt.timedelta(0) and before <= ingested_at <= dt.datetime.now(dt.UTC)
+
+
+def test_kinds_without_record_ids_have_no_id_index_nor_ingest_positions(tmp_path):
+    path = tmp_path / "scores.csv"
+    path.write_text("task,agent,score\nt1,a,1\nt1,b,2\n")
+    store = Store(tmp_path / "store")
+    [report] = store.ingest([path], "scores")
+    assert report.status == "ingested" and not log_kind("scores").record_id
+    assert store.manifest.ids == {} and not (tmp_path / "store" / "ids").exists()
+    assert "ingest_position" not in pq.read_schema(store.path(store.partitions("scores")[0])).names
