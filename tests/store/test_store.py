@@ -22,6 +22,7 @@ from pipeline.logs import Mapping, log_kind
 from pipeline.store import DamagedStore, IdMap, IngestReport, Store, is_store
 from pipeline.store import store as store_module
 from pipeline.store.footprint import Footprint
+from pipeline.store.location import StorageError
 
 BATTLES = "battle_id,model_a,model_b,winner,timestamp\n1,x,y,model_a,2024-01-01T10:00:00Z\n2,y,z,tie,2024-01-02T09:00:00Z\n3,z,x,model_b,\n4,x,x,model_a,\n"
 
@@ -556,6 +557,8 @@ def test_a_stores_url_is_its_normal_path_or_its_url_without_the_trailing_slash(t
     url = f"memory://vase-{tmp_path.name}/boX"  # (a name ending in a letter stays whole)
     store = Store(f"{url}/")
     assert store.url == url and store.locate("battles/part.parquet") == f"{url}/battles/part.parquet"
+    with pytest.raises(StorageError, match=f"^{re.escape(url)}: a store in object storage has no local folder$"):
+        store.root  # noqa: B018 (a local path made of a URL would be a folder of that name)
 
 
 def test_a_local_manifest_says_its_format_and_lists_files_by_key_and_ids(tmp_path, battles_file):
