@@ -633,3 +633,31 @@ def test_kinds_without_record_ids_have_no_id_index_nor_ingest_positions(tmp_path
     assert report.status == "ingested" and not log_kind("scores").record_id
     assert store.manifest.ids == {} and not (tmp_path / "store" / "ids").exists()
     assert "ingest_position" not in pq.read_schema(store.path(store.partitions("scores")[0])).names
+
+
+def test_logs_in_object_storage_are_reported_and_recorded_under_their_urls(tmp_path):
+    import fsspec
+
+    bucket = f"logs-{tmp_path.name}"
+    url = f"memory://{bucket}"
+    memory = fsspec.filesystem("memory")
+    memory.pipe_file(f"/{bucket}/good.csv", b"battle_id,model_a,model_b,winner\n1,x,y,tie\n")
+    memory.pipe_file(f"/{bucket}/same.csv", b"battle_id,model_a,model_b,winner\n1,x,y,tie\n")
+    memory.pipe_file(f"/{bucket}/bad.csv", b"model_a,model_b\nx,y\n")  # no winner
+    memory.mkdir(f"/{bucket}/folder.csv")
+    store = Store(tmp_path / "store")
+    sources = [f"{url}/{name}" for name in ("good.csv", "bad.csv", "missing.csv", "folder.csv")] + ["nosuch://logs/x.csv"]
+    good, bad, missing, folder, unknown = store.ingest(sources, "battles")
+    assert (good.source, good.status, good.rows_accepted) == (sources[0], "ingested", 1)
+    assert (bad.source, bad.status) == (sources[1], "unreadable")
+    assert bad.error.startswith(f"{sources[1]}: line 1, field 'winner': missing column 'winner'")  # the object, not its copy
+    assert {r.key: (r.source, r.status, r.error) for r in store.manifest.files.values()} == {
+        good.key: (sources[0], "ingested", None), bad.key: (sources[1], "unreadable", bad.error)}
+    assert (missing.source, missing.kind, missing.sha256, missing.status) == (sources[2], "battles", "", "unreadable")
+    assert missing.error.startswith(f"{sources[2]}: ") and missing.error.endswith("/missing.csv") and "\n" not in missing.error
+    assert folder == IngestReport(sources[3], "battles", "", "unreadable",
+                                  error=f"{sources[3]}: not a regular file but a folder: vase reads log files only")
+    assert (unknown.source, unknown.status, unknown.sha256) == (sources[4], "unreadable", "")
+    assert unknown.error.startswith(f"{sources[4]}: ") and unknown.error.count(sources[4]) == 1 and "nosuch" in unknown.error
+    [same] = store.ingest([f"{url}/same.csv"], "battles")
+    assert same == IngestReport(f"{url}/same.csv", "battles", good.sha256, "skipped", 1, 1, 0)
