@@ -661,3 +661,18 @@ def test_logs_in_object_storage_are_reported_and_recorded_under_their_urls(tmp_p
     assert unknown.error.startswith(f"{sources[4]}: ") and unknown.error.count(sources[4]) == 1 and "nosuch" in unknown.error
     [same] = store.ingest([f"{url}/same.csv"], "battles")
     assert same == IngestReport(f"{url}/same.csv", "battles", good.sha256, "skipped", 1, 1, 0)
+
+
+def test_an_ingest_with_nothing_to_commit_removes_the_orphans_of_a_killed_writer(tmp_path, battles_file, caplog):
+    # In object storage: an unchanged manifest is committed over the orphans first, fencing off the writer that left them.
+    store = Store(f"memory://vase-{tmp_path.name}/store")
+    store.ingest([battles_file], "battles")
+    [(sequence, data)] = [store.objects.newest()]
+    orphan = "battles/date=2024-01-01/0123456789abcdef-feedfacefeedface.parquet"
+    store.objects.fs.pipe_file(store.objects.key(orphan), b"left by a writer killed before its commit")
+    with caplog.at_level("WARNING"):
+        [report] = store.ingest([battles_file], "battles")
+    assert report.status == "skipped"
+    assert store.objects.newest() == (sequence + 1, data) and not store.objects.fs.exists(store.objects.key(orphan))
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{store.url}: removing 1 object(s) that no manifest lists (left by an interrupted or beaten writer)"]
