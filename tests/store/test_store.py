@@ -676,3 +676,29 @@ def test_an_ingest_with_nothing_to_commit_removes_the_orphans_of_a_killed_writer
     assert store.objects.newest() == (sequence + 1, data) and not store.objects.fs.exists(store.objects.key(orphan))
     assert [r.getMessage() for r in caplog.records] == [
         f"{store.url}: removing 1 object(s) that no manifest lists (left by an interrupted or beaten writer)"]
+
+
+def test_ballot_members_tied_are_stored_by_id_not_by_name(tmp_path):
+    # y gets its id before x: within the tie y=x the stored order is by id (y, x), which the names' order is not.
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text('{"ranking": "y>w"}\n')
+    second.write_text('{"ranking": "z>x=y>w"}\n')
+    store = Store(tmp_path / "store")
+    store.ingest([first, second], "ballots")
+    names = store.dictionary("agents").names
+    assert names.index("y") < names.index("x")
+    rows = [row for p in store.partitions("ballots") for row in pq.read_table(store.path(p)).to_pylist()]
+    [row] = [row for row in rows if len(row["agents"]) == 4]
+    assert [names[i] for i in row["agents"]] == ["z", "y", "x", "w"] and row["levels"] == [0, 1, 1, 2]
+
+
+def test_the_same_file_read_through_another_mapping_is_another_input(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("left,right,winner\na,b,model_a\n")
+    straight, swapped = Mapping.parse(columns="model_a=left,model_b=right"), Mapping.parse(columns="model_a=right,model_b=left")
+    store = Store(tmp_path / "store")
+    [first] = store.ingest([path], "battles", straight)
+    [second] = store.ingest([path], "battles", swapped)
+    assert (first.status, first.mapping) == ("ingested", straight.record())
+    assert (second.status, second.mapping) == ("ingested", swapped.record()) and second.key != first.key
+    assert store.ingest([path], "battles", swapped)[0].status == "skipped"
