@@ -702,3 +702,26 @@ def test_the_same_file_read_through_another_mapping_is_another_input(tmp_path):
     assert (first.status, first.mapping) == ("ingested", straight.record())
     assert (second.status, second.mapping) == ("ingested", swapped.record()) and second.key != first.key
     assert store.ingest([path], "battles", swapped)[0].status == "skipped"
+
+
+def test_a_log_read_through_a_mapping_grows_from_the_version_read_the_same_way(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("id,left,right,winner\n1,a,b,model_a\n")
+    mapping = Mapping.parse(columns="battle_id=id,model_a=left,model_b=right")
+    store = Store(tmp_path / "store")
+    [first] = store.ingest([path], "battles", mapping)
+    with path.open("a") as log:
+        log.write("2,b,c,tie\n")
+    [grown] = store.ingest([path], "battles", mapping)
+    assert (grown.status, grown.continues, grown.rows_in, grown.rows_accepted) == ("ingested", first.sha256, 1, 1)
+
+
+def test_a_missing_file_or_a_folder_read_through_a_mapping_is_reported_under_its_name_and_mapping(tmp_path):
+    mapping = Mapping.parse(columns="model_a=left,model_b=right")
+    missing, folder = tmp_path / "missing.csv", tmp_path / "folder.csv"
+    folder.mkdir()
+    reports = Store(tmp_path / "store").ingest([missing, folder], "battles", mapping)
+    for path, report in zip((missing, folder), reports):
+        assert (report.source, report.kind, report.sha256, report.status, report.mapping) == (
+            str(path), "battles", "", "unreadable", mapping.record())
+        assert report.error.startswith(f"{path}: ") and "\n" not in report.error
