@@ -725,3 +725,4 @@ def test_a_missing_file_or_a_folder_read_through_a_mapping_is_reported_under_its
         assert (report.source, report.kind, report.sha256, report.status, report.mapping) == (
             str(path), "battles", "", "unreadable", mapping.record())
         assert report.error.startswith(f"{path}: ") and "\n" not in report.error
+    assert reports[0].error == f"{missing}: {os.strerror(errno.ENOENT)}"  # the system's reason, without its errno
