@@ -563,11 +563,9 @@ def test_a_stores_url_is_its_normal_path_or_its_url_without_the_trailing_slash(t
 
 def test_a_local_manifest_says_its_format_and_lists_files_by_key_and_ids(tmp_path, battles_file):
     # Format 1: the files (sorted by key) and the id index; a local store's dictionaries have fixed paths, so no list of them.
-    store = Store(tmp_path / "store")
-    store.ingest([battles_file], "battles")
     more = tmp_path / "more.csv"
     more.write_text("model_a,model_b,winner\nw,x,model_a\n")
-    store.ingest([more], "battles")
+    Store(tmp_path / "store").ingest([battles_file, more], "battles")
     saved = json.loads((tmp_path / "store" / "manifest.json").read_text())
     assert saved.keys() == {"format", "files", "ids"} and saved["format"] == 1
     keys = [IngestReport.from_json(entry).key for entry in saved["files"]]
