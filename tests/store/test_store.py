@@ -724,3 +724,16 @@ def test_a_missing_file_or_a_folder_read_through_a_mapping_is_reported_under_its
             str(path), "battles", "", "unreadable", mapping.record())
         assert report.error.startswith(f"{path}: ") and "\n" not in report.error
     assert reports[0].error == f"{missing}: {os.strerror(errno.ENOENT)}"  # the system's reason, without its errno
+
+
+def test_a_log_grown_twice_continues_from_its_longest_ingested_version(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("battle_id,model_a,model_b,winner\n")
+    store = Store(tmp_path / "store")
+    reports = []
+    for battle in range(3):
+        with path.open("a") as log:
+            log.write(f"{battle},a,b,tie\n")
+        reports += store.ingest([path], "battles")
+    assert [r.continues for r in reports] == [None, reports[0].sha256, reports[1].sha256]
+    assert [(r.rows_in, r.rows_accepted, r.rows_quarantined) for r in reports] == [(1, 1, 0)] * 3  # the new row only
