@@ -737,3 +737,11 @@ def test_a_log_grown_twice_continues_from_its_longest_ingested_version(tmp_path)
         reports += store.ingest([path], "battles")
     assert [r.continues for r in reports] == [None, reports[0].sha256, reports[1].sha256]
     assert [(r.rows_in, r.rows_accepted, r.rows_quarantined) for r in reports] == [(1, 1, 0)] * 3  # the new row only
+
+
+def test_objects_written_to_object_storage_carry_the_writers_token(tmp_path, battles_file):
+    # Never overwritten: a beaten writer's partitions and quarantine cannot replace the committed ones.
+    store = Store(f"memory://vase-{tmp_path.name}/store")
+    [report] = store.ingest([battles_file], "battles")
+    written = [p.path for p in report.partitions] + [report.quarantine]
+    assert len(written) == 4 and all(path.endswith(f"-{store.objects.token}.parquet") for path in written), written
