@@ -745,3 +745,24 @@ def test_objects_written_to_object_storage_carry_the_writers_token(tmp_path, bat
     [report] = store.ingest([battles_file], "battles")
     written = [p.path for p in report.partitions] + [report.quarantine]
     assert len(written) == 4 and all(path.endswith(f"-{store.objects.token}.parquet") for path in written), written
+
+
+def test_a_file_refused_midway_forgets_only_its_own_names(tmp_path, battles_file, monkeypatch):
+    from pipeline.logs import delimited
+
+    monkeypatch.setattr(delimited, "CHUNK_BYTES", 256)  # batches encoded (their names given ids) before the bad line
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(("battle_id,model_a,model_b,winner\n" + "".join(f"n{i},new{i},x,tie\n" for i in range(40))).encode()
+                    + b"n40,caf\xe9,x,tie\n")  # not UTF-8
+    [report] = store.ingest([bad], "battles")
+    assert report.status == "unreadable" and "not UTF-8" in report.error
+    assert store.dictionary("agents").names == ["x", "y", "z"]
+
+
+def test_a_refused_file_of_a_kind_without_record_ids_is_refused_in_one_line(tmp_path):
+    bad = tmp_path / "scores.csv"
+    bad.write_bytes(b"task,agent,score\nt1,caf\xe9,1\n")  # not UTF-8
+    [report] = Store(tmp_path / "store").ingest([bad], "scores")
+    assert report.status == "unreadable" and report.error.startswith(f"{bad}: ") and "not UTF-8" in report.error
