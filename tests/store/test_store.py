@@ -762,7 +762,18 @@ def test_a_file_refused_midway_forgets_only_its_own_names(tmp_path, battles_file
 
 
 def test_a_refused_file_of_a_kind_without_record_ids_is_refused_in_one_line(tmp_path):
+    import datetime as dt
+
     bad = tmp_path / "scores.csv"
-    bad.write_bytes(b"task,agent,score\nt1,caf\xe9,1\n")  # not UTF-8
-    [report] = Store(tmp_path / "store").ingest([bad], "scores")
+    bad.write_bytes(b"task,who,score\nt1,caf\xe9,1\n")  # not UTF-8
+    mapping = Mapping.parse(columns="agent=who")
+    [report] = Store(tmp_path / "store").ingest([bad], "scores", mapping)
     assert report.status == "unreadable" and report.error.startswith(f"{bad}: ") and "not UTF-8" in report.error
+    assert report.mapping == mapping.record() and dt.datetime.fromisoformat(report.ingested_at).utcoffset() == dt.timedelta(0)
+
+
+def test_a_files_footprint_counts_the_agents_new_to_the_store(tmp_path, battles_file):
+    more = tmp_path / "more.csv"
+    more.write_text("model_a,model_b,winner\nw,x,model_a\n")  # w new, x known
+    _, added = Store(tmp_path / "store").ingest([battles_file, more], "battles")
+    assert added.footprint["new_agents"] == 1
