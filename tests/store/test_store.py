@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import hashlib
 import io
+import json
 import os
 import re
 import shutil
@@ -20,6 +22,7 @@ from pipeline.logs import Mapping, log_kind
 from pipeline.store import DamagedStore, IdMap, IngestReport, Store, is_store
 from pipeline.store import store as store_module
 from pipeline.store.footprint import Footprint
+from pipeline.store.location import StorageError
 
 BATTLES = "battle_id,model_a,model_b,winner,timestamp\n1,x,y,model_a,2024-01-01T10:00:00Z\n2,y,z,tie,2024-01-02T09:00:00Z\n3,z,x,model_b,\n4,x,x,model_a,\n"
 
@@ -52,6 +55,19 @@ def test_columns_of_distinct_values_are_stored_without_a_dictionary(tmp_path, ba
     columns = {metadata.schema.column(i).path: metadata.row_group(0).column(i) for i in range(metadata.num_columns)}
     plain = {name for name, column in columns.items() if not column.has_dictionary_page and "." not in name}  # (features: empty)
     assert plain == {"battle_id", "timestamp", "ingest_position"}, plain
+
+
+def test_a_games_id_and_timestamp_shared_by_its_rows_keep_their_dictionary(tmp_path):
+    path = tmp_path / "games.csv"
+    path.write_text("game_id,player,place,timestamp\n" + "".join(
+        f"g{game},{player},{place},2024-01-01T10:0{game}:00Z\n" for game in range(3) for place, player in enumerate("ab", 1)))
+    store = Store(tmp_path / "store")
+    store.ingest([path], "games")
+    [partition] = store.partitions("games")
+    metadata = pq.ParquetFile(store.path(partition)).metadata
+    columns = {metadata.schema.column(i).path: metadata.row_group(0).column(i) for i in range(metadata.num_columns)}
+    assert {"game_id", "timestamp", "ingest_position"} <= columns.keys()
+    assert {name for name, column in columns.items() if not column.has_dictionary_page and "." not in name} == {"ingest_position"}
 
 
 def test_names_become_dense_ids_and_winner_a_code(tmp_path, battles_file):
@@ -471,3 +487,293 @@ def test_a_manifest_of_no_files_and_an_entry_written_before_look_alikes_were_kep
     assert manifest.files == {"ab": IngestReport("a.csv", "battles", "ab", "ingested",
                                                  partitions=(store_module.Partition("battles/source=ab/part.parquet", 2),))}
     assert manifest.dictionaries == {"agents": "dictionaries/agents-1.parquet"} and manifest.ids == {}
+
+
+def test_a_damaged_id_run_in_object_storage_is_rebuilt_from_the_stored_objects(tmp_path, battles_file, caplog):
+    # The rebuild reads the partitions where the store keeps them (by URL), not in the ingest's scratch folder.
+    url = f"memory://vase-{tmp_path.name}/store"
+    store = Store(url)
+    store.ingest([battles_file], "battles")
+    [run] = [r["path"] for r in store.objects.newest()[1]["ids"]["battles"]["runs"]]
+    store.objects.fs.pipe_file(store.objects.key(run), b"damaged")
+    again = tmp_path / "again.csv"
+    again.write_text("battle_id,model_a,model_b,winner\n2,y,z,tie\n9,x,z,tie\n")  # battle 2 is stored already
+    with caplog.at_level("WARNING"):
+        [report] = store.ingest([again], "battles")
+    assert [r.getMessage() for r in caplog.records if "rebuilding" in r.getMessage()]
+    assert (report.status, report.rows_accepted, report.rows_quarantined) == ("ingested", 1, 1)
+
+
+def test_a_manifest_in_object_storage_listing_a_path_outside_the_store_is_named(tmp_path, battles_file):
+    # A hand edit that recomputed the manifest's checksum: the path check still refuses it, naming the manifest.
+    url = f"memory://vase-{tmp_path.name}/store"
+    store = Store(url)
+    store.ingest([battles_file], "battles")
+    sequence, data = store.objects.newest()
+    edited = json.loads(json.dumps(data))  # (a deep copy: the store keeps the committed one, without its checksum)
+    edited["files"][0]["partitions"][0]["path"] = "../outside.parquet"
+    store.objects.create_manifest(sequence + 1, edited)
+    with pytest.raises(DamagedStore) as raised:
+        store.partitions("battles")
+    assert str(raised.value).startswith(f"{store.objects.manifest_url(sequence + 1)}: a file of the store cannot be read (")
+    assert "'../outside.parquet'" in str(raised.value)
+
+
+def test_an_index_rebuilt_without_its_entry_numbers_the_files_as_their_rows_positions_do(tmp_path):
+    # The manifest's id index entry lost: the rebuild numbers the stored files by when they were
+    # ingested (an entry without a date first: written before dates were kept), not by content hash,
+    # so each file's ordinal is still the one its rows' ingest positions hold.
+    from pipeline.logs.identity import INGEST_POSITION, LINE_BITS
+
+    contents = [f"battle_id,model_a,model_b,winner\n{i},x,y,tie\n" for i in range(3)]
+    contents.sort(key=lambda text: hashlib.sha256(text.encode()).hexdigest(), reverse=True)  # ingested against hash order
+    sources = []
+    for number, text in enumerate(contents):
+        sources.append(tmp_path / f"log-{number}.csv")
+        sources[-1].write_text(text)
+    store = Store(tmp_path / "store")
+    reports = store.ingest(sources, "battles")
+    path = tmp_path / "store" / "manifest.json"
+    manifest = json.loads(path.read_text())
+    dated = dict(zip((r.sha256 for r in reports), (None, "2024-01-01T00:00:00+00:00", "2024-01-02T00:00:00+00:00")))
+    for entry in manifest["files"]:
+        entry["ingested_at"] = dated[entry["sha256"]]
+    del manifest["ids"]["battles"]
+    path.write_text(json.dumps(manifest))
+    last = tmp_path / "last.csv"
+    last.write_text("battle_id,model_a,model_b,winner\n7,x,y,tie\n1,x,y,tie\n")  # battle 1 is stored already
+    [report] = store.ingest([last], "battles")
+    assert (report.rows_accepted, report.rows_quarantined) == (1, 1)
+    files = json.loads(path.read_text())["ids"]["battles"]["files"]
+    assert files == [r.sha256[:16] for r in reports + [report]]
+    for stored in reports + [report]:
+        positions = {p >> LINE_BITS for part in stored.partitions for p in pq.read_table(store.path(part))[INGEST_POSITION].to_pylist()}
+        assert positions == {files.index(stored.sha256[:16])}
+
+
+def test_a_stores_url_is_its_normal_path_or_its_url_without_the_trailing_slash(tmp_path):
+    # (in messages and run records: "the store at <url>"; a store in object storage's addresses are built on it)
+    assert Store(f"{tmp_path}/./store/").url == str(tmp_path / "store")
+    url = f"memory://vase-{tmp_path.name}/boX"  # (a name ending in a letter stays whole)
+    store = Store(f"{url}/")
+    assert store.url == url and store.locate("battles/part.parquet") == f"{url}/battles/part.parquet"
+    with pytest.raises(StorageError, match=f"^{re.escape(url)}: a store in object storage has no local folder$"):
+        store.root  # noqa: B018 (a local path made of a URL would be a folder of that name)
+
+
+def test_a_local_manifest_says_its_format_and_lists_files_by_key_and_ids(tmp_path, battles_file):
+    # Format 1: the files (sorted by key) and the id index; a local store's dictionaries have fixed paths, so no list of them.
+    more = tmp_path / "more.csv"
+    more.write_text("model_a,model_b,winner\nw,x,model_a\n")
+    Store(tmp_path / "store").ingest([battles_file, more], "battles")
+    saved = json.loads((tmp_path / "store" / "manifest.json").read_text())
+    assert saved.keys() == {"format", "files", "ids"} and saved["format"] == 1
+    keys = [IngestReport.from_json(entry).key for entry in saved["files"]]
+    assert len(keys) == 2 and keys == sorted(keys) and saved["ids"].keys() == {"battles"}
+
+
+def test_a_json_array_that_starts_with_an_ingested_one_is_read_whole(tmp_path):
+    # Appending to a JSON array does not append records: only line-based formats continue a file.
+    objects = ['{"model_a": "x", "model_b": "y", "winner": "tie"}', '{"model_a": "y", "model_b": "z", "winner": "model_a"}']
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    first.write_text("[\n" + ",\n".join(objects) + "\n]\n")
+    second.write_text(first.read_text() + "\n")  # the same array, and a blank line after it
+    store = Store(tmp_path / "store")
+    [earlier] = store.ingest([first], "battles")
+    [report] = store.ingest([second], "battles")
+    assert (earlier.status, earlier.rows_accepted) == ("ingested", len(objects))
+    assert (report.status, report.continues, report.rows_in) == ("ingested", None, len(objects))
+
+
+def test_an_ingest_commits_every_commit_every_changed_files_and_nothing_when_none_changed(tmp_path, monkeypatch):
+    # A store in object storage: each commit is a manifest of its own, so its checkpoints can be read one by one.
+    from pipeline.store.objects import ObjectStore
+
+    monkeypatch.setattr(store_module, "COMMIT_EVERY", 2)
+    logs = []
+    for number in range(5):  # each file with battles and agents of its own
+        logs.append(tmp_path / f"log-{number}.csv")
+        logs[-1].write_text(f"battle_id,model_a,model_b,winner\nb{number},a{number},z{number},tie\n")
+    copy, missing = tmp_path / "copy.csv", tmp_path / "missing.csv"
+    shutil.copy(logs[0], copy)
+    committed = []
+    create = ObjectStore.create_manifest
+    monkeypatch.setattr(ObjectStore, "create_manifest", lambda objects, sequence, data: committed.append(
+        json.loads(json.dumps(data))) or create(objects, sequence, data))  # (a copy: a manifest's ids grow on)
+    store = Store(f"memory://vase-{tmp_path.name}/store")
+    # changed files: 2 (a checkpoint), the copy (skipped) and the missing file (refused, no content) do not count, 2 more
+    # (a checkpoint), the last one (the final commit)
+    reports = store.ingest([logs[0], logs[1], copy, missing, logs[2], logs[3], logs[4]], "battles")
+    assert [r.status for r in reports] == ["ingested", "ingested", "skipped", "unreadable"] + ["ingested"] * 3
+    assert [sorted(Path(entry["source"]).name for entry in data["files"]) for data in committed] == [
+        [p.name for p in logs[:2]], [p.name for p in logs[:4]], [p.name for p in logs]]
+    assert [(data["ids"].keys(), len(data["ids"]["battles"]["files"])) for data in committed] == [({"battles"}, n) for n in (2, 4, 5)]
+    assert all(data["dictionaries"].keys() == {"agents", "judges", "prompts"} for data in committed)
+    assert store.dictionary("agents").names == [f"{side}{n}" for n in range(5) for side in "az"]
+    assert [r.status for r in store.ingest([copy, missing, *logs], "battles")] == ["skipped", "unreadable"] + ["skipped"] * 5
+    assert len(committed) == 3  # nothing changed: nothing committed
+
+
+def test_a_reports_time_of_ingest_is_in_utc(tmp_path, battles_file):
+    import datetime as dt
+
+    before = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    [report] = Store(tmp_path / "store").ingest([battles_file], "battles")
+    ingested_at = dt.datetime.fromisoformat(report.ingested_at)
+    assert ingested_at.utcoffset() == dt.timedelta(0) and before <= ingested_at <= dt.datetime.now(dt.UTC)
+
+
+def test_kinds_without_record_ids_have_no_id_index_nor_ingest_positions(tmp_path):
+    path = tmp_path / "scores.csv"
+    path.write_text("task,agent,score\nt1,a,1\nt1,b,2\n")
+    store = Store(tmp_path / "store")
+    [report] = store.ingest([path], "scores")
+    assert report.status == "ingested" and not log_kind("scores").record_id
+    assert store.manifest.ids == {} and not (tmp_path / "store" / "ids").exists()
+    assert "ingest_position" not in pq.read_schema(store.path(store.partitions("scores")[0])).names
+
+
+def test_logs_in_object_storage_are_reported_and_recorded_under_their_urls(tmp_path):
+    import fsspec
+
+    bucket = f"logs-{tmp_path.name}"
+    url = f"memory://{bucket}"
+    memory = fsspec.filesystem("memory")
+    memory.pipe_file(f"/{bucket}/good.csv", b"battle_id,model_a,model_b,winner\n1,x,y,tie\n")
+    memory.pipe_file(f"/{bucket}/same.csv", b"battle_id,model_a,model_b,winner\n1,x,y,tie\n")
+    memory.pipe_file(f"/{bucket}/bad.csv", b"model_a,model_b\nx,y\n")  # no winner
+    memory.mkdir(f"/{bucket}/folder.csv")
+    store = Store(tmp_path / "store")
+    sources = [f"{url}/{name}" for name in ("good.csv", "bad.csv", "missing.csv", "folder.csv")] + ["nosuch://logs/x.csv"]
+    good, bad, missing, folder, unknown = store.ingest(sources, "battles")
+    assert (good.source, good.status, good.rows_accepted) == (sources[0], "ingested", 1)
+    assert (bad.source, bad.status) == (sources[1], "unreadable")
+    assert bad.error.startswith(f"{sources[1]}: line 1, field 'winner': missing column 'winner'")  # the object, not its copy
+    assert {r.key: (r.source, r.status, r.error) for r in store.manifest.files.values()} == {
+        good.key: (sources[0], "ingested", None), bad.key: (sources[1], "unreadable", bad.error)}
+    assert (missing.source, missing.kind, missing.sha256, missing.status) == (sources[2], "battles", "", "unreadable")
+    assert missing.error.startswith(f"{sources[2]}: ") and missing.error.endswith("/missing.csv") and "\n" not in missing.error
+    assert folder == IngestReport(sources[3], "battles", "", "unreadable",
+                                  error=f"{sources[3]}: not a regular file but a folder: vase reads log files only")
+    assert (unknown.source, unknown.status, unknown.sha256) == (sources[4], "unreadable", "")
+    assert unknown.error.startswith(f"{sources[4]}: ") and unknown.error.count(sources[4]) == 1 and "nosuch" in unknown.error
+    [same] = store.ingest([f"{url}/same.csv"], "battles")
+    assert same == IngestReport(f"{url}/same.csv", "battles", good.sha256, "skipped", 1, 1, 0)
+
+
+def test_an_ingest_with_nothing_to_commit_removes_the_orphans_of_a_killed_writer(tmp_path, battles_file, caplog):
+    # In object storage: an unchanged manifest is committed over the orphans first, fencing off the writer that left them.
+    store = Store(f"memory://vase-{tmp_path.name}/store")
+    store.ingest([battles_file], "battles")
+    [(sequence, data)] = [store.objects.newest()]
+    orphan = "battles/date=2024-01-01/0123456789abcdef-feedfacefeedface.parquet"
+    store.objects.fs.pipe_file(store.objects.key(orphan), b"left by a writer killed before its commit")
+    with caplog.at_level("WARNING"):
+        [report] = store.ingest([battles_file], "battles")
+    assert report.status == "skipped"
+    assert store.objects.newest() == (sequence + 1, data) and not store.objects.fs.exists(store.objects.key(orphan))
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{store.url}: removing 1 object(s) that no manifest lists (left by an interrupted or beaten writer)"]
+
+
+def test_ballot_members_tied_are_stored_by_id_not_by_name(tmp_path):
+    # y gets its id before x: within the tie y=x the stored order is by id (y, x), which the names' order is not.
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text('{"ranking": "y>w"}\n')
+    second.write_text('{"ranking": "z>x=y>w"}\n')
+    store = Store(tmp_path / "store")
+    store.ingest([first, second], "ballots")
+    names = store.dictionary("agents").names
+    assert names.index("y") < names.index("x")
+    rows = [row for p in store.partitions("ballots") for row in pq.read_table(store.path(p)).to_pylist()]
+    [row] = [row for row in rows if len(row["agents"]) == 4]
+    assert [names[i] for i in row["agents"]] == ["z", "y", "x", "w"] and row["levels"] == [0, 1, 1, 2]
+
+
+def test_the_same_file_read_through_another_mapping_is_another_input(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("left,right,winner\na,b,model_a\n")
+    straight, swapped = Mapping.parse(columns="model_a=left,model_b=right"), Mapping.parse(columns="model_a=right,model_b=left")
+    store = Store(tmp_path / "store")
+    [first] = store.ingest([path], "battles", straight)
+    [second] = store.ingest([path], "battles", swapped)
+    assert (first.status, first.mapping) == ("ingested", straight.record())
+    assert (second.status, second.mapping) == ("ingested", swapped.record()) and second.key != first.key
+    assert store.ingest([path], "battles", swapped)[0].status == "skipped"
+
+
+def test_a_log_read_through_a_mapping_grows_from_the_version_read_the_same_way(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("id,left,right,winner\n1,a,b,model_a\n")
+    mapping = Mapping.parse(columns="battle_id=id,model_a=left,model_b=right")
+    store = Store(tmp_path / "store")
+    [first] = store.ingest([path], "battles", mapping)
+    with path.open("a") as log:
+        log.write("2,b,c,tie\n")
+    [grown] = store.ingest([path], "battles", mapping)
+    assert (grown.status, grown.continues, grown.rows_in, grown.rows_accepted) == ("ingested", first.sha256, 1, 1)
+
+
+def test_a_missing_file_or_a_folder_read_through_a_mapping_is_reported_under_its_name_and_mapping(tmp_path):
+    mapping = Mapping.parse(columns="model_a=left,model_b=right")
+    missing, folder = tmp_path / "missing.csv", tmp_path / "folder.csv"
+    folder.mkdir()
+    reports = Store(tmp_path / "store").ingest([missing, folder], "battles", mapping)
+    for path, report in zip((missing, folder), reports):
+        assert (report.source, report.kind, report.sha256, report.status, report.mapping) == (
+            str(path), "battles", "", "unreadable", mapping.record())
+        assert report.error.startswith(f"{path}: ") and "\n" not in report.error
+    assert reports[0].error == f"{missing}: {os.strerror(errno.ENOENT)}"  # the system's reason, without its errno
+
+
+def test_a_log_grown_twice_continues_from_its_longest_ingested_version(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_text("battle_id,model_a,model_b,winner\n")
+    store = Store(tmp_path / "store")
+    reports = []
+    for battle in range(3):
+        with path.open("a") as log:
+            log.write(f"{battle},a,b,tie\n")
+        reports += store.ingest([path], "battles")
+    assert [r.continues for r in reports] == [None, reports[0].sha256, reports[1].sha256]
+    assert [(r.rows_in, r.rows_accepted, r.rows_quarantined) for r in reports] == [(1, 1, 0)] * 3  # the new row only
+
+
+def test_objects_written_to_object_storage_carry_the_writers_token(tmp_path, battles_file):
+    # Never overwritten: a beaten writer's partitions and quarantine cannot replace the committed ones.
+    store = Store(f"memory://vase-{tmp_path.name}/store")
+    [report] = store.ingest([battles_file], "battles")
+    written = [p.path for p in report.partitions] + [report.quarantine]
+    assert len(written) == 4 and all(path.endswith(f"-{store.objects.token}.parquet") for path in written), written
+
+
+def test_a_file_refused_midway_forgets_only_its_own_names(tmp_path, battles_file, monkeypatch):
+    from pipeline.logs import delimited
+
+    monkeypatch.setattr(delimited, "CHUNK_BYTES", 256)  # batches encoded (their names given ids) before the bad line
+    store = Store(tmp_path / "store")
+    store.ingest([battles_file], "battles")
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(("battle_id,model_a,model_b,winner\n" + "".join(f"n{i},new{i},x,tie\n" for i in range(40))).encode()
+                    + b"n40,caf\xe9,x,tie\n")  # not UTF-8
+    [report] = store.ingest([bad], "battles")
+    assert report.status == "unreadable" and "not UTF-8" in report.error
+    assert store.dictionary("agents").names == ["x", "y", "z"]
+
+
+def test_a_refused_file_of_a_kind_without_record_ids_is_refused_in_one_line(tmp_path):
+    import datetime as dt
+
+    bad = tmp_path / "scores.csv"
+    bad.write_bytes(b"task,who,score\nt1,caf\xe9,1\n")  # not UTF-8
+    mapping = Mapping.parse(columns="agent=who")
+    [report] = Store(tmp_path / "store").ingest([bad], "scores", mapping)
+    assert report.status == "unreadable" and report.error.startswith(f"{bad}: ") and "not UTF-8" in report.error
+    assert report.mapping == mapping.record() and dt.datetime.fromisoformat(report.ingested_at).utcoffset() == dt.timedelta(0)
+
+
+def test_a_files_footprint_counts_the_agents_new_to_the_store(tmp_path, battles_file):
+    more = tmp_path / "more.csv"
+    more.write_text("model_a,model_b,winner\nw,x,model_a\n")  # w new, x known
+    _, added = Store(tmp_path / "store").ingest([battles_file, more], "battles")
+    assert added.footprint["new_agents"] == 1
