@@ -3,6 +3,8 @@ records, cells against records in distribution, coverage, workers, store numberi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import polars as pl
 import pytest
@@ -11,6 +13,7 @@ from pipeline.methods import Spec, needed_statistics, run
 from pipeline.methods.uncertainty import records
 from pipeline.runtime import local_cluster
 from pipeline.stats import reduce_store
+from pipeline.stats.game_data import ScoreTable
 from pipeline.stats.in_memory import profile, statistics_of_records
 from pipeline.store import Store
 from tests.conftest import SAMPLES
@@ -256,3 +259,137 @@ def test_an_empty_sequence_bootstraps_to_empty_intervals():
     stats, _ = statistics_of_records([], "battles", needed_statistics(["elo:bootstrap=5"]))
     ratings = run("elo:bootstrap=5", stats)
     assert len(ratings.agents) == 0 and ratings.extras["ci_low"].shape == (0,) and ratings.info["bootstrap_dropped"] == 0
+
+
+def score_rows(rng: np.random.Generator, tasks: int, agents: str = "wxyz") -> list[dict]:
+    """A score table: every agent on every task, noisy scores by strength, uneven task weights
+    (whole: in games a weight is a number of copies), and every third
+    task scored lower-is-better."""
+    return [{"task": f"t{t}", "agent": a, "score": float(np.round(i + rng.normal(0, 1), 1)) * (1 if t % 3 else -1),
+             "higher_is_better": bool(t % 3), "task_weight": [1.0, 3.0, 2.0][t % 3]}
+            for t in range(tasks) for i, a in enumerate(agents)]
+
+
+def test_redrawn_score_table_is_the_table_of_the_redrawn_tasks():
+    """A task drawn n times is n copies of it: its `task_weight` times n (weights are multiplicities); a task drawn
+    0 times is gone from the table."""
+    rows = score_rows(np.random.default_rng(7), 9)
+    stats, _ = statistics_of_records(rows, "scores", ["game_data"])
+    table = stats.extra["game_data"]
+    source = records(Spec.parse("uniform:bootstrap=1"), stats)
+    assert source.weights.tolist() == [1.0] * len(table.tasks)  # one Poisson(1) per task, whatever its weight
+    draws = _draws_of(source, seed=1)  # the tasks are stored by name, their canonical order
+    assert 0 in draws and draws.max() > 1
+    drawn = dict(zip(table.tasks, draws))
+    redrawn = [r | {"task_weight": r["task_weight"] * drawn[r["task"]]} for r in rows if drawn[r["task"]] > 0]
+    expected = statistics_of_records(redrawn, "scores", ["game_data"])[0].extra["game_data"]
+    rebuilt = source.rebuild(draws).extra["game_data"]
+    assert rebuilt.tasks == expected.tasks and np.array_equal(rebuilt.scores, expected.scores)
+    assert rebuilt.task_weight.tolist() == expected.task_weight.tolist()
+    assert rebuilt.higher_is_better.tolist() == expected.higher_is_better.tolist()
+
+
+def prompt_battles(rng: np.random.Generator, n: int, names: list[str], prompts: int) -> list[dict]:
+    """Bradley-Terry battles (a few ties) each on one of a few prompts, so that identical battles repeat."""
+    return [row | {"prompt": f"q{rng.integers(prompts)}"}
+            for row in battles(rng, np.linspace(1, -1, len(names)), n, names)]
+
+
+def prompt_cells_by_name(rows: list[dict]) -> dict[tuple, tuple[float, float]]:
+    """{(prompt, a, b): (wins, ties)} of the prompt counts of battles, by names, cells with weight only."""
+    stats, names = statistics_of_records(rows, "battles", ["game_data"])
+    data = stats.extra["game_data"]
+    prompts = sorted({r["prompt"] for r in rows})  # in memory, prompt ids follow the prompts' names
+    return {(prompts[p], names[a], names[b]): (w, t)
+            for p, a, b, w, t in zip(data.prompt.tolist(), data.a.tolist(), data.b.tolist(), data.wins.tolist(),
+                                     data.ties.tolist()) if w or t}
+
+
+def test_redrawn_prompt_cells_are_the_counts_of_the_redrawn_battles():
+    """Wins per prompt cell drawn as Poisson(wins); a tie once, in its row whose agent keys increase, and mirrored:
+    the rebuilt counts are those of the battles the draws stand for."""
+    names = ["w", "x", "y", "z"]
+    rows = prompt_battles(np.random.default_rng(2), 80, names, 3)
+    stats, _ = statistics_of_records(rows, "battles", ["game_data"])
+    data, keys = stats.extra["game_data"], stats.agent_keys
+    source = records(Spec.parse("uniform:bootstrap=1"), stats)
+    m = len(data.a)
+    assert sorted(source.weights.tolist()) == sorted(np.r_[data.wins, data.ties].tolist())
+    draws = np.random.default_rng(3).poisson(np.r_[data.wins, data.ties]).astype(np.float64)  # in storage order
+    prompts = sorted({r["prompt"] for r in rows})
+    redrawn = []
+    for r, (p, a, b) in enumerate(zip(data.prompt.tolist(), data.a.tolist(), data.b.tolist())):
+        battle = {"model_a": names[a], "model_b": names[b], "prompt": prompts[p]}
+        redrawn += [battle | {"winner": "model_a"}] * int(draws[r])
+        if keys[a] < keys[b]:  # the tie's leading row; its other row's draw is not read
+            redrawn += [battle | {"winner": "tie"}] * int(draws[m + r])
+    assert {r["prompt"] for r in redrawn} == set(prompts) and {"tie"} < {r["winner"] for r in redrawn}
+    rebuilt = source.rebuild(draws).extra["game_data"]
+    assert {(prompts[p], names[a], names[b]): (w, t)
+            for p, a, b, w, t in zip(rebuilt.prompt.tolist(), rebuilt.a.tolist(), rebuilt.b.tolist(), rebuilt.wins.tolist(),
+                                     rebuilt.ties.tolist()) if w or t} == prompt_cells_by_name(redrawn)
+
+
+def test_absent_is_not_measured_on_score_tables_and_prompt_cells():
+    """A newcomer scored on one task, or in one battle, is measured only in the rounds that draw that task or prompt
+    cell (about 1 - e^-1 of them); the others, in many, in every round."""
+    rounds = 30
+    newcomer_task = [{"task": "t9", "agent": a, "score": s, "higher_is_better": True, "task_weight": 1.0}
+                     for a, s in (("new", 3.0), ("w", 1.0))]
+    newcomer_battle = [{"model_a": "new", "model_b": "w", "winner": "model_a", "prompt": "q0"}]
+    logs = {"scores": score_rows(np.random.default_rng(8), 8) + newcomer_task,
+            "battles": prompt_battles(np.random.default_rng(9), 80, ["w", "x", "y", "z"], 3) + newcomer_battle}
+    for kind, rows in logs.items():
+        stats, names = statistics_of_records(rows, kind, ["game_data"])
+        ratings = run(f"uniform:bootstrap={rounds}", stats)
+        measured = ratings.extras["rounds_measured"]
+        newcomer = np.array([names[a] == "new" for a in ratings.agents])
+        assert (measured[~newcomer] == rounds).all(), kind
+        assert 0 < measured[newcomer][0] < rounds, kind
+
+
+def test_the_store_numbering_does_not_move_the_intervals_of_games(tmp_path):
+    """Tasks are drawn in the order of their names, prompt cells in that of their prompts' names (as the board names
+    them) and agents': a store that numbered other agents first (a ballot ingested before) and the later tasks and
+    prompts first (the log in two files, those first) gives the same intervals."""
+    spec = "uniform:bootstrap=20"
+    logs = {"scores": (score_rows(np.random.default_rng(10), 7), lambda row: row["task"] >= "t4"),
+            "battles": (prompt_battles(np.random.default_rng(11), 60, ["w", "x", "y", "z"], 4),
+                        lambda row: row["prompt"] >= "q2")}
+    first = tmp_path / "first.csv"
+    pl.DataFrame({"ranking": ["0 other>y>w"]}).write_csv(first)
+    for kind, (rows, later) in logs.items():
+        by_name = []
+        for folder, files in (("plain", [rows]), ("rotated", [[r for r in rows if later(r)], [r for r in rows if not later(r)]])):
+            store = Store(tmp_path / kind / folder)
+            if folder == "rotated":
+                store.ingest([first], "ballots")
+            for i, part in enumerate(files):
+                path = tmp_path / f"{kind}-{folder}-{i}.csv"
+                pl.DataFrame(part).write_csv(path)
+                store.ingest([path], kind)
+            stats = reduce_store(store, kind, needed_statistics([spec]))
+            data = stats.extra["game_data"]
+            if kind == "battles":  # as the board hands them to the games
+                data = replace(data, prompt_names=tuple(store.dictionary("prompts").names))
+            ratings = run(spec, replace(stats, extra=stats.extra | {"game_data": data}))
+            names = store.dictionary("agents").names
+            by_name.append({names[a]: (lo, hi) for a, lo, hi in
+                            zip(ratings.agents, ratings.extras["ci_low"].tolist(), ratings.extras["ci_high"].tolist())})
+        # the same draws; the game sums its prompts in the store's order, which moves the last bits only
+        assert by_name[0].keys() == by_name[1].keys(), kind
+        np.testing.assert_allclose([by_name[1][a] for a in by_name[0]], list(by_name[0].values()), rtol=1e-9, err_msg=kind)
+        assert len({hi - lo for lo, hi in by_name[0].values()}) > 1, kind  # intervals, not constants
+
+
+def test_tasks_are_drawn_in_the_order_of_their_names_whatever_the_table_order():
+    """A score table need not list its tasks by name (the backtest's copies of tasks are appended): the same table
+    with its tasks reversed gets the same draws, so the same intervals."""
+    stats, _ = statistics_of_records(score_rows(np.random.default_rng(12), 7), "scores", ["game_data"])
+    table = stats.extra["game_data"]
+    backwards = ScoreTable(table.agents, table.tasks[::-1], table.scores[:, ::-1], table.higher_is_better[::-1],
+                           table.task_weight[::-1])
+    by_name, reversed_ = (run("uniform:bootstrap=20", replace(stats, extra={"game_data": t})) for t in (table, backwards))
+    for column in ("ci_low", "ci_high"):  # the game sums the tasks in the table's order: the last bits may move
+        np.testing.assert_allclose(reversed_.extras[column], by_name.extras[column], rtol=1e-9, err_msg=column)
+    assert np.ptp(by_name.extras["ci_high"] - by_name.extras["ci_low"]) > 0
