@@ -63,12 +63,7 @@ def test_redrawn_pair_cells_are_the_reduction_of_the_redrawn_battles():
     source = sources["copeland"]
     assert source.weights.sum() == len(rows)
     draws = _draws_of(source)
-    # the same draws as records: each cell's battle repeated as often as drawn
-    redrawn = []
-    for count, x, y, cell in zip(draws, source.cells.x, source.cells.y, range(len(draws))):
-        winner = "model_a" if cell < source.cells.wins else "tie"
-        redrawn += [{"model_a": names[x], "model_b": names[y], "winner": winner}] * int(count)
-    expected, _ = statistics_of_records(redrawn, "battles", statistics)
+    expected, _ = statistics_of_records(redrawn_battles(source, draws, names), "battles", statistics)
     pairs = source.rebuild(draws).pairwise
     assert np.array_equal(pairs.wins, expected.pairwise.wins) and np.array_equal(pairs.ties, expected.pairwise.ties)
     histogram = sources["stv"].rebuild(draws).histogram
@@ -76,6 +71,54 @@ def test_redrawn_pair_cells_are_the_reduction_of_the_redrawn_battles():
     positions = sources["borda"].rebuild(draws).positions
     assert positions.groups.keys() == expected.positions.groups.keys()
     assert all(np.array_equal(positions.groups[g], expected.positions.groups[g]) for g in positions.groups)
+
+
+def redrawn_battles(source, draws: np.ndarray, names: list[str]) -> list[dict]:
+    """The battles pair-cell draws stand for: each cell's battle (x beat y, or x tied y) repeated as often as drawn."""
+    redrawn = []
+    for count, x, y, cell in zip(draws, source.cells.x, source.cells.y, range(len(draws))):
+        winner = "model_a" if cell < source.cells.wins else "tie"
+        redrawn += [{"model_a": names[x], "model_b": names[y], "winner": winner}] * int(count)
+    return redrawn
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_redrawn_pair_cells_when_the_last_agent_only_wins_or_only_loses(dense):
+    """The rebuilt counts span every agent, even one that never loses (no cell has it as loser) or never wins;
+    appearances count the drawn battles of each side; sparse counts stay sparse (beyond DENSE_MAX_AGENTS agents
+    they must); and only the statistics the method reads are rebuilt."""
+    statistics = ["pairwise", "positions", "histogram"]
+    rows = battles(np.random.default_rng(12), np.array([0.5, 0.0, -0.5]), 60, ["w", "x", "y"])
+    for edge in ({"model_a": "zz", "winner": "model_a"}, {"model_a": "zz", "winner": "model_b"}):  # zz: the last local id
+        log = rows + [edge | {"model_b": opponent} for opponent in ("w", "x", "y") for _ in range(3)]
+        stats, names = statistics_of_records(log, "battles", statistics, dense=dense)
+        for spec, read in (("borda", "positions"), ("stv", "histogram"), ("copeland", "pairwise")):
+            source = records(Spec.parse(f"{spec}:bootstrap=1"), stats)
+            draws = _draws_of(source, seed=4)
+            expected, _ = statistics_of_records(redrawn_battles(source, draws, names), "battles", statistics, dense=True)
+            rebuilt = source.rebuild(draws)
+            assert [name for name in statistics if getattr(rebuilt, name) is not None] == [read], spec
+            assert rebuilt.appearances.tolist() == expected.appearances.tolist() and rebuilt.appearances.dtype == np.int64
+        pairs = rebuilt.pairwise
+        assert pairs.is_sparse == (not dense)
+        wins, ties = (pairs.wins.toarray(), pairs.ties.toarray()) if pairs.is_sparse else (pairs.wins, pairs.ties)
+        assert np.array_equal(wins, expected.pairwise.wins) and np.array_equal(ties, expected.pairwise.ties)
+
+
+def test_redrawn_sequence_is_each_record_repeated_in_place():
+    """Elo's sequence: each battle as often as drawn, where it stood (the order is the rating's input)."""
+    rows = [row | {"timestamp": f"2024-01-01T00:{i // 60:02d}:{i % 60:02d}Z"}
+            for i, row in enumerate(battles(np.random.default_rng(13), np.array([0.5, 0.0, -0.5]), 40, ["x", "y", "z"]))]
+    stats, _ = statistics_of_records(rows, "battles", needed_statistics(["elo:bootstrap=1"]))
+    source = records(Spec.parse("elo:bootstrap=1"), stats)
+    assert source.weights.tolist() == [1.0] * len(rows)
+    draws = _draws_of(source, seed=6)
+    assert 0 in draws and draws.max() > 1
+    expected = statistics_of_records([r for r, n in zip(rows, draws) for _ in range(int(n))], "battles",
+                                     needed_statistics(["elo"]))[0].extra["sequence"]
+    rebuilt = source.rebuild(draws).extra["sequence"]
+    for column in ("a", "b", "score", "weight", "group"):
+        assert getattr(rebuilt, column).tolist() == getattr(expected, column).tolist(), column
 
 
 def test_redrawn_histogram_is_the_reduction_of_the_redrawn_ballots():
@@ -393,3 +436,26 @@ def test_tasks_are_drawn_in_the_order_of_their_names_whatever_the_table_order():
     for column in ("ci_low", "ci_high"):  # the game sums the tasks in the table's order: the last bits may move
         np.testing.assert_allclose(reversed_.extras[column], by_name.extras[column], rtol=1e-9, err_msg=column)
     assert np.ptp(by_name.extras["ci_high"] - by_name.extras["ci_low"]) > 0
+
+
+def test_a_round_that_cannot_be_rated_is_dropped_and_the_next_ones_still_run():
+    """A score table of one task: a round that draws it 0 times (e^-1 of rounds) holds no task, so no game
+    (`RatingError`): dropped and counted, and the rounds after it are rated as usual."""
+    rounds = 100
+    rows = [{"task": "t", "agent": a, "score": float(i)} for i, a in enumerate("abc")]
+    stats, _ = statistics_of_records(rows, "scores", ["game_data"])
+    info = run(f"uniform:bootstrap={rounds}", stats).info
+    expected, spread = rounds * np.exp(-1), 4 * np.sqrt(rounds * np.exp(-1) * (1 - np.exp(-1)))  # binomial, 4 sd
+    assert abs(info["bootstrap_dropped"] - expected) < spread, info["bootstrap_dropped"]
+
+
+def test_support_frequency_only_for_a_method_that_publishes_a_lottery():
+    """Maximal lotteries give each round's support; a Condorcet winner far ahead is its whole support in every round.
+    Copeland gives no lottery, so no support frequency."""
+    rows = battles(np.random.default_rng(14), np.array([3.0, 0.0, -0.2]), 120, ["x", "y", "z"])
+    stats, names = statistics_of_records(rows, "battles", needed_statistics(["maximal-lotteries:bootstrap=10"]))
+    lottery = run("maximal-lotteries:bootstrap=10", stats)
+    winner = np.array([names[a] == "x" for a in lottery.agents])
+    assert lottery.extras["support_frequency"][winner].tolist() == [1.0]
+    assert (lottery.extras["support_frequency"][~winner] == 0).all()
+    assert "support_frequency" not in run("copeland:bootstrap=10", stats).extras
