@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.methods import Spec, needed_statistics, run
+from pipeline.methods import REGISTRY, Spec, needed_statistics, run
 from pipeline.methods.uncertainty import records
 from pipeline.runtime import local_cluster
 from pipeline.stats import reduce_store
@@ -49,6 +49,17 @@ def test_a_method_without_a_resampler_is_refused_by_name():
                                      ["annotators"])
     with pytest.raises(ValueError, match="am-elo: bootstrap is not available.*annotators"):
         run("am-elo:bootstrap=5", stats)
+
+
+def test_what_cannot_be_resampled_is_refused_by_name(monkeypatch):
+    """Ballots reduced without their histogram, and a method reading statistics of two different record sources
+    (none is registered: one made for the test), are refused before anything is rated."""
+    stats, _ = profile(["a>b", "b>a>c"], statistics=["positions"])
+    with pytest.raises(ValueError, match="borda: bootstrap of ballots needs the histogram statistic, which was not computed"):
+        run("borda:bootstrap=2", stats)
+    monkeypatch.setitem(REGISTRY, "two-sources", replace(REGISTRY["copeland"], name="two-sources", needs=("pairwise", "sequence")))
+    with pytest.raises(ValueError, match="two-sources: bootstrap is not available: the method reads statistics of different records"):
+        records(Spec.parse("two-sources:bootstrap=2"), stats)
 
 
 def _draws_of(source, seed=5):
