@@ -344,44 +344,52 @@ def test_redrawn_score_table_is_the_table_of_the_redrawn_tasks():
 
 
 def prompt_battles(rng: np.random.Generator, n: int, names: list[str], prompts: int) -> list[dict]:
-    """Bradley-Terry battles (a few ties) each on one of a few prompts, so that identical battles repeat."""
-    return [row | {"prompt": f"q{rng.integers(prompts)}"}
-            for row in battles(rng, np.linspace(1, -1, len(names)), n, names)]
+    """Bradley-Terry battles, one in four a tie, each on one of a few prompts, so that identical battles repeat; and
+    five battles without a prompt: the first agent tied the second and the third twice each, and lost to the second."""
+    rows = [row | {"prompt": f"q{rng.integers(prompts)}", "winner": "tie" if i % 4 == 0 else row["winner"]}
+            for i, row in enumerate(battles(rng, np.linspace(1, -1, len(names)), n, names))]
+    return rows + [{"model_a": names[0], "model_b": names[j], "winner": w, "prompt": None}
+                   for j, w in ((1, "tie"), (1, "tie"), (2, "tie"), (2, "tie"), (1, "model_b"))]
 
 
-def prompt_cells_by_name(rows: list[dict]) -> dict[tuple, tuple[float, float]]:
-    """{(prompt, a, b): (wins, ties)} of the prompt counts of battles, by names, cells with weight only."""
-    stats, names = statistics_of_records(rows, "battles", ["game_data"])
-    data = stats.extra["game_data"]
-    prompts = sorted({r["prompt"] for r in rows})  # in memory, prompt ids follow the prompts' names
-    return {(prompts[p], names[a], names[b]): (w, t)
+def prompt_cells(data, names: list[str], prompts: list[str]) -> dict[tuple, tuple[float, float]]:
+    """{(prompt, a, b): (wins, ties)} of prompt counts, by names (None: no prompt), cells with weight only."""
+    return {(prompts[p] if p >= 0 else None, names[a], names[b]): (w, t)
             for p, a, b, w, t in zip(data.prompt.tolist(), data.a.tolist(), data.b.tolist(), data.wins.tolist(),
                                      data.ties.tolist()) if w or t}
 
 
+def prompt_cells_of_battles(rows: list[dict]) -> dict[tuple, tuple[float, float]]:
+    stats, names = statistics_of_records(rows, "battles", ["game_data"])
+    return prompt_cells(stats.extra["game_data"], names, sorted({r["prompt"] for r in rows} - {None}))  # in memory,
+    # prompt ids follow the prompts' names
+
+
 def test_redrawn_prompt_cells_are_the_counts_of_the_redrawn_battles():
-    """Wins per prompt cell drawn as Poisson(wins); a tie once, in its row whose agent keys increase, and mirrored:
-    the rebuilt counts are those of the battles the draws stand for."""
+    """Wins per prompt cell drawn as Poisson(wins); a tie once, in its row whose agent keys increase, and mirrored
+    (a row of wins alone, whose agents never tied there, keeps no tie): the rebuilt counts are those of the battles
+    the draws stand for."""
     names = ["w", "x", "y", "z"]
-    rows = prompt_battles(np.random.default_rng(2), 80, names, 3)
+    lone = {"model_a": "z", "model_b": "w", "winner": "model_a", "prompt": "q9"}  # z after w: its row does not lead
+    rows = prompt_battles(np.random.default_rng(2), 80, names, 3) + [lone]
     stats, _ = statistics_of_records(rows, "battles", ["game_data"])
     data, keys = stats.extra["game_data"], stats.agent_keys
     source = records(Spec.parse("uniform:bootstrap=1"), stats)
     m = len(data.a)
     assert sorted(source.weights.tolist()) == sorted(np.r_[data.wins, data.ties].tolist())
     draws = np.random.default_rng(3).poisson(np.r_[data.wins, data.ties]).astype(np.float64)  # in storage order
-    prompts = sorted({r["prompt"] for r in rows})
+    prompts = sorted({r["prompt"] for r in rows} - {None})
     redrawn = []
     for r, (p, a, b) in enumerate(zip(data.prompt.tolist(), data.a.tolist(), data.b.tolist())):
-        battle = {"model_a": names[a], "model_b": names[b], "prompt": prompts[p]}
+        battle = {"model_a": names[a], "model_b": names[b], "prompt": prompts[p] if p >= 0 else None}
         redrawn += [battle | {"winner": "model_a"}] * int(draws[r])
         if keys[a] < keys[b]:  # the tie's leading row; its other row's draw is not read
             redrawn += [battle | {"winner": "tie"}] * int(draws[m + r])
-    assert {r["prompt"] for r in redrawn} == set(prompts) and {"tie"} < {r["winner"] for r in redrawn}
-    rebuilt = source.rebuild(draws).extra["game_data"]
-    assert {(prompts[p], names[a], names[b]): (w, t)
-            for p, a, b, w, t in zip(rebuilt.prompt.tolist(), rebuilt.a.tolist(), rebuilt.b.tolist(), rebuilt.wins.tolist(),
-                                     rebuilt.ties.tolist()) if w or t} == prompt_cells_by_name(redrawn)
+    assert {r["prompt"] for r in redrawn} == {r["prompt"] for r in rows}  # every prompt drawn, and no prompt too
+    rebuilt = prompt_cells(source.rebuild(draws).extra["game_data"], names, prompts)
+    assert rebuilt == prompt_cells_of_battles(redrawn)
+    given = prompt_cells(data, names, prompts)  # the draws did move the counts, the ties' too
+    assert {c: t for c, (_, t) in rebuilt.items() if t} != {c: t for c, (_, t) in given.items() if t}
 
 
 def test_absent_is_not_measured_on_score_tables_and_prompt_cells():
@@ -409,7 +417,7 @@ def test_the_store_numbering_does_not_move_the_intervals_of_games(tmp_path):
     spec = "uniform:bootstrap=20"
     logs = {"scores": (score_rows(np.random.default_rng(10), 7), lambda row: row["task"] >= "t4"),
             "battles": (prompt_battles(np.random.default_rng(11), 60, ["w", "x", "y", "z"], 4),
-                        lambda row: row["prompt"] >= "q2")}
+                        lambda row: (row["prompt"] or "") >= "q2")}
     first = tmp_path / "first.csv"
     pl.DataFrame({"ranking": ["0 other>y>w"]}).write_csv(first)
     for kind, (rows, later) in logs.items():
