@@ -392,22 +392,24 @@ def test_redrawn_prompt_cells_are_the_counts_of_the_redrawn_battles():
     assert {c: t for c, (_, t) in rebuilt.items() if t} != {c: t for c, (_, t) in given.items() if t}
 
 
-def test_absent_is_not_measured_on_score_tables_and_prompt_cells():
-    """A newcomer scored on one task, or in one battle, is measured only in the rounds that draw that task or prompt
-    cell (about 1 - e^-1 of them); the others, in many, in every round."""
+def test_absent_is_not_measured_on_score_tables_prompt_cells_and_sequences():
+    """A newcomer (the last agent by name) scored on one task, or in one battle, is measured only in the rounds that
+    draw that task, prompt cell or record (about 1 - e^-1 of them); the others, in many, in every round."""
     rounds = 30
     newcomer_task = [{"task": "t9", "agent": a, "score": s, "higher_is_better": True, "task_weight": 1.0}
-                     for a, s in (("new", 3.0), ("w", 1.0))]
-    newcomer_battle = [{"model_a": "new", "model_b": "w", "winner": "model_a", "prompt": "q0"}]
-    logs = {"scores": score_rows(np.random.default_rng(8), 8) + newcomer_task,
-            "battles": prompt_battles(np.random.default_rng(9), 80, ["w", "x", "y", "z"], 3) + newcomer_battle}
-    for kind, rows in logs.items():
-        stats, names = statistics_of_records(rows, kind, ["game_data"])
-        ratings = run(f"uniform:bootstrap={rounds}", stats)
+                     for a, s in (("zz", 3.0), ("w", 1.0))]
+    newcomer_battle = [{"model_a": "zz", "model_b": "w", "winner": "model_a", "prompt": "q0"}]
+    battles_on_prompts = prompt_battles(np.random.default_rng(9), 80, ["w", "x", "y", "z"], 3) + newcomer_battle
+    logs = (("scores", "uniform", score_rows(np.random.default_rng(8), 8) + newcomer_task),
+            ("battles", "uniform", battles_on_prompts), ("battles", "elo", battles_on_prompts))
+    for kind, method, rows in logs:
+        spec = f"{method}:bootstrap={rounds}"
+        stats, names = statistics_of_records(rows, kind, needed_statistics([spec]))
+        ratings = run(spec, stats)
         measured = ratings.extras["rounds_measured"]
-        newcomer = np.array([names[a] == "new" for a in ratings.agents])
-        assert (measured[~newcomer] == rounds).all(), kind
-        assert 0 < measured[newcomer][0] < rounds, kind
+        newcomer = np.array([names[a] == "zz" for a in ratings.agents])
+        assert (measured[~newcomer] == rounds).all(), spec
+        assert 0 < measured[newcomer][0] < rounds, spec
 
 
 def test_the_store_numbering_does_not_move_the_intervals_of_games(tmp_path):
