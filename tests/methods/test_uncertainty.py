@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from pipeline.methods import REGISTRY, Spec, needed_statistics, run
-from pipeline.methods.uncertainty import records
+from pipeline.methods.uncertainty import records, round_seed
 from pipeline.runtime import local_cluster
 from pipeline.stats import reduce_store
 from pipeline.stats.game_data import ScoreTable
@@ -480,3 +480,17 @@ def test_support_frequency_only_for_a_method_that_publishes_a_lottery():
     assert lottery.extras["support_frequency"][winner].tolist() == [1.0]
     assert (lottery.extras["support_frequency"][~winner] == 0).all()
     assert "support_frequency" not in run("copeland:bootstrap=10", stats).extras
+
+
+def test_the_rounds_seed_is_the_bootstrap_seed_and_the_spec_spelled_canonically():
+    """Another `bootstrap_seed`, or another spec, draws other rounds; the same spec however written the same ones
+    (the seed fits a signed 64-bit integer)."""
+    seeds = {(spec, seed): round_seed(Spec.parse(spec), seed)
+             for spec in ("borda", "borda:normalise=false", "copeland") for seed in (0, 1)}
+    assert all(0 <= s < 2**63 for s in seeds.values())
+    assert seeds["borda", 0] == seeds["borda:normalise=false", 0]  # the same canonical spelling
+    assert len({seeds["borda", 0], seeds["borda", 1], seeds["copeland", 0], seeds["copeland", 1]}) == 4
+    rows = battles(np.random.default_rng(15), np.array([0.5, 0.0, -0.5]), 60, ["x", "y", "z"])
+    stats, _ = statistics_of_records(rows, "battles", ["positions"])
+    first, other = (run(f"borda:bootstrap=10,bootstrap_seed={seed}", stats).extras["ci_low"] for seed in (0, 1))
+    assert not np.array_equal(first, other)
