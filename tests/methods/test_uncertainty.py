@@ -15,6 +15,7 @@ from pipeline.runtime import local_cluster
 from pipeline.stats import reduce_store
 from pipeline.stats.game_data import ScoreTable
 from pipeline.stats.in_memory import profile, statistics_of_records
+from pipeline.stats.partials import DENSE_MAX_AGENTS
 from pipeline.store import Store
 from tests.conftest import SAMPLES
 
@@ -102,13 +103,13 @@ def test_redrawn_pair_cells_when_the_last_agent_only_wins_or_only_loses(dense):
     rows = battles(np.random.default_rng(12), np.array([0.5, 0.0, -0.5]), 60, ["w", "x", "y"])
     for edge in ({"model_a": "zz", "winner": "model_a"}, {"model_a": "zz", "winner": "model_b"}):  # zz: the last local id
         log = rows + [edge | {"model_b": opponent} for opponent in ("w", "x", "y") for _ in range(3)]
-        stats, names = statistics_of_records(log, "battles", statistics, dense=dense)
+        stats, names = statistics_of_records(log, "battles", statistics + ["sequence"], dense=dense)
         for spec, read in (("borda", "positions"), ("stv", "histogram"), ("copeland", "pairwise")):
             source = records(Spec.parse(f"{spec}:bootstrap=1"), stats)
             draws = _draws_of(source, seed=4)
             expected, _ = statistics_of_records(redrawn_battles(source, draws, names), "battles", statistics, dense=True)
             rebuilt = source.rebuild(draws)
-            assert [name for name in statistics if getattr(rebuilt, name) is not None] == [read], spec
+            assert [name for name in statistics if getattr(rebuilt, name) is not None] == [read] and not rebuilt.extra, spec
             assert rebuilt.appearances.tolist() == expected.appearances.tolist() and rebuilt.appearances.dtype == np.int64
         pairs = rebuilt.pairwise
         assert pairs.is_sparse == (not dense)
@@ -497,3 +498,14 @@ def test_the_rounds_seed_is_the_bootstrap_seed_and_the_spec_spelled_canonically(
     stats, _ = statistics_of_records(rows, "battles", ["positions"])
     first, other = (run(f"borda:bootstrap=10,bootstrap_seed={seed}", stats).extras["ci_low"] for seed in (0, 1))
     assert not np.array_equal(first, other)
+
+
+def test_ballots_of_more_agents_than_dense_counts_allow_are_rebuilt_sparse():
+    """Beyond DENSE_MAX_AGENTS agents a round's pair counts are sparse, as the reduction's are (dense ones would take
+    k^2 floats per round); at DENSE_MAX_AGENTS they are dense."""
+    for k, sparse in ((DENSE_MAX_AGENTS, False), (DENSE_MAX_AGENTS + 1, True)):
+        names = [f"m{i:04d}" for i in range(k)]
+        stats, _ = profile([f"{a}>{b}" for a, b in zip(names[0::2], names[1::2] + names[:1])], statistics=["pairwise", "histogram"])
+        assert len(stats.agents) == k
+        source = records(Spec.parse("schulze:bootstrap=1"), stats)
+        assert source.rebuild(_draws_of(source)).pairwise.is_sparse == sparse, k
