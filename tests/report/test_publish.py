@@ -154,3 +154,28 @@ def test_a_leaderboard_is_a_title_then_per_method_its_diagnostics_and_table_each
     markdown = leaderboard_markdown([dataclasses.replace(rated, name="elo", params={"k": 4})], ["ann", "bob", "c|d"], "T")
     assert markdown == ("# T\n\n## elo:k=4\n\n- best_agent: bob\n- note: a\\*b\n- sizes: `[1, 2]`\n\n"
                         "| rank | agent | score |\n|---|---|---|\n| 1 | ann | 2 |\n| 2 | bob | 0.5 |\n| 2 | c\\|d | 0.5 |\n")
+
+
+def test_pairwise_and_agents_tables_of_sparse_or_dense_counts_and_of_no_battle():
+    # a beats b twice and ties once; b beats c once; c and d only tie: a pair that met only in ties is listed too.
+    # Counts beyond DENSE_MAX_AGENTS agents are sparse: the same table; no battle at all still gives typed columns.
+    import pyarrow as pa
+
+    from pipeline.report.publish import agents_table, pairwise_table
+    from pipeline.stats.in_memory import statistics_of_records
+
+    rows = [{"model_a": a, "model_b": b, "winner": w} for a, b, w in
+            (("b", "a", "model_b"), ("a", "b", "model_a"), ("a", "b", "tie"), ("c", "b", "model_b"), ("c", "d", "tie"))]
+    for dense in (True, False):
+        stats, names = statistics_of_records(rows, "battles", ["pairwise"], dense=dense)
+        assert stats.pairwise.is_sparse != dense
+        assert pairwise_table(stats.pairwise, names).to_pylist() == [
+            {"agent": "a", "opponent": "b", "wins": 2.0, "losses": 0.0, "ties": 1.0, "win_rate": 2.5 / 3},
+            {"agent": "b", "opponent": "a", "wins": 0.0, "losses": 2.0, "ties": 1.0, "win_rate": 0.5 / 3},
+            {"agent": "b", "opponent": "c", "wins": 1.0, "losses": 0.0, "ties": 0.0, "win_rate": 1.0},
+            {"agent": "c", "opponent": "b", "wins": 0.0, "losses": 1.0, "ties": 0.0, "win_rate": 0.0},
+            {"agent": "c", "opponent": "d", "wins": 0.0, "losses": 0.0, "ties": 1.0, "win_rate": 0.5},
+            {"agent": "d", "opponent": "c", "wins": 0.0, "losses": 0.0, "ties": 1.0, "win_rate": 0.5}], dense
+    nobody, _ = statistics_of_records([], "battles", ["pairwise"])
+    assert agents_table(nobody, []).schema == pa.schema([("agent", pa.string()), ("records", pa.int64())])
+    assert pairwise_table(nobody.pairwise, []).schema.types == [pa.string()] * 2 + [pa.float64()] * 4
