@@ -179,3 +179,21 @@ def test_pairwise_and_agents_tables_of_sparse_or_dense_counts_and_of_no_battle()
     nobody, _ = statistics_of_records([], "battles", ["pairwise"])
     assert agents_table(nobody, []).schema == pa.schema([("agent", pa.string()), ("records", pa.int64())])
     assert pairwise_table(nobody.pairwise, []).schema.types == [pa.string()] * 2 + [pa.float64()] * 4
+
+
+def test_the_code_version_is_the_package_version_and_its_commit_or_unknown(tmp_path, monkeypatch):
+    # run.json's "version": the package's version and the commit of the checkout holding it; outside any git
+    # checkout (an installed copy), "unknown" in its place
+    import subprocess
+    from pathlib import Path
+
+    import pipeline
+    from pipeline.report.publish import code_version
+
+    folder = Path(pipeline.__file__).parent
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, check=True).stdout.strip()
+    version, _, commit = code_version().partition("+")
+    assert version == pipeline.__version__ and 7 <= len(commit) < len(head) and head.startswith(commit)
+    (tmp_path / "pipeline").mkdir()
+    monkeypatch.setattr(pipeline, "__file__", str(tmp_path / "pipeline" / "__init__.py"))
+    assert code_version() == f"{pipeline.__version__}+unknown"
