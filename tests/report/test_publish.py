@@ -197,3 +197,28 @@ def test_the_code_version_is_the_package_version_and_its_commit_or_unknown(tmp_p
     (tmp_path / "pipeline").mkdir()
     monkeypatch.setattr(pipeline, "__file__", str(tmp_path / "pipeline" / "__init__.py"))
     assert code_version() == f"{pipeline.__version__}+unknown"
+
+
+def test_run_json_says_inputs_parameters_version_timings_and_row_accounting(tmp_path):
+    # RunRecord.to_json: every key run.json promises, each input without its partition list (their count instead),
+    # the rows summed over the inputs, timings to the millisecond, outputs sorted; categories only when there are some
+    import dataclasses
+    import platform
+
+    from pipeline.report.publish import RunRecord, code_version
+
+    first, second = tmp_path / "one.csv", tmp_path / "two.csv"
+    first.write_text("model_a,model_b,winner\na,b,model_a\nb,c,tie\n")
+    second.write_text("model_a,model_b,winner\na,c,model_b\na,a,model_a\n")  # a model against itself: quarantined
+    reports = Store(tmp_path / "store").ingest([first, second], "battles")
+    run = RunRecord("battles", ["copeland"], "the store", reports, parameters={"k": 4}, timings={"reduce": 0.12345},
+                    diagnostics={"copeland": {"x": 1}}, outputs=["b.md", "a.md"], title="T", errors={"elo": "why"})
+    record = run.to_json()
+    assert record == {"title": "T", "version": code_version(), "python": platform.python_version(), "kind": "battles",
+                      "methods": ["copeland"], "store": "the store", "parameters": {"k": 4},
+                      "inputs": [{k: v for k, v in dataclasses.asdict(r).items() if k != "partitions"} | {"partitions": len(r.partitions)}
+                                 for r in reports],
+                      "rows": {"rows_in": 4, "rows_accepted": 3, "rows_quarantined": 1}, "timings_s": {"reduce": 0.123},
+                      "diagnostics": {"copeland": {"x": 1}}, "errors": {"elo": "why"}, "outputs": ["a.md", "b.md"]}
+    assert all(i["partitions"] >= 1 for i in record["inputs"])
+    assert dataclasses.replace(run, categories={"code": {}}).to_json()["categories"] == {"code": {}}
