@@ -208,7 +208,7 @@ def test_run_json_says_inputs_parameters_version_timings_and_row_accounting(tmp_
     from pipeline.report.publish import RunRecord, code_version
 
     first, second = tmp_path / "one.csv", tmp_path / "two.csv"
-    first.write_text("model_a,model_b,winner\na,b,model_a\nb,c,tie\n")
+    first.write_text("model_a,model_b,winner,timestamp\na,b,model_a,2024-01-01T10:00:00Z\nb,c,tie,2024-01-02T10:00:00Z\n")
     second.write_text("model_a,model_b,winner\na,c,model_b\na,a,model_a\n")  # a model against itself: quarantined
     reports = Store(tmp_path / "store").ingest([first, second], "battles")
     run = RunRecord("battles", ["copeland"], "the store", reports, parameters={"k": 4}, timings={"reduce": 0.12345},
@@ -220,5 +220,5 @@ def test_run_json_says_inputs_parameters_version_timings_and_row_accounting(tmp_
                                  for r in reports],
                       "rows": {"rows_in": 4, "rows_accepted": 3, "rows_quarantined": 1}, "timings_s": {"reduce": 0.123},
                       "diagnostics": {"copeland": {"x": 1}}, "errors": {"elo": "why"}, "outputs": ["a.md", "b.md"]}
-    assert all(i["partitions"] >= 1 for i in record["inputs"])
+    assert [i["partitions"] for i in record["inputs"]] == [2, 1]  # the first file's rows fall on two days
     assert dataclasses.replace(run, categories={"code": {}}).to_json()["categories"] == {"code": {}}
