@@ -226,7 +226,8 @@ def test_run_json_says_inputs_parameters_version_timings_and_row_accounting(tmp_
 
 def test_publish_writes_each_output_and_lists_them_in_run_json(tmp_path):
     # publish() without a board: ratings as Parquet and as JSON (one field a line, for diffs), the leaderboard, the
-    # statistics' tables, each method table in Parquet and Markdown, and run.json listing them all, itself included
+    # statistics' tables, each method table in Parquet and Markdown (agents and judges named), and run.json listing them
+    # all, itself included
     import dataclasses
 
     import numpy as np
@@ -239,12 +240,13 @@ def test_publish_writes_each_output_and_lists_them_in_run_json(tmp_path):
     rows = [{"model_a": "a", "model_b": "b", "winner": "model_a"}, {"model_a": "b", "model_b": "c", "winner": "tie"}]
     stats, names = statistics_of_records(rows, "battles", ["pairwise"])
     rated = dataclasses.replace(Ratings.from_scores(stats.agents, np.array([1.0, 0.5, 0.0]), info={"best_agent": 0},
-                                                    tables={"votes": pa.table({"agent": [0, 1]})}), name="elo")
+                                                    tables={"votes": pa.table({"agent": [0, 1], "judge": [1, -1]})}), name="elo")
     run = RunRecord("battles", ["elo"], "store", [])
-    written = publish(tmp_path / "out", [rated], names, run, "T", stats=stats)
+    written = publish(tmp_path / "out", [rated], names, run, "T", judges=["j0", "j1"], stats=stats)
     files = ["agents.parquet", "elo.votes.md", "elo.votes.parquet", "leaderboard.md", "pairwise.parquet", "ratings.json",
              "ratings.parquet", "run.json"]
     assert written == [tmp_path / "out" / f for f in files] and sorted(p.name for p in (tmp_path / "out").iterdir()) == files
     assert (tmp_path / "out" / "ratings.json").read_text() == json.dumps(ratings_records([rated], names), indent=1) + "\n"
+    assert pq.read_table(tmp_path / "out" / "elo.votes.parquet").to_pydict() == {"agent": ["a", "b"], "judge": ["j1", "(none)"]}
     record = json.loads((tmp_path / "out" / "run.json").read_text())
     assert record["outputs"] == files and record["title"] == "T" and record["diagnostics"] == {rated.spec: {"best_agent": "a"}}
