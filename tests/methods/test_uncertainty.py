@@ -3,15 +3,19 @@ records, cells against records in distribution, coverage, workers, store numberi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import polars as pl
 import pytest
 
-from pipeline.methods import Spec, needed_statistics, run
-from pipeline.methods.uncertainty import records
+from pipeline.methods import REGISTRY, Spec, needed_statistics, run
+from pipeline.methods.uncertainty import records, round_seed
 from pipeline.runtime import local_cluster
 from pipeline.stats import reduce_store
+from pipeline.stats.game_data import ScoreTable
 from pipeline.stats.in_memory import profile, statistics_of_records
+from pipeline.stats.partials import DENSE_MAX_AGENTS
 from pipeline.store import Store
 from tests.conftest import SAMPLES
 
@@ -48,6 +52,17 @@ def test_a_method_without_a_resampler_is_refused_by_name():
         run("am-elo:bootstrap=5", stats)
 
 
+def test_what_cannot_be_resampled_is_refused_by_name(monkeypatch):
+    """Ballots reduced without their histogram, and a method reading statistics of two different record sources
+    (none is registered: one made for the test), are refused before anything is rated."""
+    stats, _ = profile(["a>b", "b>a>c"], statistics=["positions"])
+    with pytest.raises(ValueError, match="borda: bootstrap of ballots needs the histogram statistic, which was not computed"):
+        run("borda:bootstrap=2", stats)
+    monkeypatch.setitem(REGISTRY, "two-sources", replace(REGISTRY["copeland"], name="two-sources", needs=("pairwise", "sequence")))
+    with pytest.raises(ValueError, match="two-sources: bootstrap is not available: the method reads statistics of different records"):
+        records(Spec.parse("two-sources:bootstrap=2"), stats)
+
+
 def _draws_of(source, seed=5):
     return np.random.default_rng(seed).poisson(source.weights).astype(np.float64)
 
@@ -60,12 +75,7 @@ def test_redrawn_pair_cells_are_the_reduction_of_the_redrawn_battles():
     source = sources["copeland"]
     assert source.weights.sum() == len(rows)
     draws = _draws_of(source)
-    # the same draws as records: each cell's battle repeated as often as drawn
-    redrawn = []
-    for count, x, y, cell in zip(draws, source.cells.x, source.cells.y, range(len(draws))):
-        winner = "model_a" if cell < source.cells.wins else "tie"
-        redrawn += [{"model_a": names[x], "model_b": names[y], "winner": winner}] * int(count)
-    expected, _ = statistics_of_records(redrawn, "battles", statistics)
+    expected, _ = statistics_of_records(redrawn_battles(source, draws, names), "battles", statistics)
     pairs = source.rebuild(draws).pairwise
     assert np.array_equal(pairs.wins, expected.pairwise.wins) and np.array_equal(pairs.ties, expected.pairwise.ties)
     histogram = sources["stv"].rebuild(draws).histogram
@@ -73,6 +83,54 @@ def test_redrawn_pair_cells_are_the_reduction_of_the_redrawn_battles():
     positions = sources["borda"].rebuild(draws).positions
     assert positions.groups.keys() == expected.positions.groups.keys()
     assert all(np.array_equal(positions.groups[g], expected.positions.groups[g]) for g in positions.groups)
+
+
+def redrawn_battles(source, draws: np.ndarray, names: list[str]) -> list[dict]:
+    """The battles pair-cell draws stand for: each cell's battle (x beat y, or x tied y) repeated as often as drawn."""
+    redrawn = []
+    for count, x, y, cell in zip(draws, source.cells.x, source.cells.y, range(len(draws))):
+        winner = "model_a" if cell < source.cells.wins else "tie"
+        redrawn += [{"model_a": names[x], "model_b": names[y], "winner": winner}] * int(count)
+    return redrawn
+
+
+@pytest.mark.parametrize("dense", [True, False])
+def test_redrawn_pair_cells_when_the_last_agent_only_wins_or_only_loses(dense):
+    """The rebuilt counts span every agent, even one that never loses (no cell has it as loser) or never wins;
+    appearances count the drawn battles of each side; sparse counts stay sparse (beyond DENSE_MAX_AGENTS agents
+    they must); and only the statistics the method reads are rebuilt."""
+    statistics = ["pairwise", "positions", "histogram"]
+    rows = battles(np.random.default_rng(12), np.array([0.5, 0.0, -0.5]), 60, ["w", "x", "y"])
+    for edge in ({"model_a": "zz", "winner": "model_a"}, {"model_a": "zz", "winner": "model_b"}):  # zz: the last local id
+        log = rows + [edge | {"model_b": opponent} for opponent in ("w", "x", "y") for _ in range(3)]
+        stats, names = statistics_of_records(log, "battles", statistics + ["sequence"], dense=dense)
+        for spec, read in (("borda", "positions"), ("stv", "histogram"), ("copeland", "pairwise")):
+            source = records(Spec.parse(f"{spec}:bootstrap=1"), stats)
+            draws = _draws_of(source, seed=4)
+            expected, _ = statistics_of_records(redrawn_battles(source, draws, names), "battles", statistics, dense=True)
+            rebuilt = source.rebuild(draws)
+            assert [name for name in statistics if getattr(rebuilt, name) is not None] == [read] and not rebuilt.extra, spec
+            assert rebuilt.appearances.tolist() == expected.appearances.tolist() and rebuilt.appearances.dtype == np.int64
+        pairs = rebuilt.pairwise
+        assert pairs.is_sparse == (not dense)
+        wins, ties = (pairs.wins.toarray(), pairs.ties.toarray()) if pairs.is_sparse else (pairs.wins, pairs.ties)
+        assert np.array_equal(wins, expected.pairwise.wins) and np.array_equal(ties, expected.pairwise.ties)
+
+
+def test_redrawn_sequence_is_each_record_repeated_in_place():
+    """Elo's sequence: each battle as often as drawn, where it stood (the order is the rating's input)."""
+    rows = [row | {"timestamp": f"2024-01-01T00:{i // 60:02d}:{i % 60:02d}Z"}
+            for i, row in enumerate(battles(np.random.default_rng(13), np.array([0.5, 0.0, -0.5]), 40, ["x", "y", "z"]))]
+    stats, _ = statistics_of_records(rows, "battles", needed_statistics(["elo:bootstrap=1"]))
+    source = records(Spec.parse("elo:bootstrap=1"), stats)
+    assert source.weights.tolist() == [1.0] * len(rows)
+    draws = _draws_of(source, seed=6)
+    assert 0 in draws and draws.max() > 1
+    expected = statistics_of_records([r for r, n in zip(rows, draws) for _ in range(int(n))], "battles",
+                                     needed_statistics(["elo"]))[0].extra["sequence"]
+    rebuilt = source.rebuild(draws).extra["sequence"]
+    for column in ("a", "b", "score", "weight", "group"):
+        assert getattr(rebuilt, column).tolist() == getattr(expected, column).tolist(), column
 
 
 def test_redrawn_histogram_is_the_reduction_of_the_redrawn_ballots():
@@ -256,3 +314,198 @@ def test_an_empty_sequence_bootstraps_to_empty_intervals():
     stats, _ = statistics_of_records([], "battles", needed_statistics(["elo:bootstrap=5"]))
     ratings = run("elo:bootstrap=5", stats)
     assert len(ratings.agents) == 0 and ratings.extras["ci_low"].shape == (0,) and ratings.info["bootstrap_dropped"] == 0
+
+
+def score_rows(rng: np.random.Generator, tasks: int, agents: str = "wxyz") -> list[dict]:
+    """A score table: every agent on every task, noisy scores by strength, uneven task weights
+    (whole: in games a weight is a number of copies), and every third
+    task scored lower-is-better."""
+    return [{"task": f"t{t}", "agent": a, "score": float(np.round(i + rng.normal(0, 1), 1)) * (1 if t % 3 else -1),
+             "higher_is_better": bool(t % 3), "task_weight": [1.0, 3.0, 2.0][t % 3]}
+            for t in range(tasks) for i, a in enumerate(agents)]
+
+
+def test_redrawn_score_table_is_the_table_of_the_redrawn_tasks():
+    """A task drawn n times is n copies of it: its `task_weight` times n (weights are multiplicities); a task drawn
+    0 times is gone from the table."""
+    rows = score_rows(np.random.default_rng(7), 9)
+    stats, _ = statistics_of_records(rows, "scores", ["game_data"])
+    table = stats.extra["game_data"]
+    source = records(Spec.parse("uniform:bootstrap=1"), stats)
+    assert source.weights.tolist() == [1.0] * len(table.tasks)  # one Poisson(1) per task, whatever its weight
+    draws = _draws_of(source, seed=1)  # the tasks are stored by name, their canonical order
+    assert 0 in draws and draws.max() > 1
+    drawn = dict(zip(table.tasks, draws))
+    redrawn = [r | {"task_weight": r["task_weight"] * drawn[r["task"]]} for r in rows if drawn[r["task"]] > 0]
+    expected = statistics_of_records(redrawn, "scores", ["game_data"])[0].extra["game_data"]
+    rebuilt = source.rebuild(draws).extra["game_data"]
+    assert rebuilt.tasks == expected.tasks and np.array_equal(rebuilt.scores, expected.scores)
+    assert rebuilt.task_weight.tolist() == expected.task_weight.tolist()
+    assert rebuilt.higher_is_better.tolist() == expected.higher_is_better.tolist()
+
+
+def prompt_battles(rng: np.random.Generator, n: int, names: list[str], prompts: int) -> list[dict]:
+    """Bradley-Terry battles, one in four a tie, each on one of a few prompts, so that identical battles repeat; and
+    five battles without a prompt: the first agent tied the second and the third twice each, and lost to the second."""
+    rows = [row | {"prompt": f"q{rng.integers(prompts)}", "winner": "tie" if i % 4 == 0 else row["winner"]}
+            for i, row in enumerate(battles(rng, np.linspace(1, -1, len(names)), n, names))]
+    return rows + [{"model_a": names[0], "model_b": names[j], "winner": w, "prompt": None}
+                   for j, w in ((1, "tie"), (1, "tie"), (2, "tie"), (2, "tie"), (1, "model_b"))]
+
+
+def prompt_cells(data, names: list[str], prompts: list[str]) -> dict[tuple, tuple[float, float]]:
+    """{(prompt, a, b): (wins, ties)} of prompt counts, by names (None: no prompt), cells with weight only."""
+    return {(prompts[p] if p >= 0 else None, names[a], names[b]): (w, t)
+            for p, a, b, w, t in zip(data.prompt.tolist(), data.a.tolist(), data.b.tolist(), data.wins.tolist(),
+                                     data.ties.tolist()) if w or t}
+
+
+def prompt_cells_of_battles(rows: list[dict]) -> dict[tuple, tuple[float, float]]:
+    stats, names = statistics_of_records(rows, "battles", ["game_data"])
+    return prompt_cells(stats.extra["game_data"], names, sorted({r["prompt"] for r in rows} - {None}))  # in memory,
+    # prompt ids follow the prompts' names
+
+
+def test_redrawn_prompt_cells_are_the_counts_of_the_redrawn_battles():
+    """Wins per prompt cell drawn as Poisson(wins); a tie once, in its row whose agent keys increase, and mirrored
+    (a row of wins alone, whose agents never tied there, keeps no tie): the rebuilt counts are those of the battles
+    the draws stand for."""
+    names = ["w", "x", "y", "z"]
+    lone = {"model_a": "z", "model_b": "w", "winner": "model_a", "prompt": "q9"}  # z after w: its row does not lead
+    rows = prompt_battles(np.random.default_rng(2), 80, names, 3) + [lone]
+    stats, _ = statistics_of_records(rows, "battles", ["game_data"])
+    data, keys = stats.extra["game_data"], stats.agent_keys
+    source = records(Spec.parse("uniform:bootstrap=1"), stats)
+    m = len(data.a)
+    assert sorted(source.weights.tolist()) == sorted(np.r_[data.wins, data.ties].tolist())
+    draws = np.random.default_rng(3).poisson(np.r_[data.wins, data.ties]).astype(np.float64)  # in storage order
+    prompts = sorted({r["prompt"] for r in rows} - {None})
+    redrawn = []
+    for r, (p, a, b) in enumerate(zip(data.prompt.tolist(), data.a.tolist(), data.b.tolist())):
+        battle = {"model_a": names[a], "model_b": names[b], "prompt": prompts[p] if p >= 0 else None}
+        redrawn += [battle | {"winner": "model_a"}] * int(draws[r])
+        if keys[a] < keys[b]:  # the tie's leading row; its other row's draw is not read
+            redrawn += [battle | {"winner": "tie"}] * int(draws[m + r])
+    assert {r["prompt"] for r in redrawn} == {r["prompt"] for r in rows}  # every prompt drawn, and no prompt too
+    rebuilt = prompt_cells(source.rebuild(draws).extra["game_data"], names, prompts)
+    assert rebuilt == prompt_cells_of_battles(redrawn)
+    given = prompt_cells(data, names, prompts)  # the draws did move the counts, the ties' too
+    assert {c: t for c, (_, t) in rebuilt.items() if t} != {c: t for c, (_, t) in given.items() if t}
+
+
+def test_absent_is_not_measured_on_score_tables_prompt_cells_and_sequences():
+    """A newcomer (the last agent by name) scored on one task, or in one battle, is measured only in the rounds that
+    draw that task, prompt cell or record: Poisson(1) > 0, 1 - e^-1 of them (within 4 binomial standard deviations);
+    the others, in many, in every round."""
+    rounds = 100
+    share = 1 - np.exp(-1)
+    newcomer_task = [{"task": "t9", "agent": a, "score": s, "higher_is_better": True, "task_weight": 1.0}
+                     for a, s in (("zz", 3.0), ("w", 1.0))]
+    newcomer_battle = [{"model_a": "zz", "model_b": "w", "winner": "model_a", "prompt": "q0"}]
+    battles_on_prompts = prompt_battles(np.random.default_rng(9), 80, ["w", "x", "y", "z"], 3) + newcomer_battle
+    logs = (("scores", "uniform", score_rows(np.random.default_rng(8), 8) + newcomer_task),
+            ("battles", "uniform", battles_on_prompts), ("battles", "elo", battles_on_prompts),
+            ("battles", "borda", battles_on_prompts))
+    for kind, method, rows in logs:
+        spec = f"{method}:bootstrap={rounds}"
+        stats, names = statistics_of_records(rows, kind, needed_statistics([spec]))
+        ratings = run(spec, stats)
+        measured = ratings.extras["rounds_measured"]
+        newcomer = np.array([names[a] == "zz" for a in ratings.agents])
+        assert (measured[~newcomer] == rounds).all(), spec
+        assert abs(measured[newcomer][0] - rounds * share) < 4 * np.sqrt(rounds * share * (1 - share)), spec
+
+
+def test_the_store_numbering_does_not_move_the_intervals_of_games(tmp_path):
+    """Tasks are drawn in the order of their names, prompt cells in that of their prompts' names (as the board names
+    them) and agents': a store that numbered other agents first (a ballot ingested before) and the later tasks and
+    prompts first (the log in two files, those first) gives the same intervals."""
+    spec = "uniform:bootstrap=20"
+    logs = {"scores": (score_rows(np.random.default_rng(10), 7), lambda row: row["task"] >= "t4"),
+            "battles": (prompt_battles(np.random.default_rng(11), 60, ["w", "x", "y", "z"], 4),
+                        lambda row: (row["prompt"] or "") >= "q2")}
+    first = tmp_path / "first.csv"
+    pl.DataFrame({"ranking": ["0 other>y>w"]}).write_csv(first)
+    for kind, (rows, later) in logs.items():
+        by_name = []
+        for folder, files in (("plain", [rows]), ("rotated", [[r for r in rows if later(r)], [r for r in rows if not later(r)]])):
+            store = Store(tmp_path / kind / folder)
+            if folder == "rotated":
+                store.ingest([first], "ballots")
+            for i, part in enumerate(files):
+                path = tmp_path / f"{kind}-{folder}-{i}.csv"
+                pl.DataFrame(part).write_csv(path)
+                store.ingest([path], kind)
+            stats = reduce_store(store, kind, needed_statistics([spec]))
+            data = stats.extra["game_data"]
+            if kind == "battles":  # as the board hands them to the games
+                data = replace(data, prompt_names=tuple(store.dictionary("prompts").names))
+            ratings = run(spec, replace(stats, extra=stats.extra | {"game_data": data}))
+            names = store.dictionary("agents").names
+            by_name.append({names[a]: (lo, hi) for a, lo, hi in
+                            zip(ratings.agents, ratings.extras["ci_low"].tolist(), ratings.extras["ci_high"].tolist())})
+        # the same draws; the game sums its prompts in the store's order, which moves the last bits only
+        assert by_name[0].keys() == by_name[1].keys(), kind
+        np.testing.assert_allclose([by_name[1][a] for a in by_name[0]], list(by_name[0].values()), rtol=1e-9, err_msg=kind)
+        assert len({hi - lo for lo, hi in by_name[0].values()}) > 1, kind  # intervals, not constants
+
+
+def test_tasks_are_drawn_in_the_order_of_their_names_whatever_the_table_order():
+    """A score table need not list its tasks by name (the backtest's copies of tasks are appended): the same table
+    with its tasks reversed gets the same draws, so the same intervals."""
+    stats, _ = statistics_of_records(score_rows(np.random.default_rng(12), 7), "scores", ["game_data"])
+    table = stats.extra["game_data"]
+    backwards = ScoreTable(table.agents, table.tasks[::-1], table.scores[:, ::-1], table.higher_is_better[::-1],
+                           table.task_weight[::-1])
+    by_name, reversed_ = (run("uniform:bootstrap=20", replace(stats, extra={"game_data": t})) for t in (table, backwards))
+    for column in ("ci_low", "ci_high"):  # the game sums the tasks in the table's order: the last bits may move
+        np.testing.assert_allclose(reversed_.extras[column], by_name.extras[column], rtol=1e-9, err_msg=column)
+    assert np.ptp(by_name.extras["ci_high"] - by_name.extras["ci_low"]) > 0
+
+
+def test_a_round_that_cannot_be_rated_is_dropped_and_the_next_ones_still_run():
+    """A score table of one task: a round that draws it 0 times (e^-1 of rounds) holds no task, so no game
+    (`RatingError`): dropped and counted, and the rounds after it are rated as usual."""
+    rounds = 100
+    rows = [{"task": "t", "agent": a, "score": float(i)} for i, a in enumerate("abc")]
+    stats, _ = statistics_of_records(rows, "scores", ["game_data"])
+    info = run(f"uniform:bootstrap={rounds}", stats).info
+    expected, spread = rounds * np.exp(-1), 4 * np.sqrt(rounds * np.exp(-1) * (1 - np.exp(-1)))  # binomial, 4 sd
+    assert abs(info["bootstrap_dropped"] - expected) < spread, info["bootstrap_dropped"]
+
+
+def test_support_frequency_only_for_a_method_that_publishes_a_lottery():
+    """Maximal lotteries give each round's support; a Condorcet winner far ahead is its whole support in every round.
+    Copeland gives no lottery, so no support frequency."""
+    rows = battles(np.random.default_rng(14), np.array([3.0, 0.0, -0.2]), 120, ["x", "y", "z"])
+    stats, names = statistics_of_records(rows, "battles", needed_statistics(["maximal-lotteries:bootstrap=10"]))
+    lottery = run("maximal-lotteries:bootstrap=10", stats)
+    winner = np.array([names[a] == "x" for a in lottery.agents])
+    assert lottery.extras["support_frequency"][winner].tolist() == [1.0]
+    assert (lottery.extras["support_frequency"][~winner] == 0).all()
+    assert "support_frequency" not in run("copeland:bootstrap=10", stats).extras
+
+
+def test_the_rounds_seed_is_the_bootstrap_seed_and_the_spec_spelled_canonically():
+    """Another `bootstrap_seed`, or another spec, draws other rounds; the same spec however written the same ones
+    (the seed fits a signed 64-bit integer)."""
+    seeds = {(spec, seed): round_seed(Spec.parse(spec), seed)
+             for spec in ("borda", "borda:normalise=false", "copeland") for seed in (0, 1)}
+    assert all(0 <= s < 2**63 for s in seeds.values())
+    assert seeds["borda", 0] == seeds["borda:normalise=false", 0]  # the same canonical spelling
+    assert len({seeds["borda", 0], seeds["borda", 1], seeds["copeland", 0], seeds["copeland", 1]}) == 4
+    rows = battles(np.random.default_rng(15), np.array([0.5, 0.0, -0.5]), 60, ["x", "y", "z"])
+    stats, _ = statistics_of_records(rows, "battles", ["positions"])
+    first, other = (run(f"borda:bootstrap=10,bootstrap_seed={seed}", stats).extras["ci_low"] for seed in (0, 1))
+    assert not np.array_equal(first, other)
+
+
+def test_ballots_of_more_agents_than_dense_counts_allow_are_rebuilt_sparse():
+    """Beyond DENSE_MAX_AGENTS agents a round's pair counts are sparse, as the reduction's are (dense ones would take
+    k^2 floats per round); at DENSE_MAX_AGENTS they are dense."""
+    for k, sparse in ((DENSE_MAX_AGENTS, False), (DENSE_MAX_AGENTS + 1, True)):
+        names = [f"m{i:04d}" for i in range(k)]
+        stats, _ = profile([f"{a}>{b}" for a, b in zip(names[0::2], names[1::2] + names[:1])], statistics=["pairwise", "histogram"])
+        assert len(stats.agents) == k
+        source = records(Spec.parse("schulze:bootstrap=1"), stats)
+        assert source.rebuild(_draws_of(source)).pairwise.is_sparse == sparse, k

@@ -154,3 +154,99 @@ def test_a_leaderboard_is_a_title_then_per_method_its_diagnostics_and_table_each
     markdown = leaderboard_markdown([dataclasses.replace(rated, name="elo", params={"k": 4})], ["ann", "bob", "c|d"], "T")
     assert markdown == ("# T\n\n## elo:k=4\n\n- best_agent: bob\n- note: a\\*b\n- sizes: `[1, 2]`\n\n"
                         "| rank | agent | score |\n|---|---|---|\n| 1 | ann | 2 |\n| 2 | bob | 0.5 |\n| 2 | c\\|d | 0.5 |\n")
+
+
+def test_pairwise_and_agents_tables_of_sparse_or_dense_counts_and_of_no_battle():
+    # a beats b twice and ties once; b beats c once; c and d only tie: a pair that met only in ties is listed too.
+    # Counts beyond DENSE_MAX_AGENTS agents are sparse: the same table; no battle at all still gives typed columns.
+    import pyarrow as pa
+
+    from pipeline.report.publish import agents_table, pairwise_table
+    from pipeline.stats.in_memory import statistics_of_records
+
+    rows = [{"model_a": a, "model_b": b, "winner": w} for a, b, w in
+            (("b", "a", "model_b"), ("a", "b", "model_a"), ("a", "b", "tie"), ("c", "b", "model_b"), ("c", "d", "tie"))]
+    for dense in (True, False):
+        stats, names = statistics_of_records(rows, "battles", ["pairwise"], dense=dense)
+        assert stats.pairwise.is_sparse != dense
+        assert pairwise_table(stats.pairwise, names).to_pylist() == [
+            {"agent": "a", "opponent": "b", "wins": 2.0, "losses": 0.0, "ties": 1.0, "win_rate": 2.5 / 3},
+            {"agent": "b", "opponent": "a", "wins": 0.0, "losses": 2.0, "ties": 1.0, "win_rate": 0.5 / 3},
+            {"agent": "b", "opponent": "c", "wins": 1.0, "losses": 0.0, "ties": 0.0, "win_rate": 1.0},
+            {"agent": "c", "opponent": "b", "wins": 0.0, "losses": 1.0, "ties": 0.0, "win_rate": 0.0},
+            {"agent": "c", "opponent": "d", "wins": 0.0, "losses": 0.0, "ties": 1.0, "win_rate": 0.5},
+            {"agent": "d", "opponent": "c", "wins": 0.0, "losses": 0.0, "ties": 1.0, "win_rate": 0.5}], dense
+    nobody, _ = statistics_of_records([], "battles", ["pairwise"])
+    assert agents_table(nobody, []).schema == pa.schema([("agent", pa.string()), ("records", pa.int64())])
+    assert pairwise_table(nobody.pairwise, []).schema.types == [pa.string()] * 2 + [pa.float64()] * 4
+
+
+def test_the_code_version_is_the_package_version_and_its_commit_or_unknown(tmp_path, monkeypatch):
+    # run.json's "version": the package's version and the commit of the checkout holding it; outside any git
+    # checkout (an installed copy), "unknown" in its place
+    import subprocess
+    from pathlib import Path
+
+    import pipeline
+    from pipeline.report.publish import code_version
+
+    folder = Path(pipeline.__file__).parent
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True, check=True).stdout.strip()
+    version, _, commit = code_version().partition("+")
+    assert version == pipeline.__version__ and 7 <= len(commit) < len(head) and head.startswith(commit)
+    (tmp_path / "pipeline").mkdir()
+    monkeypatch.setattr(pipeline, "__file__", str(tmp_path / "pipeline" / "__init__.py"))
+    assert code_version() == f"{pipeline.__version__}+unknown"
+
+
+def test_run_json_says_inputs_parameters_version_timings_and_row_accounting(tmp_path):
+    # RunRecord.to_json: every key run.json promises, each input without its partition list (their count instead),
+    # the rows summed over the inputs, timings to the millisecond, outputs sorted; categories only when there are some
+    import dataclasses
+    import platform
+
+    from pipeline.report.publish import RunRecord, code_version
+
+    first, second = tmp_path / "one.csv", tmp_path / "two.csv"
+    first.write_text("model_a,model_b,winner,timestamp\na,b,model_a,2024-01-01T10:00:00Z\nb,c,tie,2024-01-02T10:00:00Z\n")
+    second.write_text("model_a,model_b,winner\na,c,model_b\na,a,model_a\n")  # a model against itself: quarantined
+    reports = Store(tmp_path / "store").ingest([first, second], "battles")
+    run = RunRecord("battles", ["copeland"], "the store", reports, parameters={"k": 4}, timings={"reduce": 0.12345},
+                    diagnostics={"copeland": {"x": 1}}, outputs=["b.md", "a.md"], title="T", errors={"elo": "why"})
+    record = run.to_json()
+    assert record == {"title": "T", "version": code_version(), "python": platform.python_version(), "kind": "battles",
+                      "methods": ["copeland"], "store": "the store", "parameters": {"k": 4},
+                      "inputs": [{k: v for k, v in dataclasses.asdict(r).items() if k != "partitions"} | {"partitions": len(r.partitions)}
+                                 for r in reports],
+                      "rows": {"rows_in": 4, "rows_accepted": 3, "rows_quarantined": 1}, "timings_s": {"reduce": 0.123},
+                      "diagnostics": {"copeland": {"x": 1}}, "errors": {"elo": "why"}, "outputs": ["a.md", "b.md"]}
+    assert [i["partitions"] for i in record["inputs"]] == [2, 1]  # the first file's rows fall on two days
+    assert dataclasses.replace(run, categories={"code": {}}).to_json()["categories"] == {"code": {}}
+
+
+def test_publish_writes_each_output_and_lists_them_in_run_json(tmp_path):
+    # publish() without a board: ratings as Parquet and as JSON (one field a line, for diffs), the leaderboard, the
+    # statistics' tables, each method table in Parquet and Markdown (agents and judges named), and run.json listing them
+    # all, itself included
+    import dataclasses
+
+    import numpy as np
+    import pyarrow as pa
+
+    from pipeline.methods.ratings import Ratings
+    from pipeline.report.publish import RunRecord, publish, ratings_records
+    from pipeline.stats.in_memory import statistics_of_records
+
+    rows = [{"model_a": "a", "model_b": "b", "winner": "model_a"}, {"model_a": "b", "model_b": "c", "winner": "tie"}]
+    stats, names = statistics_of_records(rows, "battles", ["pairwise"])
+    rated = dataclasses.replace(Ratings.from_scores(stats.agents, np.array([1.0, 0.5, 0.0]), info={"best_agent": 0},
+                                                    tables={"votes": pa.table({"agent": [0, 1], "judge": [1, -1]})}), name="elo")
+    run = RunRecord("battles", ["elo"], "store", [])
+    written = publish(tmp_path / "out", [rated], names, run, "T", judges=["j0", "j1"], stats=stats)
+    files = ["agents.parquet", "elo.votes.md", "elo.votes.parquet", "leaderboard.md", "pairwise.parquet", "ratings.json",
+             "ratings.parquet", "run.json"]
+    assert written == [tmp_path / "out" / f for f in files] and sorted(p.name for p in (tmp_path / "out").iterdir()) == files
+    assert (tmp_path / "out" / "ratings.json").read_text() == json.dumps(ratings_records([rated], names), indent=1) + "\n"
+    assert pq.read_table(tmp_path / "out" / "elo.votes.parquet").to_pydict() == {"agent": ["a", "b"], "judge": ["j1", "(none)"]}
+    record = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert record["outputs"] == files and record["title"] == "T" and record["diagnostics"] == {rated.spec: {"best_agent": "a"}}

@@ -95,3 +95,31 @@ def test_a_method_table_in_markdown_is_its_title_header_and_rows_as_text():
     # floats to 6 significant digits, NaN and null as empty cells, text escaped (`|` is a column break; `_` inside a word is plain)
     assert table_markdown("T: x.y", table) == ("# T: x.y\n\n| agent | p_win | n |\n|---|---|---|\n"
                                               "| a\\|b | 0.666667 | 1 |\n|  |  | 2 |\n")
+
+
+def test_a_column_of_agents_none_of_them_known_is_still_text():
+    # a `*_agent` column with no value at all: pyarrow would type [None, None] as null; published, it is text like any other
+    import numpy as np
+    import pyarrow as pa
+
+    from pipeline.methods.ratings import Ratings
+    from pipeline.report.publish import method_tables
+
+    table = pa.table({"agent": [0, 1], "best_agent": pa.array([None, None], pa.int64())})
+    rated = Ratings.from_scores(np.array([0, 1]), np.array([1.0, 0.0]), tables={"votes": table})
+    named = method_tables([rated], ["ann", "bob"])[f"{rated.name}.votes"]
+    assert named.schema.field("best_agent").type == pa.string() and named.column("best_agent").to_pylist() == [None, None]
+
+
+def test_diagnostics_are_published_json_safe_with_agents_named_at_any_depth():
+    # `*_agents` may nest (a list of tiers, each a list of ids); mappings and arrays keep their keys and items, as JSON
+    import numpy as np
+
+    from pipeline.methods.ratings import Ratings
+    from pipeline.report.publish import published_info
+
+    info = {"tier_agents": [[2, 0], np.array([1])], "task_ratings": {"t1": np.float64(0.25), 3: float("nan")},
+            "weights": np.array([0.5, np.inf])}
+    rated = Ratings.from_scores(np.array([0, 1, 2]), np.array([1.0, 0.5, 0.0]), info=info)
+    assert published_info(rated, ["ann", "bob", "cy"]) == {"task_ratings": {"t1": 0.25, "3": None},
+                                                           "tier_agents": [["cy", "ann"], ["bob"]], "weights": [0.5, None]}
