@@ -115,22 +115,18 @@ def test_a_line_past_the_record_limit_is_quarantined_unread_and_the_next_one_rea
     assert f"{path}: line 4: the line is {len(huge) + 1:,} bytes long" in caplog.text
 
 
-def test_a_bad_byte_after_a_skipped_line_is_placed_at_its_byte_offset(tmp_path, monkeypatch):
-    monkeypatch.setattr(json_files, "MAX_RECORD_BYTES", 32)
-    path = tmp_path / "r.jsonl"
-    head = (padded(20) + "\n" + padded(100) + "\n").encode()
-    path.write_bytes(head + b'{"a": "\xe9"}\n')
+@pytest.mark.parametrize("name, head, limit", [
+    ("r.jsonl", b'{"a": "1"}\n\n', None),  # past a blank line
+    ("r.jsonl", (padded(20) + "\n" + padded(100) + "\n").encode(), 32),  # past a line skipped for its size
+    ("r.json", b'\xef\xbb\xbf[{"a": "1"},\n\n', None),  # in an array, past its byte order mark
+])
+def test_a_bad_byte_is_refused_naming_the_file_its_line_and_its_byte_offset(tmp_path, monkeypatch, name, head, limit):
+    if limit:
+        monkeypatch.setattr(json_files, "MAX_RECORD_BYTES", limit)
+    path = tmp_path / name
+    path.write_bytes(head + b'{"a": "\xe9"}' + (b"]" if name.endswith(".json") else b"\n"))
     with pytest.raises(UnreadableFile) as refused:
-        list(read_lines(path))
-    assert str(refused.value).startswith(f"{path}: line 3: not UTF-8 text: byte 0xE9 at byte offset {len(head) + 7} ")
-
-
-def test_a_line_that_is_not_utf8_is_refused_naming_its_line_and_byte_offset(tmp_path):
-    path = tmp_path / "r.jsonl"
-    head = b'{"a": "1"}\n\n'
-    path.write_bytes(head + b'{"a": "\xe9"}\n')
-    with pytest.raises(UnreadableFile) as refused:
-        list(read_lines(path))
+        list(read_json(path) if name.endswith(".json") else read_lines(path))
     assert str(refused.value).startswith(f"{path}: line 3: not UTF-8 text: byte 0xE9 at byte offset {len(head) + 7} (Latin-1")
 
 
@@ -141,15 +137,6 @@ def test_wide_text_is_refused_naming_the_file(tmp_path, name):
     with pytest.raises(UnreadableFile) as refused:
         list(read_json(path) if name.endswith(".json") else read_lines(path))
     assert str(refused.value).startswith(f"{path}: line 1: NUL bytes at the start")
-
-
-def test_a_bad_byte_in_an_array_is_placed_at_its_line_and_byte_offset(tmp_path):
-    path = tmp_path / "r.json"
-    head = b'\xef\xbb\xbf[{"a": "1"},\n\n{"a": "'
-    path.write_bytes(head + b'\xe9"}]')
-    with pytest.raises(UnreadableFile) as refused:
-        list(read_json(path))
-    assert str(refused.value).startswith(f"{path}: line 3: not UTF-8 text: byte 0xE9 at byte offset {len(head)} (Latin-1")
 
 
 def test_an_array_keeps_each_record_on_the_line_it_starts_and_quarantines_non_objects(tmp_path):
