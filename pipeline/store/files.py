@@ -117,20 +117,19 @@ def digest_file(path: Path, prefix_sizes: Iterable[int] = ()) -> Digest:
     digest = hashlib.sha256()
     prefixes: dict[int, str] = {}
     size = newlines = 0
-    previous = b""  # the last byte before the block
     with path.open("rb") as handle:
         while block := handle.read(_HASH_BLOCK):
             end = size + len(block)
             start = 0
-            while wanted and wanted[0] <= end:
+            while wanted and wanted[0] <= end:  # a prefix is cut in the block holding its last byte: cut >= 1
                 cut = wanted.pop(0) - size
                 digest.update(block[start:cut])
                 start = cut
-                if (block[cut - 1:cut] if cut else previous) == b"\n":
+                if block[cut - 1:cut] == b"\n":
                     prefixes[size + cut] = digest.copy().hexdigest()
             digest.update(block[start:])
             newlines += block.count(b"\n")
-            size, previous = end, block[-1:]
+            size = end
     return Digest(digest.hexdigest(), size, newlines, prefixes)
 
 
