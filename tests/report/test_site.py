@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html as html_text
 import json
 import re
 import shutil
@@ -333,7 +334,9 @@ def test_a_run_index_has_a_card_per_board_with_its_first_methods_top_five_and_ch
     (run / "cut").mkdir()
     (run / "cut" / "ratings.parquet").write_bytes(b"PAR1 cut short")
     index_path = write_report(run)
+    assert index_path == run / "index.html"
     index = Page.read(index_path)
+    assert re.search(r"<title>([^<]*)</title>", index_path.read_text(encoding="utf-8")).group(1) == f"vase: run of {run_label(RUNS[1])} UTC"
     assert sorted(index.links) == ["arena/index.html", "bt/index.html"]
     assert f"2 boards; changes are against the run of {run_label(RUNS[0])} UTC." in index.all_text
     arena_card, bt_card = index.tables_of("mini")
@@ -347,6 +350,38 @@ def test_a_run_index_has_a_card_per_board_with_its_first_methods_top_five_and_ch
         html = (run / name / "index.html").read_text(encoding="utf-8")
         assert re.findall(r'<a class="up" href="([^"]*)"', html) == ["../index.html"], name
     assert f"{run_label(RUNS[1])} UTC" in Page.read(run / "arena" / "index.html").all_text
+    # a history given elsewhere is read in place of the one beside
+    (tmp_path / "history.parquet").rename(tmp_path / "kept.parquet")
+    changes = [t.rows[0][3][0] for t in Page.read(write_report(run, history=tmp_path / "kept.parquet")).tables_of("mini")[:1]]
+    assert changes == ["\u25b2 2"]
+
+
+def test_a_run_index_warns_of_a_board_whose_page_cannot_be_built_and_cards_a_board_without_methods(tmp_path, caplog):
+    run = tmp_path / "runs" / RUNS[1]
+    for name in ("broken", "empty"):
+        (run / name).mkdir(parents=True)
+    pl.DataFrame(schema={"method": pl.String, "agent": pl.String, "rank": pl.Int64, "score": pl.Float64}).write_parquet(
+        run / "empty" / "ratings.parquet")
+    pl.DataFrame({"method": ["copeland"], "agent": ["a"], "score": [1.0]}).write_parquet(run / "broken" / "ratings.parquet")  # no rank
+    empty = next(f for f in read_run(run) if f.name == "empty")
+    card = board_card(empty, pl.DataFrame(schema=HISTORY_SCHEMA), RUNS[1])
+    assert (card.title, card.link, card.kind, card.facts, card.top, card.method) == (
+        "empty", "empty/index.html", "", [("agents", "0"), ("methods", "0"), ("rows", "0")], [], "")
+
+    index_path = write_report(run)
+    html = index_path.read_text(encoding="utf-8")
+    assert Page(html).links == ["empty/index.html"]
+    [warning] = [html_text.unescape(w) for w in re.findall(r'<li class="warn">([^<]*)</li>', html)]
+    assert warning.startswith("The report of broken could not be built: ColumnNotFoundError: ") and '"rank"' in warning
+    assert f"report of {run / 'broken'} failed" in caplog.text  # the traceback goes to the log
+
+    plain = tmp_path / "plain"  # the same boards in a folder not named as a nightly run: no run id, no history
+    shutil.copytree(run, plain)
+    html = write_report(plain).read_text(encoding="utf-8")
+    assert re.search(r"<title>([^<]*)</title>", html).group(1) == "vase: plain" and "changes are against" not in html
+    single = tmp_path / "single"  # a run of one board is still a run: an index with its card
+    shutil.copytree(run / "empty", single / "empty")
+    assert write_report(single) == single / "index.html" and Page.read(single / "index.html").links == ["empty/index.html"]
 
 
 def test_leaderboards_are_one_per_method_and_one_per_category_when_ratings_carry_categories(tmp_path):
