@@ -373,7 +373,7 @@ def test_a_run_index_warns_of_a_board_whose_page_cannot_be_built_and_cards_a_boa
     assert Page(html).links == ["empty/index.html"]
     [warning] = [html_text.unescape(w) for w in re.findall(r'<li class="warn">([^<]*)</li>', html)]
     assert warning.startswith("The report of broken could not be built: ColumnNotFoundError: ") and '"rank"' in warning
-    assert f"report of {run / 'broken'} failed" in caplog.text  # the traceback goes to the log
+    assert f"report of {run / 'broken'} failed" in caplog.messages  # the traceback goes to the log
 
     plain = tmp_path / "plain"  # the same boards in a folder not named as a nightly run: no run id, no history
     shutil.copytree(run, plain)
