@@ -250,3 +250,26 @@ def test_publish_writes_each_output_and_lists_them_in_run_json(tmp_path):
     assert pq.read_table(tmp_path / "out" / "elo.votes.parquet").to_pydict() == {"agent": ["a", "b"], "judge": ["j1", "(none)"]}
     record = json.loads((tmp_path / "out" / "run.json").read_text())
     assert record["outputs"] == files and record["title"] == "T" and record["diagnostics"] == {rated.spec: {"best_agent": "a"}}
+
+
+def test_a_leaderboard_says_how_it_is_ordered_and_lists_provisional_agents_apart_each_table_cut_at_top():
+    import numpy as np
+
+    from pipeline.methods.ratings import Ratings
+    from pipeline.methods.standing import PROVISIONAL
+    from pipeline.report.publish import leaderboard_markdown, standing_sentence
+
+    info = {"ordered_by": "score", "min_records": 10, "provisional_count": 3}
+    flags = np.array([False, True, False, True, False, True])
+    rated = Ratings.from_scores(np.arange(6), np.array([6.0, 5, 4, 3, 2, 1]), extras={PROVISIONAL: flags}, info=info)
+    names = ["a", "b", "c", "d", "e", "f"]
+    markdown = leaderboard_markdown([rated], names, "T", top=2)
+    head = "| rank | agent | score |\n|---|---|---|\n"
+    assert markdown.endswith(f"{standing_sentence(info)}\n\n"
+                             f"{head}| 1 | a | 6 |\n| 3 | c | 4 |\n\n(1 more in ratings.parquet)\n\n"
+                             f"### Provisional agents (3)\n\n{head}| 2 | b | 5 |\n| 4 | d | 3 |\n\n(1 more in ratings.parquet)\n")
+    whole = leaderboard_markdown([rated], names, "T")
+    assert "more in ratings.parquet" not in whole and "| 6 | f | 1 |" in whole and "| 5 | e | 2 |" in whole
+    nobody_apart = Ratings.from_scores(np.arange(2), np.array([2.0, 1]), extras={PROVISIONAL: np.array([False, False])},
+                                       info=info | {"provisional_count": 0})
+    assert "Provisional" not in leaderboard_markdown([nobody_apart, rated], names, "T", top=1).split("## ")[1]
