@@ -39,8 +39,15 @@ REFUSED = re.compile(r"InvalidAccessKeyId|SignatureDoesNotMatch|AccessDenied|For
 UNREACHABLE = re.compile(r"Could not connect|Connect(ion)? (call failed|refused|timeout)|EndpointConnectionError|"
                          r"Cannot connect|Name or service not known|nodename nor servname|timed out", re.IGNORECASE)
 
-# A committed manifest of a store in object storage (`pipeline.store.objects`): its folder is a store's
-STORE_MANIFEST = re.compile(r"^(.*/)manifests/\d+\.json$")
+MANIFESTS = "manifests"  # a store in object storage keeps its committed manifests here (`pipeline.store.objects`)
+
+
+def manifest_name(sequence: int) -> str:
+    """Manifest `sequence`'s key under its store's URL."""
+    return f"{MANIFESTS}/{sequence:010d}.json"
+
+
+STORE_MANIFEST = re.compile(rf"^(.*/){MANIFESTS}/\d+\.json$")  # a committed manifest: its folder is a store's
 
 
 class StorageError(ValueError):

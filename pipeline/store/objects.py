@@ -40,9 +40,8 @@ import uuid
 from pathlib import Path
 
 from pipeline.store.files import DamagedStore
-from pipeline.store.location import StorageError, filesystem, speaking_for
+from pipeline.store.location import MANIFESTS, StorageError, filesystem, manifest_name, speaking_for
 
-MANIFESTS = "manifests"
 LEASE = "lease.json"
 LEASE_SECONDS_ENV = "VASE_LEASE_SECONDS"
 LEASE_SECONDS = 300.0
@@ -106,7 +105,7 @@ class ObjectStore:
                 raise StorageError(f"{self.url}: the bucket {bucket!r} does not exist; create it first")
 
     def manifest_url(self, sequence: int) -> str:
-        return self.url_of(f"{MANIFESTS}/{sequence:010d}.json")
+        return self.url_of(manifest_name(sequence))
 
     def manifest(self, sequence: int) -> dict:
         """Manifest `sequence` as committed; `DamagedStore` if it does not parse or was changed since."""
@@ -114,7 +113,7 @@ class ObjectStore:
             return self._manifests[sequence]
         url = self.manifest_url(sequence)
         with speaking_for(self.url):
-            raw = self.fs.cat_file(self.key(f"{MANIFESTS}/{sequence:010d}.json"))
+            raw = self.fs.cat_file(self.key(manifest_name(sequence)))
         try:
             data = json.loads(raw.decode("utf-8"))
             recorded = data.pop("sha256")
@@ -137,7 +136,7 @@ class ObjectStore:
         body = manifest_text(data | {"sha256": hashlib.sha256(manifest_text(data).encode()).hexdigest()})
         with speaking_for(self.url):
             try:
-                self.fs.pipe_file(self.key(f"{MANIFESTS}/{sequence:010d}.json"), body.encode(), mode="create")
+                self.fs.pipe_file(self.key(manifest_name(sequence)), body.encode(), mode="create")
             except FileExistsError:
                 raise StoreBusy(f"{self.url}: another writer committed manifest {sequence} first; nothing of this ingest "
                                 "was committed (its files are ingested by running it again)") from None
@@ -231,4 +230,4 @@ class ObjectStore:
     def prune_manifests(self, sequence: int) -> None:
         """Delete the manifests older than the one before `sequence` (readers take the newest)."""
         old = [s for s in self.sequences() if s < sequence - 1]
-        self.remove([f"{MANIFESTS}/{s:010d}.json" for s in old])
+        self.remove([manifest_name(s) for s in old])
